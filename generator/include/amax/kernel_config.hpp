@@ -1,0 +1,93 @@
+#pragma once
+// KernelConfig: one point of the variant space (DESIGN.md section 3). Its fields are listed once,
+// in KernelConfig::fields(); the canonical label, label parsing and the compile-time/launch-time
+// split all derive from that list. Equality is the defaulted member-wise comparison.
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "amax/arch.hpp"
+#include "amax/dtype.hpp"
+
+namespace amax {
+
+/// How block maxima become the result (DESIGN.md section 3).
+/// - atomic: the output is zeroed by a memset, then every block does an atomic max on the
+///   float's bits (TransformerEngine's original kernel). Two launches.
+/// - two_stage: block maxima go to a workspace and a second one-block kernel reduces them (ROCm
+///   TransformerEngine's default). Two launches, one when the grid is a single block.
+/// - one_pass: block maxima go to the workspace and the last block to finish reduces them,
+///   detected with a context-owned counter that the last block resets. One launch.
+enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2 };
+std::string_view to_string(Strategy s) noexcept;
+std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
+
+/// The grid cap. Written in labels as `b8cu` (8 blocks per CU/SM: carries across SKUs of one
+/// arch), `b65535` (an absolute number of blocks, used for TransformerEngine's fixed config) or
+/// `buncapped` (as many blocks as there are vectors to load).
+struct BlockCap {
+  enum class Kind : std::uint8_t { uncapped = 0, per_cu = 1, absolute = 2 };
+  Kind kind = Kind::uncapped;
+  std::uint32_t value = 0;  ///< blocks per CU (per_cu) or blocks (absolute); 0 when uncapped
+
+  static constexpr BlockCap uncapped() { return {}; }
+  static constexpr BlockCap per_cu(std::uint32_t v) { return {Kind::per_cu, v}; }
+  static constexpr BlockCap absolute(std::uint32_t v) { return {Kind::absolute, v}; }
+  /// The largest grid this cap allows on a device with `cu_count` CUs/SMs (>= 1).
+  std::uint64_t max_blocks(std::uint32_t cu_count) const noexcept;
+  auto operator<=>(const BlockCap&) const = default;
+};
+
+/// One kernel variant. The fields, in label order, are listed once in fields().
+struct KernelConfig {
+  Strategy strategy = Strategy::one_pass;
+  std::uint32_t threads = 256;  ///< threads per block, a multiple of the wave size
+  std::uint32_t nvec = 4;       ///< elements per vector load; nvec * element bytes <= 16
+  std::uint32_t unroll = 1;     ///< vector loads in flight per thread per iteration
+  BlockCap max_blocks{};        ///< grid cap; a launch parameter, not compiled in
+
+  auto operator<=>(const KernelConfig&) const = default;
+
+  /// Descriptor of one field: its name, the label prefix/suffix, whether it is compiled into
+  /// the kernel source (false: a launch parameter) and the member it reads.
+  template <class M>
+  struct Field {
+    std::string_view name;
+    std::string_view prefix;
+    std::string_view suffix;
+    bool compile_time;
+    M KernelConfig::*member;
+  };
+
+  /// The field list: the one place the variant's fields are enumerated.
+  static constexpr auto fields() {
+    return std::make_tuple(
+        Field<Strategy>{"strategy", "", "", true, &KernelConfig::strategy},
+        Field<std::uint32_t>{"threads", "t", "", true, &KernelConfig::threads},
+        Field<std::uint32_t>{"nvec", "v", "", true, &KernelConfig::nvec},
+        Field<std::uint32_t>{"unroll", "u", "", true, &KernelConfig::unroll},
+        Field<BlockCap>{"max_blocks", "b", "", false, &KernelConfig::max_blocks});
+  }
+
+  /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu`: every field in order, '.'-separated.
+  std::string label() const;
+  /// The compile-time part of the label (launch parameters left out), e.g. `two_stage.t256.v8.u4`:
+  /// configs with equal kernel_label() share one compiled binary.
+  std::string kernel_label() const;
+  /// Parses a full label. Errors: std::invalid_argument naming the label and the bad token.
+  /// The result is syntactically valid; check it against a target with validate().
+  static KernelConfig parse(std::string_view label);
+  /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
+  /// multiple of the wave size or over the limit, vector wider than 16 bytes, and so on.
+  std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
+};
+
+/// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_',
+/// plus the second-stage kernel of two_stage (`..._finish`).
+std::string kernel_name(const KernelConfig& c, DType dtype);
+std::string finish_kernel_name(const KernelConfig& c, DType dtype);
+
+}  // namespace amax

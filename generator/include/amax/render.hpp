@@ -1,0 +1,34 @@
+#pragma once
+// Rendering: one config + dtype + vendor -> one self-contained kernel source string.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "amax/arch.hpp"
+#include "amax/dtype.hpp"
+#include "amax/kernel_config.hpp"
+
+namespace amax {
+
+/// Version of the generator (the project version); recorded in rendered sources and the DB.
+std::string_view generator_version() noexcept;
+
+/// 16 hex digits: FNV-1a 64 over every template file (preludes and kernel bodies) as built into
+/// this binary. Changes whenever any template changes; recorded with every tuning row so that rows
+/// made from other templates are recognised as stale. Thread-safe.
+const std::string& template_hash();
+
+/// Blocks per SM that the kernel's launch bounds promise (NVIDIA): the largest count whose
+/// register share still holds the thread's vectors in flight, at most 2048 / threads, at least 1.
+std::uint32_t min_blocks_per_sm(const KernelConfig& config, DType dtype);
+
+/// The kernel source for `config` (its compile-time fields), `dtype` and `vendor`: a comment
+/// naming the kernel label, dtype, vendor, template hash and generator version; the compile-time
+/// constants; the vendor prelude; the vendor-neutral kernel bodies. It includes no file.
+/// Entry points: kernel_name(config, dtype) and, for two_stage, finish_kernel_name(config, dtype),
+/// both extern "C" with the signatures documented in templates/amax_kernels.h.
+/// The config should be valid for the target (validate()); an invalid one still renders but may
+/// not compile. Thread-safe.
+std::string render_source(const KernelConfig& config, DType dtype, Vendor vendor);
+
+}  // namespace amax

@@ -1,0 +1,179 @@
+#include "amax/kernel_config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+namespace amax {
+
+std::string_view to_string(Strategy s) noexcept {
+  switch (s) {
+    case Strategy::atomic: return "atomic";
+    case Strategy::two_stage: return "two_stage";
+    case Strategy::one_pass: return "one_pass";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
+  for (Strategy v : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass})
+    if (to_string(v) == s) return v;
+  return std::nullopt;
+}
+
+std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
+  // 2^31 - 1 is the grid.x limit on both vendors.
+  constexpr std::uint64_t kGridLimit = 0x7fffffffu;
+  switch (kind) {
+    case Kind::per_cu: return std::min<std::uint64_t>(kGridLimit, std::uint64_t{value} * std::max(1u, cu_count));
+    case Kind::absolute: return std::min<std::uint64_t>(kGridLimit, value);
+    case Kind::uncapped: break;
+  }
+  return kGridLimit;
+}
+
+// ---- per-type token codecs: the label spelling of each field's value ----
+namespace {
+std::string format_value(Strategy s) { return std::string(to_string(s)); }
+std::string format_value(std::uint32_t v) { return std::to_string(v); }
+std::string format_value(const BlockCap& b) {
+  switch (b.kind) {
+    case BlockCap::Kind::per_cu: return std::to_string(b.value) + "cu";
+    case BlockCap::Kind::absolute: return std::to_string(b.value);
+    case BlockCap::Kind::uncapped: break;
+  }
+  return "uncapped";
+}
+
+std::optional<std::uint32_t> parse_u32(std::string_view s) {
+  std::uint32_t v = 0;
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+bool parse_value(std::string_view s, Strategy& out) {
+  auto v = parse_strategy(s);
+  if (v) out = *v;
+  return v.has_value();
+}
+bool parse_value(std::string_view s, std::uint32_t& out) {
+  auto v = parse_u32(s);
+  if (v) out = *v;
+  return v.has_value();
+}
+bool parse_value(std::string_view s, BlockCap& out) {
+  if (s == "uncapped") { out = BlockCap::uncapped(); return true; }
+  const bool cu = s.ends_with("cu");
+  auto v = parse_u32(cu ? s.substr(0, s.size() - 2) : s);
+  if (!v || *v == 0) return false;
+  out = cu ? BlockCap::per_cu(*v) : BlockCap::absolute(*v);
+  return true;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return parts;
+}
+
+std::string make_label(const KernelConfig& c, bool compile_time_only) {
+  std::string out;
+  std::apply(
+      [&](const auto&... f) {
+        ((void)((compile_time_only && !f.compile_time)
+                    ? 0
+                    : (out += (out.empty() ? "" : "."), out += f.prefix,
+                       out += format_value(c.*(f.member)), out += f.suffix, 0)),
+         ...);
+      },
+      KernelConfig::fields());
+  return out;
+}
+}  // namespace
+
+std::string KernelConfig::label() const { return make_label(*this, false); }
+std::string KernelConfig::kernel_label() const { return make_label(*this, true); }
+
+KernelConfig KernelConfig::parse(std::string_view label) {
+  constexpr std::size_t kFields = std::tuple_size_v<decltype(fields())>;
+  const auto parts = split(label, '.');
+  if (parts.size() != kFields)
+    throw std::invalid_argument("invalid variant label '" + std::string(label) + "': expected " +
+                                std::to_string(kFields) +
+                                " '.'-separated fields (strategy.tT.vN.uU.bB, e.g. "
+                                "two_stage.t256.v8.u4.b8cu), got " + std::to_string(parts.size()));
+  KernelConfig c;
+  std::size_t i = 0;
+  std::apply(
+      [&](const auto&... f) {
+        (
+            [&] {
+              std::string_view tok = parts[i++];
+              if (!tok.starts_with(f.prefix) || !tok.ends_with(f.suffix) ||
+                  tok.size() < f.prefix.size() + f.suffix.size() ||
+                  !parse_value(tok.substr(f.prefix.size(),
+                                          tok.size() - f.prefix.size() - f.suffix.size()),
+                               c.*(f.member)))
+                throw std::invalid_argument("invalid variant label '" + std::string(label) +
+                                            "': bad " + std::string(f.name) + " field '" +
+                                            std::string(tok) + "'");
+            }(),
+            ...);
+      },
+      fields());
+  return c;
+}
+
+std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dtype) const {
+  const auto wave = static_cast<std::uint32_t>(arch.wave_size);
+  const std::uint32_t elem = info(dtype).bytes;
+  auto why = [&](std::string s) { return std::optional<std::string>(label() + ": " + s); };
+  if (threads < wave || threads % wave != 0)
+    return why("threads " + std::to_string(threads) + " is not a positive multiple of the wave size " +
+               std::to_string(wave) + " of " + arch.name);
+  if (threads > static_cast<std::uint32_t>(arch.max_threads_per_block))
+    return why("threads " + std::to_string(threads) + " exceeds the block limit " +
+               std::to_string(arch.max_threads_per_block) + " of " + arch.name);
+  if (threads / wave > wave)  // the block reduction finishes in one wave
+    return why("threads " + std::to_string(threads) + " exceeds wave size squared (" +
+               std::to_string(wave * wave) + ")");
+  if (nvec == 0 || (nvec & (nvec - 1)) != 0)
+    return why("nvec " + std::to_string(nvec) + " is not a power of two");
+  if (nvec * elem > 16)
+    return why("vector of " + std::to_string(nvec) + " x " + std::string(to_string(dtype)) + " = " +
+               std::to_string(nvec * elem) + " bytes exceeds 16 bytes");
+  if (unroll == 0 || unroll > 16 || (unroll & (unroll - 1)) != 0)
+    return why("unroll " + std::to_string(unroll) + " is not a power of two in 1..16");
+  if (max_blocks.kind == BlockCap::Kind::per_cu && (max_blocks.value == 0 || max_blocks.value > 1024))
+    return why("max blocks per CU " + std::to_string(max_blocks.value) + " is outside 1..1024");
+  if (max_blocks.kind == BlockCap::Kind::absolute &&
+      (max_blocks.value == 0 || max_blocks.value > 0x7fffffffu))
+    return why("max blocks " + std::to_string(max_blocks.value) + " is outside 1..2^31-1");
+  if (max_blocks.kind == BlockCap::Kind::uncapped && max_blocks.value != 0)
+    return why("uncapped grid carries a value");
+  return std::nullopt;
+}
+
+namespace {
+std::string identifier(const KernelConfig& c, DType dtype) {
+  std::string name = "amax_" + c.kernel_label() + "_" + std::string(to_string(dtype));
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+}  // namespace
+
+std::string kernel_name(const KernelConfig& c, DType dtype) { return identifier(c, dtype); }
+std::string finish_kernel_name(const KernelConfig& c, DType dtype) {
+  return identifier(c, dtype) + "_finish";
+}
+
+}  // namespace amax

@@ -1,0 +1,78 @@
+#include "amax/render.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+
+#include "template_data.hpp"
+
+namespace amax {
+
+namespace detail {
+std::string_view template_text(std::string_view name) {
+  for (const auto& t : kTemplates)
+    if (t.name == name) return t.text;
+  throw std::logic_error("template " + std::string(name) + " is not embedded in this build");
+}
+}  // namespace detail
+
+std::string_view generator_version() noexcept { return AMAX_VERSION; }
+
+const std::string& template_hash() {
+  static const std::string hash = [] {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+    for (const auto& t : detail::kTemplates)
+      for (std::string_view part : {t.name, std::string_view("\0", 1), t.text})
+        for (unsigned char c : part) {
+          h ^= c;
+          h *= 0x100000001b3ull;  // FNV-1a 64 prime
+        }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return std::string(buf);
+  }();
+  return hash;
+}
+
+std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
+  // Registers a thread needs: the vectors in flight (unroll x vector bytes / 4) plus about 24 for
+  // indices, pointers and the accumulator (read off ptxas reports of these kernels). A 64 Ki-entry
+  // register file per SM (every NVIDIA GPU since sm_50) shared by min_blocks blocks then caps
+  // registers at 65536 / (threads x min_blocks); at most 2048 threads per SM are resident.
+  const std::uint32_t need = c.unroll * c.nvec * info(dtype).bytes / 4 + 24;
+  const std::uint32_t by_registers = 65536 / (c.threads * need);
+  const std::uint32_t by_threads = 2048 / c.threads;
+  return std::max<std::uint32_t>(1, std::min(by_registers, by_threads));
+}
+
+std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
+  const char* strategy_macro = c.strategy == Strategy::atomic      ? "AMAX_STRATEGY_ATOMIC"
+                               : c.strategy == Strategy::two_stage ? "AMAX_STRATEGY_TWO_STAGE"
+                                                                   : "AMAX_STRATEGY_ONE_PASS";
+  const char* dtype_macro = dtype == DType::fp32   ? "AMAX_DTYPE_FP32"
+                            : dtype == DType::fp16 ? "AMAX_DTYPE_FP16"
+                                                   : "AMAX_DTYPE_BF16";
+  std::string s;
+  s.reserve(16384);
+  s += "// amax-tune generated kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) +
+       " (" + std::string(to_string(vendor)) + ")\n";
+  s += "// kernel label " + c.kernel_label() +
+       " (max blocks is a launch parameter, not compiled in)\n";
+  s += "// template hash " + template_hash() + ", generator version " +
+       std::string(generator_version()) + "\n";
+  s += "#define AMAX_THREADS " + std::to_string(c.threads) + "\n";
+  s += "#define AMAX_NVEC " + std::to_string(c.nvec) + "\n";
+  s += "#define AMAX_UNROLL " + std::to_string(c.unroll) + "\n";
+  s += "#define AMAX_ELEM_BYTES " + std::to_string(info(dtype).bytes) + "\n";
+  s += std::string("#define AMAX_DTYPE ") + dtype_macro + "\n";
+  s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
+  s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
+  s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
+  s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";
+  s += detail::template_text(vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  s += detail::template_text("amax_kernels.h");
+  return s;
+}
+
+}  // namespace amax

@@ -1,0 +1,49 @@
+#include "amax/search_space.hpp"
+
+#include <algorithm>
+
+namespace amax {
+
+std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+  const std::uint32_t elem = info(dtype).bytes;
+  const bool full = kind == SpaceKind::full;
+  std::vector<std::uint32_t> threads;
+  for (std::uint32_t t = full ? static_cast<std::uint32_t>(arch.wave_size) : 128;
+       t <= static_cast<std::uint32_t>(arch.max_threads_per_block); t *= 2)
+    threads.push_back(t);
+  std::vector<std::uint32_t> nvecs;
+  for (std::uint32_t v = full ? 1 : 16 / elem; v * elem <= 16; v *= 2) nvecs.push_back(v);
+  const std::vector<std::uint32_t> unrolls{1, 2, 4, 8};
+  std::vector<BlockCap> caps;
+  for (std::uint32_t b : full ? std::vector<std::uint32_t>{1, 2, 4, 8, 16, 32}
+                              : std::vector<std::uint32_t>{2, 4, 8, 16})
+    caps.push_back(BlockCap::per_cu(b));
+  caps.push_back(BlockCap::uncapped());
+
+  std::vector<KernelConfig> out;
+  for (Strategy s : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass})
+    for (auto t : threads)
+      for (auto v : nvecs)
+        for (auto u : unrolls)
+          for (auto b : caps) {
+            KernelConfig c{s, t, v, u, b};
+            if (!c.validate(arch, dtype)) out.push_back(c);
+          }
+  return out;
+}
+
+std::vector<KernelConfig> distinct_kernels(const std::vector<KernelConfig>& configs) {
+  std::vector<KernelConfig> out;
+  for (KernelConfig c : configs) {
+    c.max_blocks = BlockCap::uncapped();
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+KernelConfig transformer_engine_config(DType dtype, Strategy strategy) {
+  // 32 bytes per thread per iteration = two 16-byte vector loads.
+  return KernelConfig{strategy, 512, 16 / info(dtype).bytes, 2, BlockCap::absolute(65535)};
+}
+
+}  // namespace amax

@@ -1,0 +1,15 @@
+#pragma once
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+namespace amax::detail {
+/// One template file embedded at build time (cmake/embed_templates.cmake).
+struct TemplateFile {
+  std::string_view name;  ///< file name under templates/
+  std::string_view text;
+};
+extern const std::array<TemplateFile, 3> kTemplates;
+/// Text of the embedded template `name`; std::logic_error if absent (a build defect).
+std::string_view template_text(std::string_view name);
+}  // namespace amax::detail

@@ -1,0 +1,73 @@
+#pragma once
+// The compile layer: kernel source -> loadable binary through the vendor's JIT compiler
+// (NVRTC -> CUBIN on NVIDIA, hipRTC -> AMD code object on AMD).
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "amax/arch.hpp"
+
+namespace amax {
+
+/// Resources one kernel uses, as its compiler reports them. -1 = not reported by this compiler.
+/// NVIDIA: from ptxas' verbose report (registers per thread, spill store/load bytes, stack frame
+/// bytes, static shared memory bytes). AMD: from the code object's AMDGPU metadata note
+/// (.vgpr_count, .sgpr_count, .vgpr_spill_count + .sgpr_spill_count, .group_segment_fixed_size,
+/// .private_segment_fixed_size); spills on AMD are counted in registers spilled, not bytes.
+struct ResourceUsage {
+  int registers = -1;         ///< NVIDIA registers / AMD VGPRs per thread
+  int sgprs = -1;             ///< AMD scalar registers per wave
+  int spill_stores = -1;      ///< NVIDIA bytes stored by spills; AMD registers spilled
+  int spill_loads = -1;       ///< NVIDIA bytes loaded by spills; AMD: same as spill_stores
+  int stack_bytes = -1;       ///< NVIDIA stack frame / AMD private segment, bytes per thread
+  int shared_bytes = -1;      ///< static shared memory (LDS) per block, bytes
+  bool spills() const { return spill_stores > 0 || spill_loads > 0; }
+};
+
+/// A compiled program: the binary the driver loads (CUBIN or AMD code object ELF) and what the
+/// compiler said.
+struct CompiledProgram {
+  std::vector<char> binary;
+  std::string log;                                ///< full compiler log (may be empty)
+  std::map<std::string, ResourceUsage> usage;     ///< per kernel name, where the compiler reports it
+  double compile_ms = 0;                          ///< wall time of the compile call
+};
+
+/// A compile failure; what() names the program and target, log() holds the full compiler log.
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(const std::string& what, std::string log)
+      : std::runtime_error(what), log_(std::move(log)) {}
+  const std::string& log() const noexcept { return log_; }
+
+ private:
+  std::string log_;
+};
+
+/// A JIT compiler for one vendor. Implementations are thread-safe: compile() may be called from
+/// several threads at once (each call creates its own program object).
+class JitCompiler {
+ public:
+  virtual ~JitCompiler() = default;
+  virtual Vendor vendor() const noexcept = 0;
+  /// "nvrtc 13.0" / "hiprtc 5.2.21153": recorded in the DB and part of the binary-cache key.
+  virtual const std::string& version() const noexcept = 0;
+  /// Compiles `source` (a self-contained program; `program_name` appears in diagnostics) for
+  /// `arch` to a loadable binary. Never flushes denormals, never uses fast math.
+  /// Errors: CompileError (with the full log) when the compiler rejects the program;
+  /// std::runtime_error when the compiler library itself fails.
+  virtual CompiledProgram compile(std::string_view source, std::string_view program_name,
+                                  const ArchInfo& arch) const = 0;
+};
+
+/// The compiler for `vendor`. Errors: std::runtime_error naming the vendor when this build has no
+/// backend for it.
+std::unique_ptr<JitCompiler> make_compiler(Vendor vendor);
+/// True when this build includes the compiler for `vendor`.
+bool have_compiler(Vendor vendor) noexcept;
+
+}  // namespace amax

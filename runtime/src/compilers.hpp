@@ -1,0 +1,13 @@
+#pragma once
+#include <memory>
+
+#include "amax/compiler.hpp"
+
+namespace amax::detail {
+#if AMAX_HAVE_CUDA
+std::unique_ptr<JitCompiler> make_nvrtc_compiler();
+#endif
+#if AMAX_HAVE_HIP
+std::unique_ptr<JitCompiler> make_hiprtc_compiler();
+#endif
+}  // namespace amax::detail

@@ -1,0 +1,234 @@
+// ---- amax-tune kernels: vendor-neutral bodies ----
+// Computes amax = max |x| over n elements, bit-exact (DESIGN.md section 2). The generator defines
+// before this text:
+//   AMAX_THREADS      threads per block (a multiple of AMAX_WAVE_SIZE, at most AMAX_WAVE_SIZE^2)
+//   AMAX_NVEC         elements per vector load (AMAX_NVEC * AMAX_ELEM_BYTES <= 16)
+//   AMAX_UNROLL       vector loads in flight per thread per iteration
+//   AMAX_ELEM_BYTES   4 (fp32) or 2 (fp16, bf16)
+//   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16
+//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE or AMAX_STRATEGY_ONE_PASS
+//   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
+//   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
+// and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
+// AMAX_RESTRICT, amax_shfl_xor, amax_fence, amax_atomic_max, amax_atomic_inc, amax_max_u16x2,
+// amax_zero_above_u16x2 and amax_float_bits.
+//
+// Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,
+// and for non-negative IEEE values (denormals and +Inf included) unsigned integer order is numeric
+// order, while every NaN compares above +Inf. So the unsigned max of the sign-cleared bits is the
+// amax, and is a NaN exactly when a NaN is present: NaN propagation whatever its position, no
+// denormal flushing, |-0.0| = +0.0. The NaN-ignoring mode (fmaxf semantics) zeroes NaN lanes first.
+// 16-bit inputs are processed two lanes per 32-bit word. The block result is converted to fp32
+// bits once per thread; a NaN result is written as the canonical quiet NaN 0x7fc00000.
+//
+// Stage-one signature (every strategy):
+//   AMAX_KERNEL_NAME(const void* in, unsigned long long n, float* out,
+//                    unsigned* workspace, unsigned* counter, unsigned flags)
+//   in: n elements, element-aligned (any offset; the unaligned head and tail are peeled);
+//   out: one fp32; workspace: gridDim.x words (two_stage, one_pass with more than one block);
+//   counter: one word that is 0 before the launch and is 0 again after it (one_pass);
+//   flags: bit 0 set = ignore NaN.
+// two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
+// launched with one block of AMAX_THREADS threads.
+// atomic requires *out == +0.0 before the launch (the launcher memsets it).
+
+#define AMAX_DTYPE_FP32 0
+#define AMAX_DTYPE_FP16 1
+#define AMAX_DTYPE_BF16 2
+#define AMAX_STRATEGY_ATOMIC 0
+#define AMAX_STRATEGY_TWO_STAGE 1
+#define AMAX_STRATEGY_ONE_PASS 2
+
+#define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
+#define AMAX_FP32_INF 0x7f800000u
+#define AMAX_FP32_QNAN 0x7fc00000u
+#define AMAX_FLAG_IGNORE_NAN 1u
+
+#if AMAX_THREADS % AMAX_WAVE_SIZE != 0
+#error "AMAX_THREADS must be a multiple of the wave size"
+#endif
+
+typedef unsigned long long amax_u64;
+
+// One vector load's worth of input: AMAX_VEC_BYTES bytes, naturally aligned.
+#if AMAX_VEC_BYTES >= 4
+struct alignas(AMAX_VEC_BYTES) amax_vec_t { unsigned w[AMAX_VEC_BYTES / 4]; };
+#else
+struct alignas(2) amax_vec_t { unsigned short h; };
+#endif
+
+AMAX_DEVICE unsigned amax_umax(unsigned a, unsigned b) { return a > b ? a : b; }
+
+// ---- folding input words into a thread's accumulator ----
+#if AMAX_ELEM_BYTES == 4
+// Accumulator: the sign-cleared fp32 bits.
+template <bool IGNORE_NAN>
+AMAX_DEVICE unsigned amax_fold_word(unsigned acc, unsigned w) {
+  w &= 0x7fffffffu;
+  if (IGNORE_NAN) w = w > AMAX_FP32_INF ? 0u : w;
+  return amax_umax(acc, w);
+}
+AMAX_DEVICE unsigned amax_load_element(const unsigned char* p) {
+  return *reinterpret_cast<const unsigned*>(p);
+}
+// Accumulator -> sign-cleared fp32 bits.
+AMAX_DEVICE unsigned amax_acc_to_fp32_bits(unsigned acc) { return acc; }
+#else
+// Accumulator: two 16-bit lanes, each the sign-cleared element bits seen in that lane.
+#if AMAX_DTYPE == AMAX_DTYPE_BF16
+#define AMAX_INF16 0x7f80u
+#else
+#define AMAX_INF16 0x7c00u
+#endif
+template <bool IGNORE_NAN>
+AMAX_DEVICE unsigned amax_fold_word(unsigned acc, unsigned w) {
+  w &= 0x7fff7fffu;
+  if (IGNORE_NAN) w = amax_zero_above_u16x2(w, AMAX_INF16 | (AMAX_INF16 << 16));
+  return amax_max_u16x2(acc, w);
+}
+AMAX_DEVICE unsigned amax_load_element(const unsigned char* p) {
+  return *reinterpret_cast<const unsigned short*>(p);
+}
+// One sign-cleared 16-bit value -> its exact fp32 bits.
+AMAX_DEVICE unsigned amax_half_to_fp32_bits(unsigned h) {
+#if AMAX_DTYPE == AMAX_DTYPE_BF16
+  return h << 16;  // bf16 is the top half of an fp32; NaN stays NaN
+#else
+  unsigned e = h >> 10, m = h & 0x3ffu;
+  if (e == 0x1fu) return m ? AMAX_FP32_QNAN : AMAX_FP32_INF;
+  if (e == 0u) return amax_float_bits((float)m * 5.9604644775390625e-08f);  // m * 2^-24, exact
+  return ((e + 112u) << 23) | (m << 13);  // rebias 15 -> 127
+#endif
+}
+AMAX_DEVICE unsigned amax_acc_to_fp32_bits(unsigned acc) {
+  unsigned lo = acc & 0xffffu, hi = acc >> 16;
+  return amax_half_to_fp32_bits(lo > hi ? lo : hi);
+}
+#endif
+
+template <bool IGNORE_NAN>
+AMAX_DEVICE unsigned amax_fold_vec(unsigned acc, const amax_vec_t& v) {
+#if AMAX_VEC_BYTES >= 4
+#pragma unroll
+  for (int k = 0; k < AMAX_VEC_BYTES / 4; ++k) acc = amax_fold_word<IGNORE_NAN>(acc, v.w[k]);
+  return acc;
+#else
+  return amax_fold_word<IGNORE_NAN>(acc, v.h);
+#endif
+}
+
+// ---- per-thread partial over the whole tensor (grid-stride, 64-bit indexing) ----
+// The input splits into an unaligned head (< AMAX_NVEC elements up to the first AMAX_VEC_BYTES
+// boundary), `body` aligned vectors, and a tail (< AMAX_NVEC elements). Returns fp32 bits.
+template <bool IGNORE_NAN>
+AMAX_DEVICE unsigned amax_thread_partial(const unsigned char* AMAX_RESTRICT in, amax_u64 n) {
+  const amax_u64 misalign = (amax_u64)in % AMAX_VEC_BYTES;
+  amax_u64 head = misalign ? (AMAX_VEC_BYTES - misalign) / AMAX_ELEM_BYTES : 0;
+  if (head > n) head = n;
+  const amax_u64 body = (n - head) / AMAX_NVEC;
+  const amax_u64 tail = n - head - body * AMAX_NVEC;
+  const amax_u64 gtid = (amax_u64)blockIdx.x * AMAX_THREADS + threadIdx.x;
+  const amax_u64 stride = (amax_u64)gridDim.x * AMAX_THREADS;
+
+  unsigned acc = 0;
+  if (gtid < head) acc = amax_fold_word<IGNORE_NAN>(acc, amax_load_element(in + gtid * AMAX_ELEM_BYTES));
+  if (gtid < tail)
+    acc = amax_fold_word<IGNORE_NAN>(
+        acc, amax_load_element(in + (head + body * AMAX_NVEC + gtid) * AMAX_ELEM_BYTES));
+
+  const amax_vec_t* AMAX_RESTRICT vp =
+      reinterpret_cast<const amax_vec_t*>(in + head * AMAX_ELEM_BYTES);
+  amax_u64 i = gtid;
+  // AMAX_UNROLL independent vector loads in flight, then fold them.
+  for (; i + (AMAX_UNROLL - 1) * stride < body; i += AMAX_UNROLL * stride) {
+    amax_vec_t v[AMAX_UNROLL];
+#pragma unroll
+    for (int u = 0; u < AMAX_UNROLL; ++u) v[u] = vp[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < AMAX_UNROLL; ++u) acc = amax_fold_vec<IGNORE_NAN>(acc, v[u]);
+  }
+  for (; i < body; i += stride) acc = amax_fold_vec<IGNORE_NAN>(acc, vp[i]);
+  return amax_acc_to_fp32_bits(acc);
+}
+
+// ---- block reduction: max of fp32 bits over the block; the result is valid in thread 0 ----
+AMAX_DEVICE unsigned amax_wave_reduce(unsigned v) {
+#pragma unroll
+  for (int off = AMAX_WAVE_SIZE / 2; off > 0; off >>= 1) v = amax_umax(v, amax_shfl_xor(v, off));
+  return v;
+}
+
+AMAX_DEVICE unsigned amax_block_reduce(unsigned v) {
+  v = amax_wave_reduce(v);
+#if AMAX_THREADS > AMAX_WAVE_SIZE
+  __shared__ unsigned wave_max[AMAX_THREADS / AMAX_WAVE_SIZE];
+  const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
+  if (lane == 0) wave_max[wave] = v;
+  __syncthreads();
+  if (wave == 0) {
+    v = lane < AMAX_THREADS / AMAX_WAVE_SIZE ? wave_max[lane] : 0u;
+    v = amax_wave_reduce(v);
+  }
+#endif
+  return v;
+}
+
+// Max over count fp32-bit words written by other blocks (volatile: they are read after a fence
+// in the same launch, one_pass). Valid in thread 0.
+AMAX_DEVICE unsigned amax_reduce_words(const volatile unsigned* words, unsigned count) {
+  unsigned v = 0;
+  for (unsigned i = threadIdx.x; i < count; i += AMAX_THREADS) v = amax_umax(v, words[i]);
+  return amax_block_reduce(v);
+}
+
+AMAX_DEVICE void amax_write_result(float* out, unsigned bits) {
+  *reinterpret_cast<unsigned*>(out) = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+}
+
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
+AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
+                 unsigned* counter, unsigned flags) {
+  const unsigned char* p = static_cast<const unsigned char*>(in);
+  unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
+                                                  : amax_thread_partial<false>(p, n);
+  bits = amax_block_reduce(bits);
+#if AMAX_STRATEGY == AMAX_STRATEGY_ATOMIC
+  // Canonical NaN (0x7fc00000) is above every non-NaN value, so the atomic max keeps it.
+  if (threadIdx.x == 0) amax_atomic_max(reinterpret_cast<unsigned*>(out),
+                                        bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+  (void)workspace; (void)counter;
+#else
+  if (gridDim.x == 1) {  // one block: it holds the result; no workspace, no counter
+    if (threadIdx.x == 0) amax_write_result(out, bits);
+    return;
+  }
+#if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
+  if (threadIdx.x == 0) workspace[blockIdx.x] = bits;
+  (void)counter;
+#else  // one_pass: the last block to arrive reduces the block maxima and resets the counter
+  __shared__ bool is_last;
+  if (threadIdx.x == 0) {
+    workspace[blockIdx.x] = bits;
+    amax_fence();  // publish this block's maximum before counting it
+    is_last = amax_atomic_inc(counter) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (is_last) {
+    amax_fence();
+    bits = amax_reduce_words(workspace, gridDim.x);
+    if (threadIdx.x == 0) {
+      amax_write_result(out, bits);
+      *counter = 0u;
+    }
+  }
+#endif
+#endif
+}
+
+#if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
+AMAX_FINISH_NAME(const unsigned* AMAX_RESTRICT workspace, unsigned count, float* out) {
+  unsigned bits = amax_reduce_words(workspace, count);
+  if (threadIdx.x == 0) amax_write_result(out, bits);
+}
+#endif

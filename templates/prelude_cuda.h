@@ -1,0 +1,24 @@
+// ---- amax-tune prelude: NVIDIA (NVRTC) ----
+// Everything the vendor-neutral kernels need from the vendor; no header is included.
+#define AMAX_WAVE_SIZE 32
+#define AMAX_DEVICE __device__ __forceinline__
+#define AMAX_GLOBAL extern "C" __global__
+// min_blocks (blocks per SM the register allocation must allow) is derived by the generator from
+// the bytes each thread keeps in flight, so that ptxas' register cap fits them without spilling.
+#define AMAX_LAUNCH_BOUNDS(n, min_blocks) __launch_bounds__(n, min_blocks)
+#define AMAX_RESTRICT __restrict__
+
+// Full-warp shuffle. The member mask covers every lane of the warp (AMAX_WAVE_SIZE lanes).
+AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask, AMAX_WAVE_SIZE);
+}
+AMAX_DEVICE void amax_fence() { __threadfence(); }
+AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
+AMAX_DEVICE unsigned amax_atomic_inc(unsigned* p) { return atomicAdd(p, 1u); }
+// Per 16-bit lane unsigned max of two packed words (one VIMNMX on sm_90).
+AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) { return __vmaxu2(a, b); }
+// Zeroes each 16-bit lane of w that is greater than the same lane of limit.
+AMAX_DEVICE unsigned amax_zero_above_u16x2(unsigned w, unsigned limit) {
+  return w & ~__vcmpgtu2(w, limit);
+}
+AMAX_DEVICE unsigned amax_float_bits(float f) { return __float_as_uint(f); }

@@ -1,0 +1,31 @@
+// ---- amax-tune prelude: AMD (hipRTC) ----
+// Everything the vendor-neutral kernels need from the vendor; no header is included (hipRTC
+// provides the HIP device builtins itself).
+#define AMAX_WAVE_SIZE __AMDGCN_WAVEFRONT_SIZE
+#define AMAX_DEVICE __device__ __forceinline__
+#define AMAX_GLOBAL extern "C" __global__
+// HIP's second __launch_bounds__ argument means waves per EU, not blocks per SM: only the block
+// size is given; the AMDGPU backend sizes registers from it.
+#define AMAX_LAUNCH_BOUNDS(n, min_blocks) __launch_bounds__(n)
+#define AMAX_RESTRICT __restrict__
+
+// Wave-wide butterfly shuffle: __shfl_xor spans the whole wavefront (64 lanes on CDNA).
+AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
+  return (unsigned)__shfl_xor((int)v, lane_mask, AMAX_WAVE_SIZE);
+}
+AMAX_DEVICE void amax_fence() { __threadfence(); }
+AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
+AMAX_DEVICE unsigned amax_atomic_inc(unsigned* p) { return atomicAdd(p, 1u); }
+// Per 16-bit lane unsigned max of two packed words.
+AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) {
+  unsigned lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
+  unsigned hi = (a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16);
+  return lo | (hi << 16);
+}
+// Zeroes each 16-bit lane of w that is greater than the same lane of limit.
+AMAX_DEVICE unsigned amax_zero_above_u16x2(unsigned w, unsigned limit) {
+  unsigned lo = (w & 0xffffu) > (limit & 0xffffu) ? 0u : (w & 0xffffu);
+  unsigned hi = (w >> 16) > (limit >> 16) ? 0u : (w & 0xffff0000u);
+  return lo | hi;
+}
+AMAX_DEVICE unsigned amax_float_bits(float f) { return __float_as_uint(f); }

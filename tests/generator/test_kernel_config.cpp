@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include "amax/kernel_config.hpp"
+#include "amax/search_space.hpp"
+
+using namespace amax;
+
+TEST(KernelConfig, LabelHasEveryFieldInOrder) {
+  KernelConfig c{Strategy::two_stage, 256, 8, 4, BlockCap::per_cu(8)};
+  EXPECT_EQ(c.label(), "two_stage.t256.v8.u4.b8cu");
+  EXPECT_EQ(c.kernel_label(), "two_stage.t256.v8.u4");
+  EXPECT_EQ((KernelConfig{Strategy::atomic, 512, 4, 2, BlockCap::absolute(65535)}).label(),
+            "atomic.t512.v4.u2.b65535");
+  EXPECT_EQ((KernelConfig{Strategy::one_pass, 64, 1, 1, BlockCap::uncapped()}).label(),
+            "one_pass.t64.v1.u1.buncapped");
+}
+
+TEST(KernelConfig, LabelRoundTripsOverTheFullSpaces) {
+  std::size_t n = 0;
+  for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-", "gfx1100"})
+    for (const auto& d : all_dtypes())
+      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::full)) {
+        const KernelConfig back = KernelConfig::parse(c.label());
+        ASSERT_EQ(back, c) << c.label();
+        ASSERT_EQ(back.label(), c.label());
+        ++n;
+      }
+  EXPECT_GT(n, 3000u);
+}
+
+TEST(KernelConfig, ParseRejectsMalformedLabelsNamingTheField) {
+  struct Case {
+    const char* label;
+    const char* expect;
+  } cases[] = {
+      {"", "expected 5"},
+      {"two_stage.t256.v8.u4", "expected 5"},
+      {"two_stage.t256.v8.u4.b8cu.x", "expected 5"},
+      {"three_stage.t256.v8.u4.b8cu", "bad strategy field 'three_stage'"},
+      {"two_stage.256.v8.u4.b8cu", "bad threads field '256'"},
+      {"two_stage.t256.v8.u4.b0cu", "bad max_blocks field 'b0cu'"},
+      {"two_stage.t256.vx.u4.b8cu", "bad nvec field 'vx'"},
+      {"two_stage.t256.v8.u-1.b8cu", "bad unroll field 'u-1'"},
+      {"two_stage.t0256.v8.u4.b8cu", "bad threads field 't0256'"},
+      {"two_stage.t99999999999.v8.u4.b8cu", "bad threads field"},
+      {"two_stage.t256.v8.u4.bcu", "bad max_blocks field 'bcu'"},
+  };
+  for (const auto& c : cases) {
+    try {
+      KernelConfig::parse(c.label);
+      ADD_FAILURE() << "accepted " << c.label;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)
+          << c.label << " -> " << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + c.label + "'"), std::string::npos);
+    }
+  }
+}
+
+TEST(KernelConfig, ValidateGivesTheReason) {
+  const auto sm90 = ArchInfo::parse("sm_90");
+  const auto gfx942 = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  auto reason = [](const KernelConfig& c, const ArchInfo& a, DType d) {
+    auto r = c.validate(a, d);
+    return r ? *r : std::string("valid");
+  };
+  EXPECT_EQ(reason({Strategy::one_pass, 256, 4, 4, BlockCap::per_cu(8)}, sm90, DType::fp32), "valid");
+  EXPECT_EQ(reason({Strategy::one_pass, 96, 4, 4, {}}, gfx942, DType::fp32),
+            "one_pass.t96.v4.u4.buncapped: threads 96 is not a positive multiple of the wave size 64 "
+            "of gfx942:sramecc+:xnack-");
+  EXPECT_EQ(reason({Strategy::one_pass, 96, 4, 4, {}}, sm90, DType::fp32), "valid");
+  EXPECT_EQ(reason({Strategy::one_pass, 32, 4, 4, {}}, gfx942, DType::fp32),
+            "one_pass.t32.v4.u4.buncapped: threads 32 is not a positive multiple of the wave size 64 "
+            "of gfx942:sramecc+:xnack-");
+  EXPECT_EQ(reason({Strategy::atomic, 2048, 4, 1, {}}, sm90, DType::fp32),
+            "atomic.t2048.v4.u1.buncapped: threads 2048 exceeds the block limit 1024 of sm_90");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 8, 1, {}}, sm90, DType::fp32),
+            "atomic.t256.v8.u1.buncapped: vector of 8 x fp32 = 32 bytes exceeds 16 bytes");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 8, 1, {}}, sm90, DType::bf16), "valid");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 16, 1, {}}, sm90, DType::fp16),
+            "atomic.t256.v16.u1.buncapped: vector of 16 x fp16 = 32 bytes exceeds 16 bytes");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 3, 1, {}}, sm90, DType::fp16),
+            "atomic.t256.v3.u1.buncapped: nvec 3 is not a power of two");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 4, 3, {}}, sm90, DType::fp32),
+            "atomic.t256.v4.u3.buncapped: unroll 3 is not a power of two in 1..16");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 4, 32, {}}, sm90, DType::fp32),
+            "atomic.t256.v4.u32.buncapped: unroll 32 is not a power of two in 1..16");
+  EXPECT_EQ(reason({Strategy::atomic, 256, 4, 1, BlockCap::per_cu(2000)}, sm90, DType::fp32),
+            "atomic.t256.v4.u1.b2000cu: max blocks per CU 2000 is outside 1..1024");
+}
+
+TEST(KernelConfig, BlockCapResolvesAgainstTheCuCount) {
+  EXPECT_EQ(BlockCap::per_cu(8).max_blocks(132), 1056u);
+  EXPECT_EQ(BlockCap::per_cu(8).max_blocks(304), 2432u);
+  EXPECT_EQ(BlockCap::absolute(65535).max_blocks(132), 65535u);
+  EXPECT_EQ(BlockCap::uncapped().max_blocks(132), 0x7fffffffu);
+}
+
+TEST(KernelConfig, KernelNamesContainTheKernelLabel) {
+  KernelConfig c{Strategy::two_stage, 256, 8, 4, BlockCap::per_cu(8)};
+  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_two_stage_t256_v8_u4_bf16");
+  EXPECT_EQ(finish_kernel_name(c, DType::bf16), "amax_two_stage_t256_v8_u4_bf16_finish");
+}
+
+TEST(Arch, ParsesNvidiaAndAmdTargets) {
+  const auto a = ArchInfo::parse("sm_90");
+  EXPECT_EQ(a.vendor, Vendor::nvidia);
+  EXPECT_EQ(a.wave_size, 32);
+  const auto b = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  EXPECT_EQ(b.vendor, Vendor::amd);
+  EXPECT_EQ(b.processor, "gfx942");
+  EXPECT_EQ(b.wave_size, 64);
+  EXPECT_EQ(ArchInfo::parse("gfx90a").wave_size, 64);
+  EXPECT_EQ(ArchInfo::parse("gfx1100").wave_size, 32);
+  for (const char* bad : {"", "sm_", "sm_9x", "gfx", "gfx942:sramecc", "cuda", "gfx90a::"}) {
+    try {
+      ArchInfo::parse(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(DType, NamesRoundTrip) {
+  for (const auto& d : all_dtypes()) EXPECT_EQ(parse_dtype(d.name), d.dtype);
+  EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
+  EXPECT_EQ(parse_dtype("half"), DType::fp16);
+  EXPECT_FALSE(parse_dtype("fp8"));
+  EXPECT_EQ(info(DType::fp16).bytes, 2u);
+}

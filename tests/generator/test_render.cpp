@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "amax/render.hpp"
+#include "amax/search_space.hpp"
+
+using namespace amax;
+
+TEST(Render, HeaderNamesLabelHashAndVersion) {
+  KernelConfig c{Strategy::two_stage, 256, 8, 4, BlockCap::per_cu(8)};
+  const std::string s = render_source(c, DType::bf16, Vendor::nvidia);
+  EXPECT_EQ(s.rfind("// amax-tune generated kernel: two_stage.t256.v8.u4 bf16 (nvidia)\n", 0), 0u);
+  EXPECT_NE(s.find("template hash " + template_hash()), std::string::npos);
+  EXPECT_NE(s.find("generator version " + std::string(generator_version())), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_KERNEL_NAME amax_two_stage_t256_v8_u4_bf16\n"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_THREADS 256\n"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_NVEC 8\n"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_UNROLL 4\n"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_STRATEGY AMAX_STRATEGY_TWO_STAGE\n"), std::string::npos);
+}
+
+TEST(Render, TemplateHashIsSixteenHexDigits) {
+  EXPECT_TRUE(std::regex_match(template_hash(), std::regex("[0-9a-f]{16}")));
+}
+
+TEST(Render, NoRenderedSourceReadsAFile) {
+  const std::regex include(R"(^\s*#\s*(include|import|embed)\b)", std::regex::multiline);
+  for (const char* arch : {"sm_90", "gfx90a"}) {
+    const auto a = ArchInfo::parse(arch);
+    for (const auto& d : all_dtypes())
+      for (const auto& c : distinct_kernels(enumerate_space(a, d.dtype, SpaceKind::pruned))) {
+        const std::string s = render_source(c, d.dtype, a.vendor);
+        ASSERT_FALSE(std::regex_search(s, include)) << c.label() << " " << arch;
+        ASSERT_EQ(s.find("__has_include"), std::string::npos);
+      }
+  }
+}
+
+TEST(Render, VendorPreludeSelectsWaveSize) {
+  KernelConfig c{Strategy::one_pass, 256, 4, 1, {}};
+  EXPECT_NE(render_source(c, DType::fp32, Vendor::nvidia).find("#define AMAX_WAVE_SIZE 32"),
+            std::string::npos);
+  EXPECT_NE(render_source(c, DType::fp32, Vendor::amd).find("#define AMAX_WAVE_SIZE __AMDGCN_WAVEFRONT_SIZE"),
+            std::string::npos);
+}
+
+TEST(Render, LaunchParameterDoesNotChangeSource) {
+  KernelConfig a{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(2)};
+  KernelConfig b = a;
+  b.max_blocks = BlockCap::uncapped();
+  EXPECT_EQ(render_source(a, DType::fp32, Vendor::nvidia), render_source(b, DType::fp32, Vendor::nvidia));
+}
+
+TEST(Render, MinBlocksLeavesRegistersForTheLoadsInFlight) {
+  // need = unroll * 16 bytes / 4 + 24 registers; cap = 65536 / (threads * min_blocks).
+  EXPECT_EQ(min_blocks_per_sm({Strategy::atomic, 1024, 4, 8, {}}, DType::fp32), 1u);  // 56 regs
+  EXPECT_EQ(min_blocks_per_sm({Strategy::atomic, 1024, 4, 1, {}}, DType::fp32), 2u);  // 28 regs
+  EXPECT_EQ(min_blocks_per_sm({Strategy::atomic, 512, 8, 8, {}}, DType::bf16), 2u);
+  EXPECT_EQ(min_blocks_per_sm({Strategy::atomic, 128, 4, 1, {}}, DType::fp32), 16u);
+  EXPECT_EQ(min_blocks_per_sm({Strategy::atomic, 128, 4, 8, {}}, DType::fp32), 9u);
+  KernelConfig c{Strategy::one_pass, 1024, 4, 8, {}};
+  EXPECT_NE(render_source(c, DType::fp32, Vendor::nvidia).find("#define AMAX_MIN_BLOCKS 1\n"),
+            std::string::npos);
+}

@@ -1,0 +1,98 @@
+// amax-tune emit: print or write rendered kernel sources, or list the search space.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "amax/render.hpp"
+#include "amax/search_space.hpp"
+#include "commands.hpp"
+
+namespace amax::cli {
+namespace {
+
+struct EmitOptions {
+  std::string arch = "sm_90";
+  std::string dtype = "fp32";
+  std::string label;
+  bool list = false;
+  bool full = false;
+  std::string out;
+  std::string out_dir;
+};
+
+DType need_dtype(const std::string& s) {
+  auto d = parse_dtype(s);
+  if (!d) throw UsageError("unknown dtype '" + s + "' (expected fp32, fp16 or bf16)");
+  return *d;
+}
+
+ArchInfo need_arch(const std::string& s) {
+  try {
+    return ArchInfo::parse(s);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int run_emit(const EmitOptions& o) {
+  const ArchInfo arch = need_arch(o.arch);
+  const DType dtype = need_dtype(o.dtype);
+  const auto space = enumerate_space(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
+  if (o.list) {
+    for (const auto& c : space) std::cout << c.label() << "\n";
+    std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}\n",
+                             space.size(), distinct_kernels(space).size(),
+                             o.full ? "full" : "pruned", arch.name, to_string(dtype));
+    return kExitOk;
+  }
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    const auto kernels = distinct_kernels(space);
+    for (const auto& c : kernels) {
+      const auto path = std::filesystem::path(o.out_dir) /
+                        (kernel_name(c, dtype) + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"));
+      std::ofstream(path) << render_source(c, dtype, arch.vendor);
+    }
+    std::cerr << fmt::format("wrote {} kernel sources to {}\n", kernels.size(), o.out_dir);
+    return kExitOk;
+  }
+  if (o.label.empty()) throw UsageError("emit needs --label LABEL, --list or --out-dir DIR");
+  KernelConfig c;
+  try {
+    c = KernelConfig::parse(o.label);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (auto why = c.validate(arch, dtype))
+    throw UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) +
+                     ": " + *why);
+  const std::string src = render_source(c, dtype, arch.vendor);
+  if (o.out.empty() || o.out == "-") {
+    std::cout << src;
+  } else {
+    std::ofstream f(o.out);
+    if (!(f << src)) throw std::runtime_error("cannot write " + o.out);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_emit(CLI::App& app) {
+  auto o = std::make_shared<EmitOptions>();
+  auto* sub = app.add_subcommand("emit", "Print the rendered kernel source of a variant, or list the space");
+  sub->add_option("--arch", o->arch, "Target: sm_XY or an AMD target ID (gfx942:sramecc+:xnack-)")
+      ->capture_default_str();
+  sub->add_option("--dtype", o->dtype, "Element type: fp32, fp16, bf16")->capture_default_str();
+  sub->add_option("--label", o->label, "Variant label, e.g. two_stage.t256.v8.u4.b8cu");
+  sub->add_flag("--list", o->list, "List the variant labels of the space (one per line)");
+  sub->add_flag("--full", o->full, "Use the full space instead of the pruned default");
+  sub->add_option("-o,--out", o->out, "Write the source to this file instead of stdout");
+  sub->add_option("--out-dir", o->out_dir, "Write every kernel source of the space into this directory");
+  sub->final_callback([o] { throw CLI::RuntimeError(run_emit(*o)); });
+}
+
+}  // namespace amax::cli

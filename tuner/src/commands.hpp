@@ -1,0 +1,18 @@
+#pragma once
+// Subcommands of the amax-tune command line. Each add_* registers its options on `app` and returns
+// the subcommand; run_* executes it and returns the process exit code.
+#include <CLI/CLI.hpp>
+
+namespace amax::cli {
+
+/// Exit codes: 0 success, 1 the work failed, 2 bad arguments (named in the message).
+inline constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
+
+/// Thrown for bad user input; main() prints "amax-tune: error: <what>" and exits kExitUsage.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void add_emit(CLI::App& app);
+
+}  // namespace amax::cli

@@ -1,0 +1,61 @@
+// amax-tune tuning database: merging two databases.
+#pragma once
+
+#include <amax/db/key.hpp>
+#include <amax/db/winner.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace amax::db {
+
+/// How merge() treats conflicts.
+struct MergePolicy {
+  /// For a key whose winners come from different devices (device_name, arch or CU count
+  /// differ): false (default) fails with DbError(InvalidArgument) naming the key and both
+  /// devices; true keeps the faster one anyway and lists the key in MergeReport::contested with
+  /// different_devices set.
+  bool allow_different_devices = false;
+  /// Replace an existing @p out_path (default: refuse with DbError(InvalidArgument)).
+  bool overwrite_output = false;
+};
+
+/// One key that had winners in both inputs (or several in one).
+struct MergeDecision {
+  TuningKey key;
+  WinnerRow kept;                            ///< the faster winner
+  char kept_from = 'a';                      ///< 'a' or 'b': the input it came from
+  WinnerRow dropped;                         ///< the fastest of the others
+  bool different_devices = false;            ///< kept and dropped were measured on different devices
+  std::vector<std::string> differing_fields; ///< provenance fields that differ (timestamp included)
+};
+
+/// What merge() did.
+struct MergeReport {
+  std::size_t winners_written = 0;
+  std::size_t trials_written = 0;
+  std::vector<MergeDecision> contested;  ///< sorted by key
+};
+
+/// Merges the databases at @p a_path and @p b_path (opened ReadOnly, never written) into a new
+/// database at @p out_path (written to a temporary file beside it and renamed at the end; left
+/// in rollback-journal mode, ready to ship).
+///
+/// Per key, the candidates are all winner rows of the key in a and b; the one with the lowest
+/// median_us wins (ties: a before b, then the newer timestamp) and keeps its provenance; the
+/// trials of that key and that provenance from the same input come along; other winners and
+/// trials of the key are dropped. Keys without a winner in either input keep the trials of both
+/// (a's row first when the same trial is in both). Candidates measured on different devices
+/// (same_device() false) make merge fail unless policy.allow_different_devices.
+///
+/// @throws DbError InvalidArgument (different devices, naming the key and both devices; out_path
+///   exists and !overwrite_output; out_path is one of the inputs), and any error of
+///   TuningDb::open on the inputs (Corrupt, FutureSchema, Io...) or of writing the output.
+/// Thread-safety: may run concurrently with readers/writers of the inputs.
+MergeReport merge(const std::filesystem::path& a_path, const std::filesystem::path& b_path,
+                  const std::filesystem::path& out_path, const MergePolicy& policy = {});
+
+}  // namespace amax::db

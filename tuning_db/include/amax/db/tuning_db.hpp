@@ -1,0 +1,226 @@
+// amax-tune tuning database: TuningDb, the SQLite store of trials and winners.
+#pragma once
+
+#include <amax/db/error.hpp>
+#include <amax/db/key.hpp>
+#include <amax/db/provenance.hpp>
+#include <amax/db/trial.hpp>
+#include <amax/db/winner.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace amax::db {
+
+/// How TuningDb::open treats the file.
+enum class OpenMode {
+  /// Create the file (and its parent directories) if missing, migrate its schema, allow writes.
+  ReadWrite,
+  /// Never write: the file must exist and hold a schema this build can read (an older one is
+  /// read as is, with defaults for columns it lacks). Nothing is created beside a file in
+  /// rollback-journal mode; a WAL-mode file in a directory the process cannot write is opened
+  /// as immutable (see OpenOptions::immutable).
+  ReadOnly,
+};
+
+/// Tunables of TuningDb::open. The defaults suit every normal use.
+struct OpenOptions {
+  /// Total time a single operation (open, one record_key, one query) may spend waiting for
+  /// locks held by other connections (SQLITE_BUSY / SQLITE_LOCKED), retried with bounded
+  /// exponential backoff; after it, DbError(Locked).
+  std::chrono::milliseconds lock_timeout{30'000};
+  /// ReadWrite: ask for PRAGMA journal_mode=WAL (readers never block the writer). If the
+  /// filesystem cannot do WAL (no shared memory, e.g. some network filesystems or the
+  /// "unix-none" VFS), the rollback journal is kept and one warning is logged.
+  bool wal = true;
+  /// Run PRAGMA quick_check at open (time linear in the file size; a few ms for a typical
+  /// tuning database). A damaged file raises DbError(Corrupt) and is left unchanged.
+  bool check_integrity = true;
+  /// ReadOnly only: open with the URI parameter immutable=1 (no locks, no -wal/-shm files,
+  /// changes by other processes are not seen). Used automatically as a fallback when a
+  /// WAL-mode file lies in a directory this process cannot write (a system database).
+  bool immutable = false;
+  /// SQLite VFS name, empty for the default. "unix-dotfile" helps on network filesystems
+  /// without POSIX locks; "unix-none" (no locking, no WAL) is for tests only.
+  std::string vfs;
+};
+
+/// A key whose winner for the current device is stale, and why.
+struct StaleKey {
+  TuningKey key;
+  std::vector<std::string> changed;  ///< kStale field names that differ (see stale_fields())
+  friend bool operator==(const StaleKey&, const StaleKey&) = default;
+};
+
+/// What export_json / export_csv write.
+enum class ExportTable {
+  Winners,  ///< winner rows only
+  Trials,   ///< trial rows only (CSV)
+  All,      ///< winners and trials (JSON: two arrays; CSV: not allowed, one table per CSV)
+};
+
+/// The tuning database: trials (every variant measured for a key, with provenance) and winners
+/// (the fastest correct variant per key and provenance identity) in one SQLite file.
+///
+/// Schema and rules: tuning_db/README.md. Every function throws only DbError (plus
+/// std::bad_alloc); a failed write leaves the database as it was (one transaction per call).
+///
+/// Thread-safety: one TuningDb object may be used from several threads at once; its calls are
+/// serialized by an internal mutex (one SQLite connection). Several TuningDb objects, in one
+/// process or many, may open the same file at once: SQLite's locks serialize the writers
+/// (WAL mode lets readers proceed during writes), waiting up to OpenOptions::lock_timeout.
+/// Do not use a TuningDb in a child after fork(); open a new one there.
+class TuningDb {
+ public:
+  /// Schema version this build writes (and migrates older files to). Version 1: meta, trials,
+  /// winners. Version 2: trials.spill_bytes.
+  static constexpr int kSchemaVersion = 2;
+
+  /// Opens (ReadWrite: creates if missing) the database at @p path.
+  ///
+  /// ReadWrite creates missing parent directories (safe when many processes do it at once),
+  /// checks integrity, sets WAL (or falls back to the rollback journal with one warning), a busy
+  /// timeout, and migrates an older schema in one transaction. ReadOnly never writes.
+  ///
+  /// @throws DbError Corrupt (damaged / not SQLite; the file is left byte-for-byte unchanged),
+  ///   FutureSchema (message names the file's and this build's versions), InvalidArgument (an
+  ///   SQLite file of another application, or an empty path), Io (cannot create a directory or
+  ///   open the file; ReadOnly: file missing), ReadOnly (ReadWrite asked of a file or directory
+  ///   that is not writable), Locked (lock_timeout exceeded).
+  /// Thread-safety: may be called concurrently from any thread/process.
+  [[nodiscard]] static TuningDb open(const std::filesystem::path& path,
+                                     OpenMode mode = OpenMode::ReadWrite,
+                                     const OpenOptions& options = {});
+
+  /// Moves whatever is at @p path (and its -wal, -shm, -journal files) aside to
+  /// "<path>.corrupt-<UTC timestamp>" (plus ".1", ".2"... if taken), logs a warning naming
+  /// both, and opens a fresh ReadWrite database at @p path. For the tuner's --rebuild.
+  /// @param moved_to  if non-null, receives the new name of the old file (empty if none existed)
+  /// @throws DbError Io when the rename fails, or any error of open().
+  /// Thread-safety: do not run while other processes use the file.
+  [[nodiscard]] static TuningDb rebuild(const std::filesystem::path& path,
+                                        std::filesystem::path* moved_to = nullptr,
+                                        const OpenOptions& options = {});
+
+  /// Builds a fresh database at @p out_path from a text dump (see dump_text()) read from @p in:
+  /// written to a temporary file beside it, left in rollback-journal mode (so that ReadOnly
+  /// opens create nothing beside it), then renamed over @p out_path (replacing any file there
+  /// and removing its stale -wal/-shm/-journal files). For turning the text database shipped in
+  /// the repository into an SQLite file at build time.
+  /// @throws DbError InvalidArgument naming the line number and the problem for a malformed
+  ///   dump, FutureSchema for a dump of a newer schema, Io for file errors.
+  /// Thread-safety: do not run while other processes use @p out_path.
+  static void load_text(std::istream& in, const std::filesystem::path& out_path);
+
+  TuningDb(TuningDb&&) noexcept;
+  TuningDb& operator=(TuningDb&&) noexcept;
+  TuningDb(const TuningDb&) = delete;
+  TuningDb& operator=(const TuningDb&) = delete;
+  /// Closes the connection (never throws).
+  ~TuningDb();
+
+  /// The path given to open(). Thread-safe.
+  [[nodiscard]] const std::filesystem::path& path() const noexcept;
+  /// The mode given to open(). Thread-safe.
+  [[nodiscard]] OpenMode mode() const noexcept;
+  /// The file's schema version: kSchemaVersion after a ReadWrite open; may be lower ReadOnly.
+  [[nodiscard]] int schema_version() const noexcept;
+  /// "wal", "delete", ... as SQLite reports it after open. Thread-safe.
+  [[nodiscard]] std::string journal_mode() const;
+
+  /// Records all trials of one key and its winner in ONE transaction, replacing any trials and
+  /// winner stored for the same key and provenance identity (a re-tune). Without a winner (every
+  /// variant failed) the key keeps no winner for this identity. SQLITE_BUSY / SQLITE_LOCKED are
+  /// retried with bounded exponential backoff up to OpenOptions::lock_timeout.
+  /// @throws DbError InvalidArgument (key: empty arch, n == 0 or n > 2^63-1; a trial or the
+  ///   winner breaking the rules of Trial / Winner; duplicate labels; winner label not an ok
+  ///   trial), ReadOnly (opened ReadOnly), Locked, Io, Corrupt.
+  void record_key(const TuningKey& key, const Provenance& provenance,
+                  std::span<const Trial> trials, const std::optional<Winner>& winner);
+
+  /// Keys of @p arch and @p dtype that have a winner with the identity of @p provenance (same
+  /// device, arch, CU count, compiler, template hash, tool version): what a resumed run skips.
+  /// Sorted by n ascending. @throws DbError (Locked, Io, Corrupt).
+  [[nodiscard]] std::vector<TuningKey> finished_keys(std::string_view arch, Dtype dtype,
+                                                     const Provenance& provenance) const;
+
+  /// Whether @p key has a winner with the identity of @p provenance. @throws DbError.
+  [[nodiscard]] bool has_winner(const TuningKey& key, const Provenance& provenance) const;
+
+  /// All winners matching @p filter, sorted by arch, dtype, n, then provenance identity.
+  /// @throws DbError (Corrupt also for a stored value this build cannot parse, naming it).
+  [[nodiscard]] std::vector<WinnerRow> winners(const WinnerFilter& filter = {}) const;
+
+  /// All trials of @p key (every provenance), sorted by provenance identity, then label.
+  /// @throws DbError.
+  [[nodiscard]] std::vector<TrialRow> trials(const TuningKey& key) const;
+
+  /// All trials, sorted by key, provenance identity, label. @throws DbError.
+  [[nodiscard]] std::vector<TrialRow> all_trials() const;
+
+  /// The winner for @p arch and @p dtype whose n is nearest to @p n in log2 (|log2 m - log2 n|
+  /// minimal; a tie goes to the larger m). Among several winners at that m (several devices or
+  /// setups), the most recent timestamp wins. Other arches/dtypes never match. n == 0 behaves
+  /// like the smallest n. std::nullopt when there is none. @throws DbError.
+  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, Dtype dtype,
+                                                        std::uint64_t n) const;
+
+  /// As above, for the runtime of a known build and device: rows stale against @p current
+  /// (stale_fields() non-empty) are ignored, and if any remaining row was measured on the
+  /// same device as @p current (same_device()), only such rows are considered.
+  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, Dtype dtype,
+                                                        std::uint64_t n,
+                                                        const Provenance& current) const;
+
+  /// Keys whose winner for @p current's device (same_device()) is stale against @p current
+  /// and that have no fresh winner for that device: exactly what the tuner must re-tune.
+  /// Sorted by key. @throws DbError.
+  [[nodiscard]] std::vector<StaleKey> stale_keys(const Provenance& current) const;
+
+  /// Writes {"schema_version": V, "winners": [...], "trials": [...]} (trials only for
+  /// ExportTable::All; winners omitted for Trials) with nlohmann/json, indented by 2, rows in
+  /// the order of winners() / all_trials(), provenance as a nested object. @throws DbError.
+  void export_json(std::ostream& out, ExportTable table = ExportTable::Winners) const;
+
+  /// Writes one CSV table (RFC 4180: header row, "\n" line ends, fields holding a comma,
+  /// quote, CR or LF are quoted with quotes doubled; doubles in shortest round-trip form).
+  /// Columns are the SQL column names. @throws DbError InvalidArgument for ExportTable::All.
+  void export_csv(std::ostream& out, ExportTable table = ExportTable::Winners) const;
+
+  /// Writes the whole database as text, one JSON object per line, for review in git: a header
+  /// line {"format":"amax-tune-db","schema_version":V}, then per key (sorted by key, then
+  /// provenance identity) its winner line(s) ("row":"winner") and its trial lines
+  /// ("row":"trial", sorted by label). Columns in list order; doubles round-trip exactly.
+  /// load_text() of the output rebuilds an equal database. @throws DbError.
+  void dump_text(std::ostream& out) const;
+
+  /// Inserts rows verbatim (each with its own provenance) in one transaction, replacing rows of
+  /// the same key, identity (and label, for trials). Used by merge and load_text.
+  /// @throws DbError InvalidArgument (rows breaking the rules of record_key), ReadOnly, Locked...
+  void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials);
+
+  /// Switches the file to the rollback journal (PRAGMA journal_mode=DELETE) after a checkpoint,
+  /// so that it is one self-contained file that ReadOnly opens without creating -wal/-shm.
+  /// For files about to be shipped or installed. @throws DbError ReadOnly, Locked, Io.
+  void use_rollback_journal();
+
+  /// Runs PRAGMA integrity_check (full) and returns its rows ("ok" alone when healthy).
+  /// @throws DbError Locked, Io, Corrupt.
+  [[nodiscard]] std::vector<std::string> integrity_check() const;
+
+  struct Impl;  ///< private implementation (SQLite connection); opaque to users
+
+ private:
+  explicit TuningDb(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace amax::db
