@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "amax/hash.hpp"
 #include "template_data.hpp"
 
 namespace amax {
@@ -17,20 +18,20 @@ std::string_view template_text(std::string_view name) {
 }
 }  // namespace detail
 
+std::string to_hex(std::uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf);
+}
+
 std::string_view generator_version() noexcept { return AMAX_VERSION; }
 
 const std::string& template_hash() {
   static const std::string hash = [] {
-    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+    std::uint64_t h = kFnvOffsetBasis;
     for (const auto& t : detail::kTemplates)
-      for (std::string_view part : {t.name, std::string_view("\0", 1), t.text})
-        for (unsigned char c : part) {
-          h ^= c;
-          h *= 0x100000001b3ull;  // FNV-1a 64 prime
-        }
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return std::string(buf);
+      for (std::string_view part : {t.name, std::string_view("\0", 1), t.text}) h = fnv1a64(part, h);
+    return to_hex(h);
   }();
   return hash;
 }

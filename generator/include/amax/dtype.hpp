@@ -19,6 +19,11 @@ struct DTypeInfo {
   std::uint32_t inf_abs_bits;   ///< bit pattern of +Inf in the element's own format (0x7f80 for bf16)
 };
 
+/// What a NaN in the input does (DESIGN.md section 2).
+/// propagate: any NaN makes the result NaN, wherever it is (PyTorch `amax`); the default.
+/// ignore: NaNs are skipped as `fmaxf` does (TransformerEngine's behaviour); all-NaN gives +0.0.
+enum class NanMode : std::uint8_t { propagate = 0, ignore = 1 };
+
 /// Every supported dtype, in DType order.
 std::span<const DTypeInfo> all_dtypes() noexcept;
 /// Facts about `t`. Thread-safe (static data).

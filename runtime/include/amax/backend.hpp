@@ -1,0 +1,117 @@
+#pragma once
+// The GPU API behind amax-tune: one interface, two implementations of the same shape.
+//   CUDA: driver API (primary context, cuModuleLoadData, cuLaunchKernel, events), loaded with
+//         dlopen("libcuda.so.1") so that binaries start on machines without a GPU driver.
+//   HIP:  HIP module API (hipModuleLoadData, hipModuleLaunchKernel, events).
+// The launch logic above it (launch.hpp) is written once for both.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "amax/arch.hpp"
+
+namespace amax {
+
+/// A failed GPU API call. what() names the call, the error code's name and number and the
+/// driver's message, e.g. "cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (200): device kernel
+/// image is invalid".
+class BackendError : public std::runtime_error {
+ public:
+  BackendError(std::string call, int code, const std::string& what)
+      : std::runtime_error(what), call_(std::move(call)), code_(code) {}
+  const std::string& call() const noexcept { return call_; }
+  int code() const noexcept { return code_; }
+
+ private:
+  std::string call_;
+  int code_;
+};
+
+/// What the tuner and dispatcher need to know about a device.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;            ///< "NVIDIA H200", "AMD Instinct MI300X"
+  std::string arch;            ///< JIT target: "sm_90", or the full target ID "gfx942:sramecc+:xnack-"
+  int cu_count = 0;            ///< SMs (NVIDIA) / CUs (AMD)
+  int wave_size = 0;           ///< 32 / 64
+  int max_threads_per_block = 0;
+  std::uint64_t l2_bytes = 0;  ///< last-level on-chip cache the timing protocol must defeat
+  std::uint64_t memory_bytes = 0;
+  std::string driver_version;  ///< "cuda driver 13.0" / "hip 5.2.21153"
+};
+
+// Opaque handles of the underlying API (CUstream/hipStream_t, CUfunction/hipFunction_t, ...).
+using StreamHandle = void*;    ///< nullptr = the legacy default stream
+using FunctionHandle = void*;
+using EventHandle = void*;
+using GraphExecHandle = void*;
+
+/// A loaded code object; unloads on destruction. Not copyable.
+class Module {
+ public:
+  virtual ~Module() = default;
+  /// The kernel `name`. Errors: BackendError when absent.
+  virtual FunctionHandle function(const std::string& name) const = 0;
+};
+
+/// One device of one vendor. Thread-safety: every method may be called from any thread (each
+/// call makes the device's context current on the calling thread first).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Vendor vendor() const noexcept = 0;
+  virtual const DeviceInfo& device() const noexcept = 0;
+
+  virtual std::unique_ptr<Module> load_module(std::span<const char> binary) = 0;
+  /// Launches `f` with a 1-D grid and block on `stream`; `args` as for cuLaunchKernel.
+  virtual void launch(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
+                      void** args) = 0;
+  /// Sets `count` 32-bit words at `dst` to `value`, asynchronously on `stream` (a memset node
+  /// under graph capture).
+  virtual void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle stream) = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;  ///< device memory; BackendError when out of memory
+  virtual void release(void* p) noexcept = 0;
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;   ///< synchronous
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;     ///< synchronous
+  virtual void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) = 0;
+
+  virtual StreamHandle create_stream() = 0;  ///< a non-blocking stream
+  virtual void destroy_stream(StreamHandle s) noexcept = 0;
+  virtual void synchronize(StreamHandle s) = 0;
+  /// True while `s` is being captured into a graph (no synchronisation or allocation allowed).
+  virtual bool is_capturing(StreamHandle s) = 0;
+
+  virtual EventHandle create_event() = 0;
+  virtual void destroy_event(EventHandle e) noexcept = 0;
+  virtual void record(EventHandle e, StreamHandle s) = 0;
+  /// Milliseconds between two recorded, completed events (waits for `end`).
+  virtual float elapsed_ms(EventHandle start, EventHandle end) = 0;
+
+  /// Graph capture of `s` (global capture mode), for tests and benchmarks of graph replay.
+  virtual void begin_capture(StreamHandle s) = 0;
+  /// Ends the capture and instantiates the graph.
+  virtual GraphExecHandle end_capture(StreamHandle s) = 0;
+  virtual void launch_graph(GraphExecHandle g, StreamHandle s) = 0;
+  virtual void destroy_graph(GraphExecHandle g) noexcept = 0;
+};
+
+/// Number of devices of `vendor` visible to this process; 0 when the build lacks that backend,
+/// the driver library is missing or no device is present (never throws).
+int device_count(Vendor vendor) noexcept;
+
+/// Why device_count(vendor) is 0, for skip messages and errors ("libcuda.so.1 not found", ...).
+std::string no_device_reason(Vendor vendor);
+
+/// The backend for device `ordinal` of `vendor`. Errors: BackendError from the driver,
+/// std::runtime_error naming the vendor when this build has no such backend or no such device.
+std::unique_ptr<Backend> make_backend(Vendor vendor, int ordinal = 0);
+
+/// The first vendor with a device present (NVIDIA checked first), or nullopt-like: returns false
+/// when none. Thread-safe.
+bool first_available_vendor(Vendor& out) noexcept;
+
+}  // namespace amax

@@ -1,0 +1,48 @@
+#include "amax/backend.hpp"
+
+#include "backends.hpp"
+
+namespace amax {
+
+int device_count(Vendor vendor) noexcept {
+#if AMAX_HAVE_CUDA
+  if (vendor == Vendor::nvidia) return detail::cuda_device_count();
+#endif
+#if AMAX_HAVE_HIP
+  if (vendor == Vendor::amd) return detail::hip_device_count();
+#endif
+  (void)vendor;
+  return 0;
+}
+
+std::string no_device_reason(Vendor vendor) {
+#if AMAX_HAVE_CUDA
+  if (vendor == Vendor::nvidia) return detail::cuda_no_device_reason();
+#endif
+#if AMAX_HAVE_HIP
+  if (vendor == Vendor::amd) return detail::hip_no_device_reason();
+#endif
+  return "this build has no " + std::string(to_string(vendor)) + " backend";
+}
+
+std::unique_ptr<Backend> make_backend(Vendor vendor, int ordinal) {
+#if AMAX_HAVE_CUDA
+  if (vendor == Vendor::nvidia) return detail::make_cuda_backend(ordinal);
+#endif
+#if AMAX_HAVE_HIP
+  if (vendor == Vendor::amd) return detail::make_hip_backend(ordinal);
+#endif
+  (void)ordinal;
+  throw std::runtime_error(no_device_reason(vendor));
+}
+
+bool first_available_vendor(Vendor& out) noexcept {
+  for (Vendor v : {Vendor::nvidia, Vendor::amd})
+    if (device_count(v) > 0) {
+      out = v;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace amax

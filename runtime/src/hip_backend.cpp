@@ -1,0 +1,216 @@
+// HIP backend: the HIP module API, a mirror of the CUDA backend call for call.
+#include <hip/hip_runtime_api.h>
+
+#include <string>
+
+#include "amax/backend.hpp"
+#include "backends.hpp"
+
+namespace amax::detail {
+namespace {
+
+void check(hipError_t r, const char* call) {
+  if (r == hipSuccess) return;
+  throw BackendError(call, static_cast<int>(r),
+                     std::string(call) + " failed: " + hipGetErrorName(r) + " (" +
+                         std::to_string(static_cast<int>(r)) + "): " + hipGetErrorString(r));
+}
+
+struct Runtime {
+  std::string error;
+  int device_count = 0;
+};
+
+const Runtime& runtime() {
+  static const Runtime rt = [] {
+    Runtime rt;
+    if (hipError_t r = hipInit(0); r != hipSuccess) {
+      rt.error = std::string("hipInit failed: ") + hipGetErrorName(r) + " (" + std::to_string(r) + ")";
+      return rt;
+    }
+    if (hipGetDeviceCount(&rt.device_count) != hipSuccess || rt.device_count == 0) {
+      rt.device_count = 0;
+      rt.error = "no AMD GPU is visible (hipGetDeviceCount = 0)";
+    }
+    return rt;
+  }();
+  return rt;
+}
+
+class HipModule final : public Module {
+ public:
+  HipModule(hipModule_t m, int ordinal) : module_(m), ordinal_(ordinal) {}
+  ~HipModule() override {
+    (void)hipSetDevice(ordinal_);
+    (void)hipModuleUnload(module_);
+  }
+  FunctionHandle function(const std::string& name) const override {
+    hipFunction_t f = nullptr;
+    check(hipSetDevice(ordinal_), "hipSetDevice");
+    check(hipModuleGetFunction(&f, module_, name.c_str()), "hipModuleGetFunction");
+    return f;
+  }
+
+ private:
+  hipModule_t module_;
+  int ordinal_;
+};
+
+class HipBackend final : public Backend {
+ public:
+  explicit HipBackend(int ordinal) : ordinal_(ordinal) {
+    const Runtime& rt = runtime();
+    if (!rt.error.empty()) throw std::runtime_error(rt.error);
+    if (ordinal < 0 || ordinal >= rt.device_count)
+      throw std::runtime_error("no AMD device " + std::to_string(ordinal) + " (" +
+                               std::to_string(rt.device_count) + " present)");
+    make_current();
+    hipDeviceProp_t p{};
+    check(hipGetDeviceProperties(&p, ordinal), "hipGetDeviceProperties");
+    info_.ordinal = ordinal;
+    info_.name = p.name;
+    info_.arch = p.gcnArchName;  // full target ID, e.g. gfx942:sramecc+:xnack-, as hipRTC takes it
+    info_.cu_count = p.multiProcessorCount;
+    info_.wave_size = p.warpSize;
+    info_.max_threads_per_block = p.maxThreadsPerBlock;
+    info_.l2_bytes = static_cast<std::uint64_t>(p.l2CacheSize);
+    info_.memory_bytes = p.totalGlobalMem;
+    int v = 0;
+    check(hipDriverGetVersion(&v), "hipDriverGetVersion");
+    info_.driver_version = "hip driver " + std::to_string(v);
+  }
+
+  Vendor vendor() const noexcept override { return Vendor::amd; }
+  const DeviceInfo& device() const noexcept override { return info_; }
+
+  std::unique_ptr<Module> load_module(std::span<const char> binary) override {
+    make_current();
+    hipModule_t m = nullptr;
+    check(hipModuleLoadData(&m, binary.data()), "hipModuleLoadData");
+    return std::make_unique<HipModule>(m, ordinal_);
+  }
+  void launch(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
+              void** args) override {
+    make_current();
+    check(hipModuleLaunchKernel(static_cast<hipFunction_t>(f), grid, 1, 1, block, 1, 1, 0,
+                                static_cast<hipStream_t>(s), args, nullptr),
+          "hipModuleLaunchKernel");
+  }
+  void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
+    make_current();
+    check(hipMemsetD32Async(dst, static_cast<int>(value), count, static_cast<hipStream_t>(s)),
+          "hipMemsetD32Async");
+  }
+  void* allocate(std::size_t bytes) override {
+    make_current();
+    void* p = nullptr;
+    check(hipMalloc(&p, bytes ? bytes : 1), "hipMalloc");
+    return p;
+  }
+  void release(void* p) noexcept override {
+    if (!p) return;
+    (void)hipSetDevice(ordinal_);
+    (void)hipFree(p);
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    make_current();
+    check(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice), "hipMemcpy");
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    make_current();
+    check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost), "hipMemcpy");
+  }
+  void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) override {
+    make_current();
+    check(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, static_cast<hipStream_t>(s)),
+          "hipMemcpyAsync");
+  }
+  StreamHandle create_stream() override {
+    make_current();
+    hipStream_t s = nullptr;
+    check(hipStreamCreateWithFlags(&s, hipStreamNonBlocking), "hipStreamCreateWithFlags");
+    return s;
+  }
+  void destroy_stream(StreamHandle s) noexcept override {
+    (void)hipSetDevice(ordinal_);
+    (void)hipStreamDestroy(static_cast<hipStream_t>(s));
+  }
+  void synchronize(StreamHandle s) override {
+    make_current();
+    check(hipStreamSynchronize(static_cast<hipStream_t>(s)), "hipStreamSynchronize");
+  }
+  bool is_capturing(StreamHandle s) override {
+    make_current();
+    hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
+    check(hipStreamIsCapturing(static_cast<hipStream_t>(s), &st), "hipStreamIsCapturing");
+    return st != hipStreamCaptureStatusNone;
+  }
+  EventHandle create_event() override {
+    make_current();
+    hipEvent_t e = nullptr;
+    check(hipEventCreate(&e), "hipEventCreate");
+    return e;
+  }
+  void destroy_event(EventHandle e) noexcept override {
+    (void)hipSetDevice(ordinal_);
+    (void)hipEventDestroy(static_cast<hipEvent_t>(e));
+  }
+  void record(EventHandle e, StreamHandle s) override {
+    make_current();
+    check(hipEventRecord(static_cast<hipEvent_t>(e), static_cast<hipStream_t>(s)), "hipEventRecord");
+  }
+  float elapsed_ms(EventHandle start, EventHandle end) override {
+    make_current();
+    check(hipEventSynchronize(static_cast<hipEvent_t>(end)), "hipEventSynchronize");
+    float ms = 0;
+    check(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start), static_cast<hipEvent_t>(end)),
+          "hipEventElapsedTime");
+    return ms;
+  }
+  void begin_capture(StreamHandle s) override {
+    make_current();
+    check(hipStreamBeginCapture(static_cast<hipStream_t>(s), hipStreamCaptureModeGlobal),
+          "hipStreamBeginCapture");
+  }
+  GraphExecHandle end_capture(StreamHandle s) override {
+    make_current();
+    hipGraph_t g = nullptr;
+    check(hipStreamEndCapture(static_cast<hipStream_t>(s), &g), "hipStreamEndCapture");
+    hipGraphExec_t exec = nullptr;
+    const hipError_t r = hipGraphInstantiate(&exec, g, nullptr, nullptr, 0);
+    (void)hipGraphDestroy(g);
+    check(r, "hipGraphInstantiate");
+    return exec;
+  }
+  void launch_graph(GraphExecHandle g, StreamHandle s) override {
+    make_current();
+    check(hipGraphLaunch(static_cast<hipGraphExec_t>(g), static_cast<hipStream_t>(s)), "hipGraphLaunch");
+  }
+  void destroy_graph(GraphExecHandle g) noexcept override {
+    (void)hipSetDevice(ordinal_);
+    (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(g));
+  }
+
+ private:
+  void make_current() {
+    int cur = -1;
+    if (hipGetDevice(&cur) != hipSuccess || cur != ordinal_) check(hipSetDevice(ordinal_), "hipSetDevice");
+  }
+
+  int ordinal_;
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+int hip_device_count() noexcept {
+  try {
+    return runtime().error.empty() ? runtime().device_count : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+std::string hip_no_device_reason() { return runtime().error; }
+std::unique_ptr<Backend> make_hip_backend(int ordinal) { return std::make_unique<HipBackend>(ordinal); }
+
+}  // namespace amax::detail

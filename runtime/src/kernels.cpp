@@ -1,0 +1,115 @@
+#include "amax/kernels.hpp"
+
+#include <regex>
+
+#include "amax/hash.hpp"
+#include "amax/render.hpp"
+
+namespace amax {
+
+KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                          const KernelConfig& config, DType dtype) {
+  KernelBinary out;
+  out.config = config;
+  out.config.max_blocks = BlockCap::uncapped();
+  out.dtype = dtype;
+  const std::string source = render_source(out.config, dtype, arch.vendor);
+  const BinaryKey key{to_hex(fnv1a64(source)), arch.name, compiler.version()};
+  const std::string name = kernel_name(out.config, dtype);
+  if (auto hit = cache.load(key)) {
+    out.binary = std::move(hit->binary);
+    out.log = std::move(hit->log);
+    out.from_cache = true;
+  } else {
+    CompiledProgram p = compiler.compile(source, name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), arch);
+    out.binary = std::move(p.binary);
+    out.log = std::move(p.log);
+    out.compile_ms = p.compile_ms;
+    cache.store(key, CachedBinary{out.binary, out.log});
+  }
+  if (compiler.vendor() == Vendor::nvidia) {
+    // The log's ptxas report (kept in the cache entry too) gives the stage-one kernel's usage.
+    static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+    static const std::regex used(R"(Used (\d+) registers)");
+    const std::size_t at = out.log.find("Function properties for " + name + "\n");
+    if (at != std::string::npos) {
+      const std::string section = out.log.substr(at, 400);
+      std::smatch m;
+      if (std::regex_search(section, m, frame)) {
+        out.usage.stack_bytes = std::stoi(m[1]);
+        out.usage.spill_stores = std::stoi(m[2]);
+        out.usage.spill_loads = std::stoi(m[3]);
+      }
+      if (std::regex_search(section, m, used)) out.usage.registers = std::stoi(m[1]);
+    }
+  }
+  return out;
+}
+
+KernelCache::KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries)
+    : backend_(backend),
+      compiler_(std::move(compiler)),
+      binaries_(std::move(binaries)),
+      arch_(ArchInfo::parse(backend.device().arch)) {}
+
+const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) const noexcept {
+  std::lock_guard lock(mu_);
+  auto it = loaded_.find(kernel_name(config, dtype));
+  return it == loaded_.end() ? nullptr : it->second.get();
+}
+
+const LoadedKernel& KernelCache::get(const KernelConfig& config, DType dtype) {
+  if (const LoadedKernel* k = find(config, dtype)) return *k;
+  return load(build_kernel(*compiler_, binaries_, arch_, config, dtype));
+}
+
+const LoadedKernel& KernelCache::load(KernelBinary&& b) {
+  std::lock_guard lock(mu_);
+  const std::string name = kernel_name(b.config, b.dtype);
+  if (auto it = loaded_.find(name); it != loaded_.end()) return *it->second;
+  auto k = std::make_unique<LoadedKernel>();
+  k->config = b.config;
+  k->dtype = b.dtype;
+  k->usage = b.usage;
+  k->module = backend_.load_module(b.binary);
+  k->main = k->module->function(name);
+  if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(b.config, b.dtype));
+  return *loaded_.emplace(name, std::move(k)).first->second;
+}
+
+LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t cu_count) {
+  LaunchShape s;
+  s.block = c.threads;
+  if (n == 0) return s;
+  const std::uint64_t vectors = (n + c.nvec - 1) / c.nvec + 1;
+  const std::uint64_t per_block = std::uint64_t{c.threads} * c.unroll;
+  std::uint64_t grid = (vectors + per_block - 1) / per_block;
+  grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));
+  s.grid = static_cast<std::uint32_t>(grid);
+  s.memset_output = c.strategy == Strategy::atomic;
+  if (c.strategy != Strategy::atomic && s.grid > 1) s.workspace_bytes = 4ull * s.grid;
+  s.uses_counter = c.strategy == Strategy::one_pass && s.grid > 1;
+  s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
+  return s;
+}
+
+void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& shape, const void* in,
+                 std::uint64_t n, float* out, void* workspace, std::uint32_t* counter, NanMode nan_mode,
+                 StreamHandle stream) {
+  if (n == 0 || shape.grid == 0) {  // +0.0 without a zero-sized launch
+    backend.memset32_async(out, 0u, 1, stream);
+    return;
+  }
+  if (shape.memset_output) backend.memset32_async(out, 0u, 1, stream);
+  unsigned long long count = n;
+  unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
+  void* args[] = {&in, &count, &out, &workspace, &counter, &flags};
+  backend.launch(k.main, shape.grid, shape.block, stream, args);
+  if (shape.finish_kernel) {
+    unsigned blocks = shape.grid;
+    void* fargs[] = {&workspace, &blocks, &out};
+    backend.launch(k.finish, 1, shape.block, stream, fargs);
+  }
+}
+
+}  // namespace amax

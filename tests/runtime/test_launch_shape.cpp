@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include "amax/backend.hpp"
+#include "amax/kernels.hpp"
+
+using namespace amax;
+
+TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
+  const KernelConfig one{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(4)};
+  // vectors = ceil(n/4)+1; per block 512 vectors; cap 4 x 132 = 528.
+  auto s = launch_shape(one, 1000, 132);
+  EXPECT_EQ(s.grid, 1u);  // 251 vectors
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_FALSE(s.uses_counter);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(one, 1u << 20, 132);  // 262145 vectors -> 513 blocks
+  EXPECT_EQ(s.grid, 513u);
+  EXPECT_EQ(s.workspace_bytes, 513u * 4);
+  EXPECT_TRUE(s.uses_counter);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(one, 1ull << 33, 132);
+  EXPECT_EQ(s.grid, 528u);
+
+  const KernelConfig two{Strategy::two_stage, 512, 8, 2, BlockCap::absolute(65535)};
+  s = launch_shape(two, 1ull << 31, 132);
+  EXPECT_EQ(s.grid, 65535u);
+  EXPECT_TRUE(s.finish_kernel);
+  EXPECT_EQ(s.launches(), 2);
+  s = launch_shape(two, 100, 132);
+  EXPECT_EQ(s.grid, 1u);
+  EXPECT_FALSE(s.finish_kernel);
+  EXPECT_EQ(s.launches(), 1);
+
+  const KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped()};
+  s = launch_shape(atomic, 100, 132);
+  EXPECT_TRUE(s.memset_output);
+  EXPECT_EQ(s.launches(), 2);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  s = launch_shape(atomic, 0, 132);
+  EXPECT_EQ(s.grid, 0u);
+  EXPECT_EQ(s.launches(), 0);  // n == 0: launch_amax only memsets the output
+}
+
+TEST(Backend, NoDeviceIsReportedNotThrown) {
+  for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
+    const int n = device_count(v);
+    if (n == 0) {
+      EXPECT_FALSE(no_device_reason(v).empty());
+      try {
+        make_backend(v, 0);
+        ADD_FAILURE() << "make_backend succeeded with no " << to_string(v) << " device";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), no_device_reason(v));
+      }
+    } else {
+      auto b = make_backend(v, 0);
+      EXPECT_GT(b->device().cu_count, 0);
+      EXPECT_THROW(make_backend(v, n), std::runtime_error);  // one past the last device
+    }
+  }
+}
