@@ -1,0 +1,47 @@
+#pragma once
+// Shared set-up of the GPU tests: the first GPU present, its JIT compiler and a kernel cache using
+// a fresh binary cache directory. Tests call gpu_env() and GTEST_SKIP with skip_reason() when
+// no GPU is present.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "amax/backend.hpp"
+#include "amax/compiler.hpp"
+#include "amax/kernels.hpp"
+
+namespace amax::test {
+
+struct GpuEnv {
+  std::unique_ptr<Backend> backend;
+  std::shared_ptr<const JitCompiler> compiler;
+  std::unique_ptr<KernelCache> kernels;
+  ArchInfo arch;
+  std::filesystem::path cache_dir;
+};
+
+/// The process-wide GPU environment, or nullptr when no GPU is present.
+GpuEnv* gpu_env();
+/// Why gpu_env() is null ("no GPU: ...").
+std::string skip_reason();
+
+/// Device buffer owned by RAII.
+struct DeviceBuffer {
+  Backend* b = nullptr;
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer(Backend& be, std::size_t n) : b(&be), p(be.allocate(n)), bytes(n) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { b->release(p); }
+  template <class T = void>
+  T* get(std::size_t byte_offset = 0) const { return reinterpret_cast<T*>(static_cast<char*>(p) + byte_offset); }
+};
+
+}  // namespace amax::test
+
+#define AMAX_REQUIRE_GPU()                                                           \
+  ::amax::test::GpuEnv* env = ::amax::test::gpu_env();                               \
+  if (!env) GTEST_SKIP() << ::amax::test::skip_reason()
