@@ -44,9 +44,12 @@ struct TuningKey {
   std::uint64_t n = 0;
 
   friend bool operator==(const TuningKey&, const TuningKey&) = default;
-  /// Orders by arch, then dtype (fp32 < fp16 < bf16), then n.
+  /// Orders by arch, then dtype name ("bf16" < "fp16" < "fp32"), then n: the order of SQL
+  /// ORDER BY arch, dtype, n, used by every listing of the database.
   friend bool operator<(const TuningKey& a, const TuningKey& b) {
-    return std::tie(a.arch, a.dtype, a.n) < std::tie(b.arch, b.dtype, b.n);
+    if (a.arch != b.arch) return a.arch < b.arch;
+    if (a.dtype != b.dtype) return to_string(a.dtype) < to_string(b.dtype);
+    return a.n < b.n;
   }
 };
 

@@ -216,10 +216,12 @@ class TuningDb {
   /// @throws DbError Locked, Io, Corrupt.
   [[nodiscard]] std::vector<std::string> integrity_check() const;
 
-  struct Impl;  ///< private implementation (SQLite connection); opaque to users
+  /// Private implementation (the SQLite connection); opaque to users.
+  struct Impl;
 
  private:
   explicit TuningDb(std::unique_ptr<Impl> impl);
+  Impl& impl() const;  // throws DbError(InvalidArgument) on a moved-from object
   std::unique_ptr<Impl> impl_;
 };
 

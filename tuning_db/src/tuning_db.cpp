@@ -1,0 +1,601 @@
+#include <amax/db/tuning_db.hpp>
+
+#include "codec.hpp"
+#include "schema.hpp"
+#include "tuning_db_impl.hpp"
+#include "util.hpp"
+#include "validate.hpp"
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <system_error>
+
+namespace amax::db {
+
+using detail::quoted;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// "arch = ? AND dtype = ? AND n = ?"
+constexpr const char* kKeyWhere = "arch = ? AND dtype = ? AND n = ?";
+
+int bind_key(SQLite::Statement& s, int first, const TuningKey& key) {
+  int i = first;
+  for_each_field(key_fields, [&](const auto& field) {
+    using T = detail::value_t<decltype(field)>;
+    detail::Codec<T>::bind(s, i++, field.get(key));
+  });
+  return i;
+}
+
+std::string identity_order() { return detail::provenance_columns(kIdentity); }
+
+std::vector<std::string> read_rows_text(SQLite::Statement& q) {
+  std::vector<std::string> rows;
+  while (q.executeStep()) rows.push_back(q.getColumn(0).getString());
+  return rows;
+}
+
+}  // namespace
+
+void TuningDb::Impl::require_writable(std::string_view what) const {
+  if (mode == OpenMode::ReadOnly) {
+    throw DbError(ErrorKind::ReadOnly,
+                  "tuning database " + quoted(path) + ": " + std::string(what) +
+                      " needs a writable database, but it was opened with OpenMode::ReadOnly",
+                  path);
+  }
+}
+
+TuningDb::TuningDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TuningDb::TuningDb(TuningDb&&) noexcept = default;
+TuningDb& TuningDb::operator=(TuningDb&&) noexcept = default;
+TuningDb::~TuningDb() = default;
+
+TuningDb::Impl& TuningDb::impl() const {
+  if (!impl_) throw DbError(ErrorKind::InvalidArgument, "use of a moved-from TuningDb");
+  return *impl_;
+}
+
+const fs::path& TuningDb::path() const noexcept { return impl_->path; }
+OpenMode TuningDb::mode() const noexcept { return impl_->mode; }
+int TuningDb::schema_version() const noexcept { return impl_->version; }
+std::string TuningDb::journal_mode() const {
+  std::lock_guard<std::mutex> lock(impl().mu);
+  return impl_->journal;
+}
+
+// ---------------------------------------------------------------------------------------------
+// open
+
+namespace {
+
+void connect(TuningDb::Impl& im, bool immutable) {
+  int flags = im.mode == OpenMode::ReadWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+                                             : SQLITE_OPEN_READONLY;
+  std::string name = im.path.string();
+  if (immutable) {
+    flags |= SQLITE_OPEN_URI;
+    name = detail::file_uri(im.path, "mode=ro&immutable=1");
+  }
+  const auto per_attempt = std::min<std::chrono::milliseconds>(im.options.lock_timeout, std::chrono::milliseconds(1000));
+  im.db.reset();
+  try {
+    im.db = std::make_unique<SQLite::Database>(name.c_str(), flags, static_cast<int>(per_attempt.count()),
+                                               im.options.vfs.empty() ? nullptr : im.options.vfs.c_str());
+  } catch (const SQLite::Exception& e) {
+    throw detail::translate(e, im.path, "opening");
+  }
+  im.immutable = immutable;
+  if (im.mode == OpenMode::ReadWrite && sqlite3_db_readonly(im.db->getHandle(), "main") == 1) {
+    im.db.reset();
+    throw DbError(ErrorKind::ReadOnly,
+                  "tuning database " + quoted(im.path) +
+                      " cannot be opened for writing (the file or its filesystem is read-only); "
+                      "open it with OpenMode::ReadOnly to read it",
+                  im.path);
+  }
+  if (im.mode == OpenMode::ReadOnly) im.db->exec("PRAGMA query_only = 1");
+}
+
+/// First read of the file: PRAGMA quick_check (or a plain read). Damage -> DbError(Corrupt).
+void check_file(TuningDb::Impl& im) {
+  auto probe = [&]() -> std::vector<std::string> {
+    if (!im.options.check_integrity) {
+      (void)im.db->execAndGet("SELECT count(*) FROM sqlite_master").getInt();
+      return {"ok"};
+    }
+    SQLite::Statement q(*im.db, "PRAGMA quick_check(20)");
+    return read_rows_text(q);
+  };
+  std::vector<std::string> rows;
+  try {
+    rows = im.run("checking integrity", probe);
+  } catch (const DbError& e) {
+    const int primary = e.sqlite_code() & 0xff;
+    const bool cannot_share = primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY;
+    if (im.mode != OpenMode::ReadOnly || im.immutable || !cannot_share) throw;
+    // A WAL-mode file in a directory we cannot write: no -shm/-wal can be created, so SQLite
+    // cannot coordinate with writers. Nobody can be writing there without them; read it as an
+    // immutable file.
+    spdlog::debug("tuning database '{}': read-only open failed ({}); reopening as immutable",
+                  im.path.string(), e.what());
+    connect(im, true);
+    rows = im.run("checking integrity", probe);
+  }
+  if (rows.size() != 1 || rows[0] != "ok") {
+    std::string what;
+    for (std::size_t i = 0; i < rows.size() && i < 3; ++i) what += (i ? "; " : "") + rows[i];
+    throw DbError(ErrorKind::Corrupt,
+                  "tuning database " + quoted(im.path) + " is damaged: PRAGMA quick_check reports " +
+                      std::to_string(rows.size()) + " problem(s): " + what + detail::corrupt_advice(),
+                  im.path, SQLITE_CORRUPT);
+  }
+}
+
+void check_state(const TuningDb::Impl& im, const detail::FileState& st) {
+  const bool ours = st.application_id == detail::kApplicationId;
+  if (!st.has_meta) {
+    if (st.tables.empty() && (st.application_id == 0 || ours)) return;  // fresh file
+    char id[16];
+    std::snprintf(id, sizeof id, "0x%08X", static_cast<unsigned>(st.application_id));
+    throw DbError(ErrorKind::InvalidArgument,
+                  "file " + quoted(im.path) + " is an SQLite database of another application "
+                      "(application_id " + id + ", tables: " + detail::join(st.tables, ", ") +
+                      ", no 'meta' table), not an amax-tune tuning database; refusing to use it",
+                  im.path);
+  }
+  if (st.application_id != 0 && !ours) {
+    char id[16];
+    std::snprintf(id, sizeof id, "0x%08X", static_cast<unsigned>(st.application_id));
+    throw DbError(ErrorKind::InvalidArgument,
+                  "file " + quoted(im.path) + " has application_id " + id +
+                      ", not amax-tune's; refusing to use it",
+                  im.path);
+  }
+  if (!st.version_valid) {
+    throw DbError(ErrorKind::Corrupt,
+                  "tuning database " + quoted(im.path) + " has an invalid meta.schema_version '" +
+                      st.version_text + "' (expected a positive integer)" + detail::corrupt_advice(),
+                  im.path);
+  }
+  if (st.version > TuningDb::kSchemaVersion) {
+    throw DbError(ErrorKind::FutureSchema,
+                  "tuning database " + quoted(im.path) + " has schema version " +
+                      std::to_string(st.version) + ", newer than schema version " +
+                      std::to_string(TuningDb::kSchemaVersion) +
+                      ", the newest this build of amax-tune understands; use a newer amax-tune "
+                      "or another database file (the file was left unchanged)",
+                  im.path);
+  }
+}
+
+void setup_journal(TuningDb::Impl& im) {
+  auto read_mode = [&] { return im.db->execAndGet("PRAGMA journal_mode").getString(); };
+  std::string mode = im.run("reading the journal mode", read_mode);
+  if (im.options.wal && mode != "wal") {
+    std::string why;
+    try {
+      mode = im.run("enabling WAL", [&] { return im.db->execAndGet("PRAGMA journal_mode = WAL").getString(); });
+    } catch (const DbError& e) {
+      if (e.kind() == ErrorKind::Locked) throw;
+      why = e.what();
+      mode = im.run("reading the journal mode", read_mode);
+    }
+    if (mode != "wal") {
+      spdlog::warn(
+          "tuning database '{}': the WAL journal is not available ({}); using the rollback journal "
+          "('{}') instead, so readers and writers will wait for each other",
+          im.path.string(),
+          why.empty() ? "the filesystem or VFS offers no shared memory, e.g. a network filesystem" : why,
+          mode);
+    }
+  }
+  if (mode == "wal") im.run("setting synchronous", [&] { im.db->exec("PRAGMA synchronous = NORMAL"); });
+  im.journal = mode;
+}
+
+void migrate(TuningDb::Impl& im, int from) {
+  if (from >= TuningDb::kSchemaVersion) return;
+  const int done_from = im.run("migrating the schema", [&] {
+    SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
+    const detail::FileState now = detail::inspect(*im.db);  // another process may have migrated
+    check_state(im, now);
+    for (int k = now.version + 1; k <= TuningDb::kSchemaVersion; ++k) detail::apply_migration(*im.db, k);
+    t.commit();
+    return now.version;
+  });
+  if (done_from > 0 && done_from < TuningDb::kSchemaVersion) {
+    spdlog::info("tuning database '{}': migrated schema version {} to {}", im.path.string(), done_from,
+                 TuningDb::kSchemaVersion);
+  }
+}
+
+}  // namespace
+
+TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& options) {
+  if (path.empty()) throw DbError(ErrorKind::InvalidArgument, "tuning database path is empty");
+  auto im = std::make_unique<Impl>();
+  im->path = path;
+  im->mode = mode;
+  im->options = options;
+  if (options.lock_timeout.count() < 0) {
+    throw DbError(ErrorKind::InvalidArgument,
+                  "tuning database " + quoted(path) + ": lock_timeout is negative (" +
+                      std::to_string(options.lock_timeout.count()) + " ms)",
+                  path);
+  }
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (fs::is_directory(st)) {
+    throw DbError(ErrorKind::InvalidArgument, "tuning database path " + quoted(path) + " is a directory", path);
+  }
+  if (mode == OpenMode::ReadWrite) {
+    detail::ensure_directories(path.parent_path(), path);
+  } else if (!fs::exists(st)) {
+    throw DbError(ErrorKind::Io,
+                  "tuning database " + quoted(path) + " cannot be opened read-only: " +
+                      (ec && ec != std::errc::no_such_file_or_directory ? ec.message()
+                                                                       : std::string("no such file")),
+                  path);
+  }
+  if (mode == OpenMode::ReadWrite) {
+    connect(*im, false);
+    check_file(*im);
+    const detail::FileState fst = im->run("reading the schema version", [&] { return detail::inspect(*im->db); });
+    check_state(*im, fst);
+    setup_journal(*im);
+    migrate(*im, fst.version);
+    im->version = kSchemaVersion;
+    return TuningDb(std::move(im));
+  }
+
+  // ReadOnly. SQLite creates -wal/-shm beside a WAL-mode file even for a read-only connection
+  // (it needs them to coordinate with writers) and cannot remove them at close. If we refuse
+  // the file, remove the ones this open created, as long as the -wal holds nothing.
+  const fs::path wal = detail::sibling(path, "-wal");
+  const fs::path shm = detail::sibling(path, "-shm");
+  const bool had_wal = fs::exists(fs::symlink_status(wal, ec));
+  const bool had_shm = fs::exists(fs::symlink_status(shm, ec));
+  try {
+    connect(*im, options.immutable);
+    check_file(*im);
+    const detail::FileState fst = im->run("reading the schema version", [&] { return detail::inspect(*im->db); });
+    check_state(*im, fst);
+    if (fst.version == 0) {
+      throw DbError(ErrorKind::InvalidArgument,
+                    "tuning database " + quoted(path) +
+                        " holds no amax-tune tables (an empty SQLite file); open it with "
+                        "OpenMode::ReadWrite once to initialize it",
+                    path);
+    }
+    im->version = fst.version;
+    im->journal = im->run("reading the journal mode",
+                          [&] { return im->db->execAndGet("PRAGMA journal_mode").getString(); });
+  } catch (const DbError&) {
+    im->db.reset();
+    if (!had_wal && !had_shm && fs::exists(wal, ec) && fs::file_size(wal, ec) == 0 && !ec) {
+      fs::remove(wal, ec);
+      fs::remove(shm, ec);
+    }
+    throw;
+  }
+  return TuningDb(std::move(im));
+}
+
+TuningDb TuningDb::rebuild(const fs::path& path, fs::path* moved_to, const OpenOptions& options) {
+  if (moved_to) moved_to->clear();
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec))) {
+    const std::string stamp = detail::compact_utc_stamp();
+    fs::path dest = detail::sibling(path, ".corrupt-" + stamp);
+    for (int i = 1; fs::exists(fs::symlink_status(dest, ec)); ++i) {
+      dest = detail::sibling(path, ".corrupt-" + stamp + "." + std::to_string(i));
+    }
+    fs::rename(path, dest, ec);
+    if (ec) {
+      throw DbError(ErrorKind::Io,
+                    "cannot move tuning database " + quoted(path) + " aside to " + quoted(dest) + ": " +
+                        ec.message(),
+                    path);
+    }
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+      const fs::path from = detail::sibling(path, suffix);
+      if (fs::exists(fs::symlink_status(from, ec))) fs::rename(from, detail::sibling(dest, suffix), ec);
+    }
+    spdlog::warn("tuning database '{}' was moved aside to '{}'; starting a fresh database", path.string(),
+                 dest.string());
+    if (moved_to) *moved_to = dest;
+  }
+  return open(path, OpenMode::ReadWrite, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// writes
+
+void TuningDb::record_key(const TuningKey& key, const Provenance& provenance, std::span<const Trial> trials,
+                          const std::optional<Winner>& winner) {
+  Impl& im = impl();
+  im.require_writable("record_key");
+  detail::validate_record(im.path, key, provenance, trials, winner);
+  const std::string where = std::string(kKeyWhere) + " AND " + detail::provenance_where(kIdentity);
+  im.run("recording " + to_string(key), [&] {
+    SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
+    for (const char* table : {"trials", "winners"}) {
+      SQLite::Statement del(*im.db, std::string("DELETE FROM ") + table + " WHERE " + where);
+      detail::bind_provenance_where(del, bind_key(del, 1, key), provenance, kIdentity);
+      del.exec();
+    }
+    if (!trials.empty()) {
+      SQLite::Statement ins(*im.db, detail::insert_sql<detail::TrialsTable>(false));
+      TrialRow row{key, {}, provenance};
+      for (const Trial& trial : trials) {
+        row.trial = trial;
+        ins.reset();
+        detail::bind_row<detail::TrialsTable>(ins, 1, row);
+        ins.exec();
+      }
+    }
+    if (winner) {
+      SQLite::Statement ins(*im.db, detail::insert_sql<detail::WinnersTable>(false));
+      detail::bind_row<detail::WinnersTable>(ins, 1, WinnerRow{key, *winner, provenance});
+      ins.exec();
+    }
+    t.commit();
+  });
+}
+
+void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials) {
+  Impl& im = impl();
+  im.require_writable("import_rows");
+  auto fail = [&](const std::string& what, std::size_t i, const std::string& msg) {
+    throw DbError(ErrorKind::InvalidArgument,
+                  "tuning database " + quoted(im.path) + ": cannot import " + what + " row " +
+                      std::to_string(i) + ": " + msg,
+                  im.path);
+  };
+  for (std::size_t i = 0; i < winners.size(); ++i) {
+    for (const std::string& e : {detail::check_key(winners[i].key), detail::check_provenance(winners[i].provenance),
+                                 detail::check_winner(winners[i].winner)}) {
+      if (!e.empty()) fail("winner", i, e);
+    }
+  }
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    for (const std::string& e : {detail::check_key(trials[i].key), detail::check_provenance(trials[i].provenance),
+                                 detail::check_trial(trials[i].trial)}) {
+      if (!e.empty()) fail("trial", i, e);
+    }
+  }
+  im.run("importing rows", [&] {
+    SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement wins(*im.db, detail::insert_sql<detail::WinnersTable>(true));
+    for (const WinnerRow& w : winners) {
+      wins.reset();
+      detail::bind_row<detail::WinnersTable>(wins, 1, w);
+      wins.exec();
+    }
+    SQLite::Statement tris(*im.db, detail::insert_sql<detail::TrialsTable>(true));
+    for (const TrialRow& r : trials) {
+      tris.reset();
+      detail::bind_row<detail::TrialsTable>(tris, 1, r);
+      tris.exec();
+    }
+    t.commit();
+  });
+}
+
+void TuningDb::use_rollback_journal() {
+  Impl& im = impl();
+  im.require_writable("use_rollback_journal");
+  const std::string mode = im.run("switching to the rollback journal", [&] {
+    im.db->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    const std::string m = im.db->execAndGet("PRAGMA journal_mode = DELETE").getString();
+    if (m != "delete") {
+      // SQLite keeps WAL while other connections use the file; let with_retry wait for them.
+      throw SQLite::Exception("journal mode is still '" + m + "' (other connections are open)", SQLITE_BUSY);
+    }
+    return m;
+  });
+  std::lock_guard<std::mutex> lock(im.mu);
+  im.journal = mode;
+}
+
+std::vector<std::string> TuningDb::integrity_check() const {
+  Impl& im = impl();
+  return im.run("PRAGMA integrity_check", [&] {
+    SQLite::Statement q(*im.db, "PRAGMA integrity_check");
+    return read_rows_text(q);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// queries
+
+std::vector<TuningKey> TuningDb::finished_keys(std::string_view arch, Dtype dtype, const Provenance& provenance) const {
+  Impl& im = impl();
+  return im.run("listing finished keys", [&] {
+    SQLite::Statement q(*im.db, "SELECT n FROM winners WHERE arch = ? AND dtype = ? AND " +
+                                    detail::provenance_where(kIdentity) + " ORDER BY n");
+    q.bind(1, std::string(arch));
+    q.bind(2, std::string(to_string(dtype)));
+    detail::bind_provenance_where(q, 3, provenance, kIdentity);
+    std::vector<TuningKey> out;
+    while (q.executeStep()) {
+      TuningKey k{std::string(arch), dtype, 0};
+      if (!detail::Codec<std::uint64_t>::read(q.getColumn(0), k.n)) continue;  // n < 0: never written by us
+      out.push_back(std::move(k));
+    }
+    return out;
+  });
+}
+
+bool TuningDb::has_winner(const TuningKey& key, const Provenance& provenance) const {
+  Impl& im = impl();
+  if (key.n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+  return im.run("looking up a winner", [&] {
+    SQLite::Statement q(*im.db, std::string("SELECT 1 FROM winners WHERE ") + kKeyWhere + " AND " +
+                                    detail::provenance_where(kIdentity) + " LIMIT 1");
+    detail::bind_provenance_where(q, bind_key(q, 1, key), provenance, kIdentity);
+    return q.executeStep();
+  });
+}
+
+std::vector<WinnerRow> TuningDb::winners(const WinnerFilter& filter) const {
+  Impl& im = impl();
+  return im.run("reading winners", [&] {
+    std::string sql = "SELECT " + detail::select_list<detail::WinnersTable>(im.version) + " FROM winners";
+    std::vector<std::string> conds;
+    if (filter.arch) conds.push_back("arch = ?");
+    if (filter.dtype) conds.push_back("dtype = ?");
+    if (!conds.empty()) sql += " WHERE " + detail::join(conds, " AND ");
+    sql += " ORDER BY arch, dtype, n, " + identity_order() + ", id";
+    SQLite::Statement q(*im.db, sql);
+    int i = 1;
+    if (filter.arch) q.bind(i++, *filter.arch);
+    if (filter.dtype) q.bind(i++, std::string(to_string(*filter.dtype)));
+    std::vector<WinnerRow> out;
+    while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
+    return out;
+  });
+}
+
+std::vector<TrialRow> TuningDb::trials(const TuningKey& key) const {
+  Impl& im = impl();
+  if (key.n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return {};
+  return im.run("reading trials", [&] {
+    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::TrialsTable>(im.version) +
+                                    " FROM trials WHERE " + kKeyWhere + " ORDER BY " + identity_order() +
+                                    ", label, id");
+    bind_key(q, 1, key);
+    std::vector<TrialRow> out;
+    while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, im.path));
+    return out;
+  });
+}
+
+std::vector<TrialRow> TuningDb::all_trials() const {
+  Impl& im = impl();
+  return im.run("reading trials", [&] {
+    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::TrialsTable>(im.version) +
+                                    " FROM trials ORDER BY arch, dtype, n, " + identity_order() + ", label, id");
+    std::vector<TrialRow> out;
+    while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, im.path));
+    return out;
+  });
+}
+
+namespace {
+
+std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch, Dtype dtype, std::uint64_t n,
+                                const Provenance* current) {
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  return im.run("looking up the nearest winner", [&]() -> std::optional<WinnerRow> {
+    std::string cond = "arch = ? AND dtype = ?";
+    bool by_device = false;
+    auto bind_cond = [&](SQLite::Statement& s) {
+      s.bind(1, std::string(arch));
+      s.bind(2, std::string(to_string(dtype)));
+      int i = 3;
+      if (current) i = detail::bind_provenance_where(s, i, *current, kStale);
+      if (by_device) i = detail::bind_provenance_where(s, i, *current, kDevice);
+      return i;
+    };
+    if (current) {
+      cond += " AND " + detail::provenance_where(kStale);
+      const std::string dev_cond = cond + " AND " + detail::provenance_where(kDevice);
+      by_device = true;
+      SQLite::Statement any(*im.db, "SELECT 1 FROM winners WHERE " + dev_cond + " LIMIT 1");
+      bind_cond(any);
+      if (any.executeStep()) {
+        cond = dev_cond;
+      } else {
+        by_device = false;
+      }
+    }
+    auto nearest = [&](bool below) -> std::optional<std::uint64_t> {
+      if (!below && n > kMax) return std::nullopt;
+      SQLite::Statement q(*im.db, "SELECT n FROM winners WHERE " + cond +
+                                      (below ? " AND n <= ? ORDER BY n DESC" : " AND n >= ? ORDER BY n ASC") +
+                                      " LIMIT 1");
+      const int i = bind_cond(q);
+      q.bind(i, static_cast<std::int64_t>(std::min(n, kMax)));
+      std::uint64_t m = 0;
+      if (!q.executeStep() || !detail::Codec<std::uint64_t>::read(q.getColumn(0), m)) return std::nullopt;
+      return m;
+    };
+    const auto lo = nearest(true);
+    const auto hi = nearest(false);
+    if (!lo && !hi) return std::nullopt;
+    std::uint64_t m = 0;
+    if (lo && hi) {
+      // |log2 q - log2 lo| < |log2 hi - log2 q|  <=>  q*q < lo*hi  (exact in 128 bits); ties -> hi.
+      __extension__ using u128 = unsigned __int128;
+      m = static_cast<u128>(n) * n < static_cast<u128>(*lo) * *hi ? *lo : *hi;
+    } else {
+      m = lo ? *lo : *hi;
+    }
+    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::WinnersTable>(im.version) +
+                                    " FROM winners WHERE " + cond + " AND n = ? ORDER BY prov_timestamp DESC, id DESC LIMIT 1");
+    q.bind(bind_cond(q), static_cast<std::int64_t>(m));
+    if (!q.executeStep()) return std::nullopt;
+    return detail::read_row<detail::WinnersTable>(q, im.path);
+  });
+}
+
+}  // namespace
+
+std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, Dtype dtype, std::uint64_t n) const {
+  return lookup(impl(), arch, dtype, n, nullptr);
+}
+
+std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, Dtype dtype, std::uint64_t n,
+                                                  const Provenance& current) const {
+  return lookup(impl(), arch, dtype, n, &current);
+}
+
+std::vector<StaleKey> TuningDb::stale_keys(const Provenance& current) const {
+  Impl& im = impl();
+  const std::vector<WinnerRow> rows = im.run("listing stale keys", [&] {
+    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::WinnersTable>(im.version) +
+                                    " FROM winners WHERE " + detail::provenance_where(kDevice) +
+                                    " ORDER BY arch, dtype, n, " + identity_order() + ", id");
+    detail::bind_provenance_where(q, 1, current, kDevice);
+    std::vector<WinnerRow> out;
+    while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
+    return out;
+  });
+  std::vector<StaleKey> out;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    bool fresh = false;
+    std::vector<bool> changed(std::tuple_size_v<decltype(provenance_fields)>, false);
+    for (; j < rows.size() && rows[j].key == rows[i].key; ++j) {
+      const auto diff = stale_fields(rows[j].provenance, current);
+      fresh |= diff.empty();
+      std::size_t idx = 0;
+      for_each_field(provenance_fields, [&](const auto& field) {
+        if (std::find(diff.begin(), diff.end(), field.name) != diff.end()) changed[idx] = true;
+        ++idx;
+      });
+    }
+    if (!fresh) {
+      StaleKey sk{rows[i].key, {}};
+      std::size_t idx = 0;
+      for_each_field(provenance_fields, [&](const auto& field) {
+        if (changed[idx++]) sk.changed.emplace_back(field.name);
+      });
+      out.push_back(std::move(sk));
+    }
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace amax::db

@@ -1,0 +1,38 @@
+// Private: TuningDb::Impl, shared by the sources of TuningDb.
+#pragma once
+
+#include "util.hpp"
+
+#include <amax/db/tuning_db.hpp>
+
+#include <SQLiteCpp/Database.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace amax::db {
+
+struct TuningDb::Impl {
+  std::filesystem::path path;
+  OpenMode mode = OpenMode::ReadWrite;
+  OpenOptions options;
+  int version = 0;          // schema version of the file
+  std::string journal;      // journal mode after open
+  bool immutable = false;   // opened with immutable=1
+  std::unique_ptr<SQLite::Database> db;
+  mutable std::mutex mu;
+
+  /// Runs f() under the mutex with lock retry and error translation (see detail::with_retry).
+  template <class F>
+  auto run(std::string_view what, F&& f) const -> decltype(f()) {
+    std::lock_guard<std::mutex> lock(mu);
+    return detail::with_retry(path, what, options.lock_timeout, f);
+  }
+
+  /// @throws DbError(ReadOnly) when opened ReadOnly.
+  void require_writable(std::string_view what) const;
+};
+
+}  // namespace amax::db
