@@ -1,0 +1,174 @@
+// Many writers at once: processes (fork) and threads; lock timeouts.
+#include "raw_sqlite.hpp"
+#include "test_util.hpp"
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace amax::db::test {
+namespace {
+
+class ConcurrencyTest : public TempDirTest {};
+
+/// Starts @p n children that block until release() and then run body(i); wait() returns the
+/// exit codes.
+class ChildGroup {
+ public:
+  template <class F>
+  ChildGroup(int n, F body) {
+    if (::pipe(gate_) != 0) throw std::runtime_error("pipe");
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(gate_[1]);
+        char c;
+        while (::read(gate_[0], &c, 1) > 0) {
+        }  // EOF when the parent closes the write end: everybody starts together
+        int rc = 99;
+        try {
+          rc = body(i);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child %d: %s\n", i, e.what());
+        }
+        std::fflush(stderr);
+        ::_exit(rc);
+      }
+      pids_.push_back(pid);
+    }
+    ::close(gate_[0]);
+  }
+  void release() { ::close(gate_[1]); }
+  std::vector<int> wait() {
+    std::vector<int> rcs;
+    for (pid_t pid : pids_) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      rcs.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+    return rcs;
+  }
+
+ private:
+  int gate_[2]{};
+  std::vector<pid_t> pids_;
+};
+
+constexpr int kProcesses = 16;
+constexpr int kKeysPerProcess = 8;
+constexpr int kTrialsPerKey = 12;
+
+TEST_F(ConcurrencyTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
+  const fs::path p = file("shared/tuning.db");  // neither the directory nor the file exists yet
+  ChildGroup group(kProcesses, [&](int i) -> int {
+    TuningDb db = TuningDb::open(p);
+    for (int k = 0; k < kKeysPerProcess; ++k) {
+      std::vector<Trial> trials;
+      for (int t = 0; t < kTrialsPerKey; ++t) trials.push_back(ok_trial("v" + std::to_string(t), 1.0 + t));
+      db.record_key(key(static_cast<std::uint64_t>(i * 1000 + k + 1)), h200(), trials, Winner{"v0", 1.0, 1.0});
+    }
+    return 0;
+  });
+  group.release();
+  const auto rcs = group.wait();
+  EXPECT_EQ(rcs, std::vector<int>(kProcesses, 0));
+
+  const TuningDb db = TuningDb::open(p);
+  EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
+  EXPECT_EQ(db.schema_version(), 2);
+  const auto ws = db.winners();
+  ASSERT_EQ(ws.size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess));
+  std::set<std::uint64_t> ns;
+  for (const auto& w : ws) ns.insert(w.key.n);
+  for (int i = 0; i < kProcesses; ++i) {
+    for (int k = 0; k < kKeysPerProcess; ++k) {
+      EXPECT_TRUE(ns.count(static_cast<std::uint64_t>(i * 1000 + k + 1))) << i << "/" << k;
+    }
+  }
+  EXPECT_EQ(db.all_trials().size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess * kTrialsPerKey));
+  EXPECT_EQ(raw_query(p, "SELECT count(*) FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"1"});
+}
+
+TEST_F(ConcurrencyTest, SixteenProcessesCreateTheSameNestedDirectory) {
+  const fs::path nested = file("a/b/c/d/e/f/g");
+  ChildGroup group(kProcesses, [&](int i) -> int {
+    TuningDb db = TuningDb::open(nested / ("db" + std::to_string(i) + ".sqlite"));
+    record_simple(db, key(1), h200(), "x", 1.0);
+    return 0;
+  });
+  group.release();
+  EXPECT_EQ(group.wait(), std::vector<int>(kProcesses, 0));
+  ASSERT_TRUE(fs::is_directory(nested));
+  EXPECT_EQ(listing(nested).size(), static_cast<std::size_t>(kProcesses));
+}
+
+TEST_F(ConcurrencyTest, ThreadsWithSharedAndSeparateConnections) {
+  const fs::path p = file("threads.db");
+  TuningDb shared = TuningDb::open(p);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        std::optional<TuningDb> own;
+        if (t % 2 == 1) own.emplace(TuningDb::open(p));
+        TuningDb& db = own ? *own : shared;
+        for (int k = 0; k < 10; ++k) {
+          record_simple(db, key(static_cast<std::uint64_t>(t * 100 + k + 1)), h200(), "x", 1.0);
+          (void)db.lookup_nearest("sm_90", Dtype::fp32, 1000);
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "thread %d: %s\n", t, e.what());
+        ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(shared.winners().size(), 80u);
+  EXPECT_EQ(shared.integrity_check(), std::vector<std::string>{"ok"});
+}
+
+TEST_F(ConcurrencyTest, LockHeldLongerThanTheBoundGivesLocked) {
+  const fs::path p = file("locked.db");
+  OpenOptions opts;
+  opts.lock_timeout = std::chrono::milliseconds(300);
+  TuningDb db = TuningDb::open(p, OpenMode::ReadWrite, opts);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = expect_db_error(ErrorKind::Locked, [&] { record_simple(db, key(1), h200(), "x", 1.0); });
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_NE(msg.find("300 ms"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  // Readers are not blocked by the writer in WAL mode.
+  EXPECT_TRUE(db.winners().empty());
+  ASSERT_EQ(sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  record_simple(db, key(1), h200(), "x", 1.0);
+  EXPECT_EQ(db.winners().size(), 1u);
+}
+
+TEST_F(ConcurrencyTest, WriterWaitsForABriefLockInsteadOfFailing) {
+  const fs::path p = file("brief.db");
+  TuningDb db = TuningDb::open(p);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // longer than one busy-timeout slice
+    sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  record_simple(db, key(1), h200(), "x", 1.0);
+  releaser.join();
+  sqlite3_close(raw);
+  EXPECT_EQ(db.winners().size(), 1u);
+}
+
+}  // namespace
+}  // namespace amax::db::test

@@ -1,0 +1,138 @@
+// merge(): faster winner wins with its provenance and trials; devices are never mixed silently.
+#include "test_util.hpp"
+
+namespace amax::db::test {
+namespace {
+
+class MergeTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    TuningDb a = TuningDb::open(file("a.db"));
+    a.record_key(key(1024), h200(), std::vector<Trial>{ok_trial("a_k1", 10.0), ok_trial("a_k1b", 12.0)},
+                 Winner{"a_k1", 10.0, 1.0});
+    record_simple(a, key(2048), h200(), "a_k2", 5.0);
+    a.record_key(key(8192), h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
+                 std::nullopt);
+    TuningDb b = TuningDb::open(file("b.db"));
+    b.record_key(key(1024), prov_b(), std::vector<Trial>{ok_trial("b_k1", 8.0)}, Winner{"b_k1", 8.0, 2.0});
+    record_simple(b, key(4096), prov_b(), "b_k3", 3.0);
+    b.record_key(key(8192), h200(),
+                 std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from b"),
+                                    failed_trial("f2", TrialStatus::wrong_result, "from b")},
+                 std::nullopt);
+  }
+  static Provenance prov_b() {
+    Provenance p = h200();
+    p.driver_version = "590.10";
+    p.timestamp = "2026-12-01T00:00:00Z";
+    return p;
+  }
+  /// Files that merge's temporary output left behind (none expected). The inputs, opened
+  /// ReadOnly in WAL mode, may get SQLite's -wal/-shm companions: see README.
+  int temp_files() const {
+    int n = 0;
+    for (const auto& name : listing(dir())) n += name.find(".tmp-") != std::string::npos;
+    return n;
+  }
+  void make_h100_db(const fs::path& p, double us) {
+    TuningDb c = TuningDb::open(p);
+    c.record_key(key(1024), h100(), std::vector<Trial>{ok_trial("c_k1", us)}, Winner{"c_k1", us, 3.0});
+  }
+};
+
+TEST_F(MergeTest, FasterWinnerWinsAndKeepsItsProvenanceAndTrials) {
+  const std::string a_before = read_bytes(file("a.db"));
+  const std::string b_before = read_bytes(file("b.db"));
+  const MergeReport r = merge(file("a.db"), file("b.db"), file("out.db"));
+  EXPECT_EQ(read_bytes(file("a.db")), a_before);
+  EXPECT_EQ(read_bytes(file("b.db")), b_before);
+  EXPECT_TRUE(fs::exists(file("out.db")));
+  EXPECT_EQ(temp_files(), 0);
+
+  const TuningDb out = TuningDb::open(file("out.db"), OpenMode::ReadOnly);
+  EXPECT_EQ(out.journal_mode(), "delete");
+  EXPECT_EQ(out.winners(),
+            (std::vector<WinnerRow>{{key(1024), Winner{"b_k1", 8.0, 2.0}, prov_b()},
+                                    {key(2048), Winner{"a_k2", 5.0, 100.0}, h200()},
+                                    {key(4096), Winner{"b_k3", 3.0, 100.0}, prov_b()}}));
+  EXPECT_EQ(out.trials(key(1024)), (std::vector<TrialRow>{{key(1024), ok_trial("b_k1", 8.0), prov_b()}}));
+  EXPECT_EQ(out.trials(key(2048)), (std::vector<TrialRow>{{key(2048), ok_trial("a_k2", 5.0), h200()}}));
+  EXPECT_EQ(out.trials(key(4096)), (std::vector<TrialRow>{{key(4096), ok_trial("b_k3", 3.0), prov_b()}}));
+  // A key without a winner keeps the trials of both inputs; a's copy of a shared trial.
+  EXPECT_EQ(out.trials(key(8192)),
+            (std::vector<TrialRow>{{key(8192), failed_trial("f1", TrialStatus::launch_failed, "from a"), h200()},
+                                   {key(8192), failed_trial("f2", TrialStatus::wrong_result, "from b"), h200()}}));
+  EXPECT_EQ(r.winners_written, 3u);
+  EXPECT_EQ(r.trials_written, 5u);
+  ASSERT_EQ(r.contested.size(), 1u);
+  const MergeDecision& d = r.contested[0];
+  EXPECT_EQ(d.key, key(1024));
+  EXPECT_EQ(d.kept_from, 'b');
+  EXPECT_EQ(d.kept.winner.label, "b_k1");
+  EXPECT_EQ(d.dropped.winner.label, "a_k1");
+  EXPECT_EQ(d.dropped.winner.median_us, 10.0);
+  EXPECT_FALSE(d.different_devices);
+  EXPECT_EQ(d.differing_fields, (std::vector<std::string>{"driver_version", "timestamp"}));
+}
+
+TEST_F(MergeTest, TieKeepsA) {
+  TuningDb c = TuningDb::open(file("c.db"));
+  record_simple(c, key(2048), prov_b(), "c_k2", 5.0);
+  c = TuningDb::open(file("d.db"));
+  (void)merge(file("a.db"), file("c.db"), file("out.db"));
+  EXPECT_EQ(TuningDb::open(file("out.db")).winners().at(1).winner.label, "a_k2");
+  (void)merge(file("c.db"), file("a.db"), file("out2.db"));
+  EXPECT_EQ(TuningDb::open(file("out2.db")).winners().at(1).winner.label, "c_k2");
+}
+
+TEST_F(MergeTest, DifferentDevicesAreRefusedNamingBoth) {
+  make_h100_db(file("h100.db"), 9.0);
+  const std::string msg =
+      expect_db_error(ErrorKind::InvalidArgument, [&] { (void)merge(file("a.db"), file("h100.db"), file("out.db")); });
+  EXPECT_NE(msg.find("'NVIDIA H200'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'NVIDIA H100 80GB HBM3'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sm_90/fp32/n=1024"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("allow_different_devices"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(file("out.db")));
+  EXPECT_EQ(temp_files(), 0);
+}
+
+TEST_F(MergeTest, DifferentDevicesAllowedKeepTheFasterAndReportIt) {
+  make_h100_db(file("h100.db"), 9.0);
+  LogCapture log;
+  MergePolicy policy;
+  policy.allow_different_devices = true;
+  const MergeReport r = merge(file("a.db"), file("h100.db"), file("out.db"), policy);
+  ASSERT_EQ(r.contested.size(), 1u);
+  EXPECT_TRUE(r.contested[0].different_devices);
+  EXPECT_EQ(r.contested[0].kept_from, 'b');
+  EXPECT_EQ(r.contested[0].kept.provenance, h100());
+  EXPECT_EQ(r.contested[0].dropped.provenance, h200());
+  EXPECT_EQ(log.count("different device"), 1) << log.text();
+  const TuningDb out = TuningDb::open(file("out.db"));
+  EXPECT_EQ(out.winners().at(0).provenance.device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(out.trials(key(1024)).size(), 1u);
+}
+
+TEST_F(MergeTest, OutputRules) {
+  write_bytes(file("out.db"), "existing");
+  std::string msg =
+      expect_db_error(ErrorKind::InvalidArgument, [&] { (void)merge(file("a.db"), file("b.db"), file("out.db")); });
+  EXPECT_NE(msg.find("exists"), std::string::npos) << msg;
+  EXPECT_EQ(read_bytes(file("out.db")), "existing");
+  MergePolicy overwrite;
+  overwrite.overwrite_output = true;
+  (void)merge(file("a.db"), file("b.db"), file("out.db"), overwrite);
+  EXPECT_EQ(TuningDb::open(file("out.db")).winners().size(), 3u);
+  msg = expect_db_error(ErrorKind::InvalidArgument,
+                        [&] { (void)merge(file("a.db"), file("b.db"), file("a.db"), overwrite); });
+  EXPECT_NE(msg.find("one of the inputs"), std::string::npos) << msg;
+  write_bytes(file("bad.db"), "garbage garbage garbage");
+  expect_db_error(ErrorKind::Corrupt, [&] { (void)merge(file("a.db"), file("bad.db"), file("x.db")); });
+  expect_db_error(ErrorKind::Io, [&] { (void)merge(file("a.db"), file("missing.db"), file("x.db")); });
+  EXPECT_FALSE(fs::exists(file("x.db")));
+}
+
+}  // namespace
+}  // namespace amax::db::test
