@@ -76,4 +76,12 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   return s;
 }
 
+std::string render_reference_kernels(Vendor vendor) {
+  std::string s = "// amax-tune reference kernels (" + std::string(to_string(vendor)) + "), template hash " +
+                  template_hash() + "\n";
+  s += detail::template_text(vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  s += detail::template_text("bench_kernels.h");
+  return s;
+}
+
 }  // namespace amax

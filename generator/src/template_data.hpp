@@ -9,7 +9,7 @@ struct TemplateFile {
   std::string_view name;  ///< file name under templates/
   std::string_view text;
 };
-extern const std::array<TemplateFile, 3> kTemplates;
+extern const std::array<TemplateFile, 4> kTemplates;
 /// Text of the embedded template `name`; std::logic_error if absent (a build defect).
 std::string_view template_text(std::string_view name);
 }  // namespace amax::detail

@@ -7,26 +7,46 @@
 
 namespace amax {
 
+CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                            const std::string& source, const std::string& program_name, bool* from_cache,
+                            double* compile_ms) {
+  const BinaryKey key{to_hex(fnv1a64(source)), arch.name, compiler.version()};
+  if (auto hit = cache.load(key)) {
+    if (from_cache) *from_cache = true;
+    if (compile_ms) *compile_ms = 0;
+    return std::move(*hit);
+  }
+  CompiledProgram p = compiler.compile(source, program_name, arch);
+  CachedBinary out{std::move(p.binary), std::move(p.log)};
+  cache.store(key, out);
+  if (from_cache) *from_cache = false;
+  if (compile_ms) *compile_ms = p.compile_ms;
+  return out;
+}
+
+ReferenceKernels ReferenceKernels::load(Backend& backend, const JitCompiler& compiler, const BinaryCache& cache) {
+  const ArchInfo arch = ArchInfo::parse(backend.device().arch);
+  const CachedBinary b = compile_cached(compiler, cache, arch, render_reference_kernels(arch.vendor),
+                                        "amax_reference_kernels");
+  ReferenceKernels k;
+  k.module = backend.load_module(b.binary);
+  k.stream_read = k.module->function("amax_stream_read");
+  k.empty = k.module->function("amax_empty");
+  return k;
+}
+
 KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                           const KernelConfig& config, DType dtype) {
   KernelBinary out;
   out.config = config;
   out.config.max_blocks = BlockCap::uncapped();
   out.dtype = dtype;
-  const std::string source = render_source(out.config, dtype, arch.vendor);
-  const BinaryKey key{to_hex(fnv1a64(source)), arch.name, compiler.version()};
   const std::string name = kernel_name(out.config, dtype);
-  if (auto hit = cache.load(key)) {
-    out.binary = std::move(hit->binary);
-    out.log = std::move(hit->log);
-    out.from_cache = true;
-  } else {
-    CompiledProgram p = compiler.compile(source, name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), arch);
-    out.binary = std::move(p.binary);
-    out.log = std::move(p.log);
-    out.compile_ms = p.compile_ms;
-    cache.store(key, CachedBinary{out.binary, out.log});
-  }
+  CachedBinary b = compile_cached(compiler, cache, arch, render_source(out.config, dtype, arch.vendor),
+                                  name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), &out.from_cache,
+                                  &out.compile_ms);
+  out.binary = std::move(b.binary);
+  out.log = std::move(b.log);
   if (compiler.vendor() == Vendor::nvidia) {
     // The log's ptxas report (kept in the cache entry too) gives the stage-one kernel's usage.
     static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");

@@ -2,6 +2,7 @@
 // Subcommands of the amax-tune command line. Each add_* registers its options on `app` and returns
 // the subcommand; run_* executes it and returns the process exit code.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 
 namespace amax::cli {
 
@@ -13,6 +14,14 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+#include <filesystem>
+
 void add_emit(CLI::App& app);
+/// `amax-tune [tune] --arch ...`: the default command.
+void add_tune(CLI::App& app);
+/// `amax-tune show | export | merge`.
+void add_db_commands(CLI::App& app);
+/// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
+std::filesystem::path default_db_path();
 
 }  // namespace amax::cli

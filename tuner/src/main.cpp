@@ -3,20 +3,26 @@
 
 #include <spdlog/spdlog.h>
 
+#include "amax/db/error.hpp"
 #include "amax/render.hpp"
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"amax-tune: a code-generating autotuner for amax = max|x| on AMD and NVIDIA GPUs"};
   app.set_version_flag("--version", std::string(amax::generator_version()));
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   amax::cli::add_emit(app);
+  amax::cli::add_tune(app);
+  amax::cli::add_db_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand finished; carries its exit code
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const amax::db::DbError& e) {
+    std::cerr << "amax-tune: error: " << e.what() << "\n";
+    return amax::cli::kExitFailed;
   } catch (const amax::cli::UsageError& e) {
     std::cerr << "amax-tune: error: " << e.what() << "\n";
     return amax::cli::kExitUsage;

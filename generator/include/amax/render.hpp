@@ -31,4 +31,10 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& config, DType dtype);
 /// not compile. Thread-safe.
 std::string render_source(const KernelConfig& config, DType dtype, Vendor vendor);
 
+/// Source of the reference kernels of the timing protocol (templates/bench_kernels.h):
+/// `amax_stream_read(const void* in, unsigned long long n16, unsigned* sink)`, a pure streaming
+/// read of n16 16-byte vectors launched with 512 threads per block (the bandwidth ceiling), and
+/// `amax_empty()` (the launch-latency floor). Thread-safe.
+std::string render_reference_kernels(Vendor vendor);
+
 }  // namespace amax

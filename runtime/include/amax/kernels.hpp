@@ -27,6 +27,22 @@ struct KernelBinary {
   double compile_ms = 0;     ///< 0 when from the cache
 };
 
+/// Compiles `source` for `arch` through `cache` (keyed by source hash, arch and compiler version).
+/// Returns the binary and log; `from_cache` tells whether it was read back. Thread-safe.
+/// Errors: CompileError with the full log.
+CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                            const std::string& source, const std::string& program_name, bool* from_cache = nullptr,
+                            double* compile_ms = nullptr);
+
+/// The reference kernels of the timing protocol (render_reference_kernels), loaded on a device.
+struct ReferenceKernels {
+  std::unique_ptr<Module> module;
+  FunctionHandle stream_read = nullptr;  ///< (const void* in, unsigned long long n16, unsigned* sink), 512 threads
+  FunctionHandle empty = nullptr;        ///< ()
+  /// Builds (through the cache) and loads them. Errors: CompileError, BackendError.
+  static ReferenceKernels load(Backend& backend, const JitCompiler& compiler, const BinaryCache& cache);
+};
+
 /// Renders `config` for `arch` and compiles it, through `cache` (keyed by source hash, arch and
 /// compiler version). Thread-safe; needs no GPU. Errors: CompileError with the full log.
 KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,

@@ -1,0 +1,95 @@
+#pragma once
+// The offline tuning loop: for each (dtype, size) key, verify every variant bit-exactly, time the
+// survivors and record every trial and the winner in the tuning database (DESIGN.md sections 4-5).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amax/backend.hpp"
+#include "amax/compiler.hpp"
+#include "amax/db/tuning_db.hpp"
+#include "amax/measure.hpp"
+#include "amax/search_space.hpp"
+
+namespace amax::tune {
+
+/// What to tune and where to record it.
+struct TuneOptions {
+  std::string arch;                   ///< must equal the device's arch (target ID on AMD)
+  std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16};
+  std::vector<std::uint64_t> sizes;   ///< element counts; default_sizes() when empty
+  std::filesystem::path db_path;      ///< the tuning database (created if missing)
+  unsigned jobs = 0;                  ///< parallel JIT compilations; 0 = hardware threads
+  double time_budget_s = 0;           ///< stop starting new keys after this many seconds; 0 = none
+  bool retune = false;                ///< re-tune keys that already have a current winner
+  bool stale_only = false;            ///< tune exactly the keys whose winner is stale (sizes ignored)
+  bool rebuild_db = false;            ///< move a damaged database aside and start a new one
+  int device = 0;                     ///< device ordinal
+  SpaceKind space = SpaceKind::pruned;
+  TimingProtocol protocol;
+  std::filesystem::path cache_dir = BinaryCache::default_dir();  ///< binary cache; empty = none
+  bool progress = true;               ///< progress lines (with an ETA) on stderr
+};
+
+/// The default size grid: 2^10 .. 2^30 elements by powers of two, plus 1000, 100000, 3000000,
+/// 50000000 and 300000000 (sizes that are not powers of two, as real tensors are).
+std::vector<std::uint64_t> default_sizes();
+
+/// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
+/// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
+/// naming the bad item.
+std::vector<std::uint64_t> parse_sizes(const std::string& text);
+
+/// One variant's outcome for one key.
+struct VariantResult {
+  KernelConfig config;
+  db::TrialStatus status = db::TrialStatus::ok;
+  std::string reason;
+  Stats stats;           ///< empty unless status ok
+  ResourceUsage usage;
+  bool finalist = false;  ///< re-timed in the final pass
+};
+
+/// One key's outcome.
+struct KeyResult {
+  DType dtype{};
+  std::uint64_t n = 0;
+  bool resumed = false;                  ///< already tuned for this setup: not re-measured
+  std::optional<db::WinnerRow> stored;   ///< the stored winner of a resumed key
+  std::vector<VariantResult> variants;
+  int winner = -1;                       ///< index into variants, -1 if none
+  Stats ceiling;                         ///< the streaming-read kernel on the same bytes
+  /// Fastest ok variant of `strategy` (or with the given label), nullptr if none.
+  const VariantResult* best(Strategy strategy) const;
+  const VariantResult* find(const std::string& label) const;
+  std::uint64_t bytes() const { return n * info(dtype).bytes; }
+};
+
+/// A whole run.
+struct TuneReport {
+  DeviceInfo device;
+  std::string compiler;
+  std::string protocol;
+  std::vector<KeyResult> keys;
+  double wall_s = 0;
+  double compile_s = 0;
+  int kernels_compiled = 0;         ///< JIT-compiled in this run
+  int kernels_cached = 0;           ///< read from the binary cache
+  std::vector<std::string> not_done;  ///< keys left when the time budget ran out
+};
+
+/// Errors the tuner stops on (wrong device, unusable database): what() says what and how to fix.
+struct TuneError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs the tuning. Each finished key is committed in its own transaction, so a killed run keeps
+/// every finished key and a restarted one resumes. Expected failures (a variant that does not
+/// compile, launches badly or computes a wrong result) are recorded as trials, never thrown.
+/// Errors: TuneError (arch mismatch naming both, no device, damaged database without
+/// rebuild_db), db::DbError, BackendError (the device failed).
+TuneReport run_tuning(const TuneOptions& options);
+
+}  // namespace amax::tune

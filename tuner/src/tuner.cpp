@@ -1,0 +1,563 @@
+#include "amax/tuner.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "amax/code_object.hpp"
+#include "amax/reference.hpp"
+#include "amax/render.hpp"
+
+namespace amax::tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+db::Dtype to_db(DType d) { return db::dtype_from_string(to_string(d)); }
+
+std::string fmt_duration(double s) {
+  const int t = static_cast<int>(std::lround(s));
+  return fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+// All variants tuned for one dtype: the space plus TransformerEngine's fixed configurations
+// (always timed, as baselines; they may win).
+std::vector<KernelConfig> candidates(const ArchInfo& arch, DType d, SpaceKind kind) {
+  auto v = enumerate_space(arch, d, kind);
+  for (Strategy s : {Strategy::atomic, Strategy::two_stage}) {
+    const auto te = transformer_engine_config(d, s);
+    if (std::find(v.begin(), v.end(), te) == v.end()) v.push_back(te);
+  }
+  return v;
+}
+
+struct Built {
+  std::optional<KernelBinary> binary;
+  std::string error;  // compile failure reason
+  ResourceUsage usage;
+};
+
+// A value for the verification: the element bits of 2^(emax-1) (well above every region value,
+// which are all < 2) and a NaN with a payload, in the dtype's own format.
+std::uint32_t big_bits(DType d) { return d == DType::fp32 ? 0x7f000000u : d == DType::bf16 ? 0x7f00u : 0x7800u; }
+std::uint32_t nan_bits(DType d) { return d == DType::fp32 ? 0xffc00123u : d == DType::bf16 ? 0xffc1u : 0xfe01u; }
+
+class Session {
+ public:
+  Session(const TuneOptions& o, TuneReport& report) : o_(o), report_(report) {}
+
+  void run() {
+    const auto t0 = Clock::now();
+    Vendor vendor = ArchInfo::parse(o_.arch).vendor;
+    if (device_count(vendor) <= o_.device)
+      throw TuneError(fmt::format("no {} device {} to tune for --arch {}: {}", to_string(vendor), o_.device, o_.arch,
+                                  device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
+    backend_ = make_backend(vendor, o_.device);
+    const DeviceInfo& dev = backend_->device();
+    if (dev.arch != o_.arch)
+      throw TuneError(fmt::format("--arch {} does not match device {} ({}), whose arch is {}; run with --arch {}",
+                                  o_.arch, o_.device, dev.name, dev.arch, dev.arch));
+    arch_ = ArchInfo::parse(dev.arch);
+    compiler_ = make_compiler(vendor);
+    kernels_ = std::make_unique<KernelCache>(*backend_, compiler_, BinaryCache(o_.cache_dir));
+    report_.device = dev;
+    report_.compiler = compiler_->version();
+    report_.protocol = o_.protocol.describe();
+    current_ = db::Provenance{dev.name, dev.arch, dev.cu_count, dev.driver_version, compiler_->version(),
+                              template_hash(), std::string(generator_version()), o_.protocol.describe(), ""};
+    open_db();
+    plan_keys();
+    if (work_.empty()) {
+      progress("nothing to tune: every key already has a winner for this device and build (use --retune)");
+    } else {
+      build_kernels();
+      tune_keys(t0);
+    }
+    report_.wall_s = seconds_since(t0);
+  }
+
+ private:
+  void open_db() {
+    try {
+      db_.emplace(db::TuningDb::open(o_.db_path));
+    } catch (const db::DbError& e) {
+      if (e.kind() != db::ErrorKind::Corrupt || !o_.rebuild_db)
+        throw TuneError(fmt::format("cannot use the tuning database {}: {}{}", o_.db_path.string(), e.what(),
+                                    e.kind() == db::ErrorKind::Corrupt
+                                        ? " (it was not modified; rerun with --rebuild to move it aside and start anew)"
+                                        : ""));
+      std::filesystem::path moved;
+      db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved));
+      progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
+    }
+  }
+
+  // Which keys to measure, and which are already done (resumed).
+  void plan_keys() {
+    std::vector<std::pair<DType, std::uint64_t>> wanted;
+    if (o_.stale_only) {
+      for (const auto& s : db_->stale_keys(current_))
+        for (DType d : o_.dtypes)
+          if (s.key.arch == arch_.name && to_string(d) == db::to_string(s.key.dtype)) wanted.emplace_back(d, s.key.n);
+    } else {
+      const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
+      for (DType d : o_.dtypes)
+        for (auto n : sizes) wanted.emplace_back(d, n);
+    }
+    for (auto [d, n] : wanted) {
+      const db::TuningKey key{arch_.name, to_db(d), n};
+      if (!o_.retune && !o_.stale_only && db_->has_winner(key, current_)) {
+        KeyResult k;
+        k.dtype = d;
+        k.n = n;
+        k.resumed = true;
+        for (auto& w : db_->winners(db::WinnerFilter{arch_.name, to_db(d)}))
+          if (w.key.n == n && db::same_identity(w.provenance, current_)) k.stored = w;
+        report_.keys.push_back(std::move(k));
+      } else {
+        work_.emplace_back(d, n);
+      }
+    }
+    if (!report_.keys.empty())
+      progress(fmt::format("resuming: {} of {} keys already tuned for this device and build are kept",
+                           report_.keys.size(), wanted.size()));
+  }
+
+  void build_kernels() {
+    const auto t0 = Clock::now();
+    std::set<DType> dtypes;
+    for (auto& [d, n] : work_) dtypes.insert(d);
+    std::vector<std::pair<KernelConfig, DType>> todo;
+    for (DType d : dtypes) {
+      cands_[d] = candidates(arch_, d, o_.space);
+      for (const auto& c : distinct_kernels(cands_[d])) todo.emplace_back(c, d);
+    }
+    std::vector<Built> built(todo.size());
+    std::atomic<std::size_t> next{0}, done{0};
+    const unsigned jobs = o_.jobs ? o_.jobs : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < std::min<std::size_t>(jobs, todo.size()); ++t)
+      pool.emplace_back([&] {
+        for (std::size_t i; (i = next++) < todo.size();) {
+          try {
+            built[i].binary = build_kernel(*compiler_, kernels_->binaries(), arch_, todo[i].first, todo[i].second);
+            built[i].usage = built[i].binary->usage;
+            if (arch_.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
+              auto u = amdgpu_resource_usage(built[i].binary->binary);
+              const auto it = u.find(kernel_name(todo[i].first, todo[i].second));
+              if (it != u.end()) built[i].usage = it->second;
+            }
+          } catch (const CompileError& e) {
+            built[i].error = e.what();
+            if (built[i].error.size() > 2000) built[i].error.resize(2000);
+          }
+          ++done;
+        }
+      });
+    const bool tty = o_.progress && isatty(STDERR_FILENO);
+    while (done < todo.size()) {
+      if (tty) std::fprintf(stderr, "\rcompiling kernels: %zu/%zu", done.load(), todo.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    for (auto& th : pool) th.join();
+    for (std::size_t i = 0; i < todo.size(); ++i) {
+      const std::string name = kernel_name(todo[i].first, todo[i].second);
+      if (built[i].binary) {
+        (built[i].binary->from_cache ? report_.kernels_cached : report_.kernels_compiled)++;
+        try {
+          kernels_->load(std::move(*built[i].binary));
+        } catch (const BackendError& e) {
+          built[i].error = std::string("module load failed: ") + e.what();
+        }
+      }
+      build_errors_[name] = built[i].error;
+      usage_[name] = built[i].usage;
+    }
+    reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
+    report_.compile_s = seconds_since(t0);
+    progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}), {:.1f} s", tty ? "\r" : "",
+                         report_.kernels_compiled, report_.kernels_cached,
+                         o_.cache_dir.empty() ? "disabled" : o_.cache_dir.string(), report_.compile_s));
+  }
+
+  const LoadedKernel* kernel(const KernelConfig& c, DType d) const {
+    return build_errors_.at(kernel_name(c, d)).empty() ? kernels_->find(c, d) : nullptr;
+  }
+
+  // Full adversarial check of every variant of dtype d at small sizes (offset pointers, every
+  // input kind, both NaN modes): failures are recorded for every key of d.
+  void verify_small(DType d, Verifier& v, std::map<std::string, std::string>& failed) {
+    const auto& cs = cands_[d];
+    std::vector<const LoadedKernel*> ks;
+    for (const auto& c : cs) ks.push_back(kernel(c, d));
+    const std::uint32_t eb = info(d).bytes;
+    void* buf = backend_->allocate(8192 * 4 + 64);
+    std::uint64_t seed = 1;
+    for (std::uint64_t n : {1ull, 33ull, 4097ull})
+      for (InputKind kind : all_input_kinds())
+        for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
+          const auto host = make_input(kind, d, n, seed++);
+          const std::uint64_t off = (seed % 3) * eb;
+          backend_->memset32_async(buf, 0xffffffffu, 8192 + 16, nullptr);
+          backend_->synchronize(nullptr);
+          backend_->copy_to_device(static_cast<char*>(buf) + off, host.data(), host.size());
+          const std::uint32_t expect = reference_amax_bits(host.data(), d, n, mode);
+          const auto got = v.run(ks, cs, static_cast<char*>(buf) + off, n, mode);
+          for (std::size_t i = 0; i < cs.size(); ++i)
+            if (ks[i] && got[i] != expect && !failed.count(cs[i].label()))
+              failed[cs[i].label()] = fmt::format("{} n={} offset={} nan={}: got 0x{:08x}, expected 0x{:08x}",
+                                                  to_string(kind), n, off / eb,
+                                                  mode == NanMode::ignore ? "ignore" : "propagate", got[i], expect);
+        }
+    backend_->release(buf);
+  }
+
+  // Verification at the key's own size: the maximum planted at the last element of a pointer
+  // offset by one element, then a NaN in the middle (propagate -> NaN, ignore -> the maximum).
+  void verify_at(DType d, std::uint64_t n, Verifier& v, std::vector<VariantResult>& res) {
+    const std::uint32_t eb = info(d).bytes;
+    char* in = static_cast<char*>(inputs_->base()) + eb;
+    std::vector<const LoadedKernel*> ks;
+    std::vector<KernelConfig> cs;
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < res.size(); ++i)
+      if (res[i].status == db::TrialStatus::ok) {
+        ks.push_back(kernel(res[i].config, d));
+        cs.push_back(res[i].config);
+        idx.push_back(i);
+      }
+    const std::uint64_t last = n - 1, mid = n / 2;
+    std::uint32_t orig_last = 0, orig_mid = 0, big = big_bits(d), nan = nan_bits(d);
+    backend_->copy_to_host(&orig_last, in + last * eb, eb);
+    backend_->copy_to_host(&orig_mid, in + mid * eb, eb);
+    const std::uint32_t expect_big = reference_amax_bits(&big, d, 1, NanMode::propagate);
+    struct Step {
+      const char* what;
+      NanMode mode;
+      std::uint32_t expect;
+    };
+    std::vector<Step> steps{{"maximum at the last element", NanMode::propagate, expect_big}};
+    backend_->copy_to_device(in + last * eb, &big, eb);
+    auto check = [&](const Step& s) {
+      const auto got = v.run(ks, cs, in, n, s.mode);
+      for (std::size_t j = 0; j < idx.size(); ++j)
+        if (got[j] != s.expect) {
+          auto& r = res[idx[j]];
+          r.status = db::TrialStatus::wrong_result;
+          r.reason = fmt::format("{} (n={}, offset 1, nan={}): got 0x{:08x}, expected 0x{:08x}", s.what, n,
+                                 s.mode == NanMode::ignore ? "ignore" : "propagate", got[j], s.expect);
+        }
+    };
+    check(steps[0]);
+    if (n >= 3) {
+      backend_->copy_to_device(in + mid * eb, &nan, eb);
+      check({"NaN in the middle", NanMode::propagate, 0x7fc00000u});
+      check({"NaN in the middle, NaN ignored", NanMode::ignore, expect_big});
+      backend_->copy_to_device(in + mid * eb, &orig_mid, eb);
+    }
+    backend_->copy_to_device(in + last * eb, &orig_last, eb);
+  }
+
+  // Per-call times of `batches` batches of variant c on n elements. *batch (0 = unknown) is the
+  // calls per batch, found by a probe on first use; `warmup` runs protocol.warmup_batches first.
+  std::vector<double> time_variant(const KernelConfig& c, DType d, std::uint64_t n, int batches, int* batch,
+                                   bool warmup) {
+    const LoadedKernel& k = *kernel(c, d);
+    const LaunchShape shape = launch_shape(c, n, static_cast<std::uint32_t>(backend_->device().cu_count));
+    const std::uint64_t bytes = n * info(d).bytes;
+    auto call = [&](const void* in) {
+      launch_amax(*backend_, k, shape, in, n, out_, workspace_, counter_, NanMode::propagate, stream_);
+    };
+    const bool warm = o_.protocol.warm_cache;
+    if (*batch == 0) *batch = batch_size(o_.protocol, time_batches(*backend_, stream_, *inputs_, bytes, warm, 1, 2, call).back());
+    if (warmup) time_batches(*backend_, stream_, *inputs_, bytes, warm, *batch, o_.protocol.warmup_batches, call);
+    return time_batches(*backend_, stream_, *inputs_, bytes, warm, *batch, batches, call);
+  }
+
+  Stats time_ceiling(std::uint64_t n, DType d) {
+    const std::uint64_t bytes = n * info(d).bytes, n16 = std::max<std::uint64_t>(1, bytes / 16);
+    const std::uint64_t per_block = 512 * 4;
+    const auto grid = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>((n16 + per_block - 1) / per_block, 1, 4ull * backend_->device().cu_count));
+    auto call = [&](const void* in) {
+      unsigned long long count = n16;
+      void* args[] = {&in, &count, &sink_};
+      backend_->launch(reference_.stream_read, grid, 512, stream_, args);
+    };
+    const auto probe = time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, 1, 2, call);
+    const int batch = batch_size(o_.protocol, probe.back());
+    return Stats::of(time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, batch,
+                                  o_.protocol.final_rounds, call));
+  }
+
+  void tune_keys(Clock::time_point t0) {
+    std::uint64_t max_bytes = 0, max_ws = 4;
+    std::size_t max_variants = 0;
+    const auto cu = static_cast<std::uint32_t>(backend_->device().cu_count);
+    for (auto [d, n] : work_) {
+      max_bytes = std::max(max_bytes, n * info(d).bytes);
+      max_variants = std::max(max_variants, cands_[d].size());
+      for (const auto& c : cands_[d]) max_ws = std::max(max_ws, launch_shape(c, n, cu).workspace_bytes);
+    }
+    inputs_ = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
+    stream_ = backend_->create_stream();
+    out_ = static_cast<float*>(backend_->allocate(4));
+    workspace_ = backend_->allocate(max_ws);
+    counter_ = static_cast<std::uint32_t*>(backend_->allocate(4));
+    sink_ = backend_->allocate(4);
+    backend_->memset32_async(counter_, 0, 1, stream_);
+    Verifier verifier(*backend_, stream_, max_variants, max_ws);
+    std::map<DType, std::map<std::string, std::string>> small_failures;
+
+    const auto tt = Clock::now();
+    double bytes_done = 0, bytes_total = 0;
+    for (auto [d, n] : work_) bytes_total += static_cast<double>(n * info(d).bytes) + 4e6;  // + fixed cost per key
+    for (std::size_t w = 0; w < work_.size(); ++w) {
+      const auto [d, n] = work_[w];
+      if (o_.time_budget_s > 0 && seconds_since(t0) > o_.time_budget_s) {
+        for (std::size_t r = w; r < work_.size(); ++r)
+          report_.not_done.push_back(fmt::format("{} n={}", to_string(work_[r].first), work_[r].second));
+        progress(fmt::format("time budget of {:.0f} s spent: {} keys left untuned (run again to continue)",
+                             o_.time_budget_s, report_.not_done.size()));
+        break;
+      }
+      if (!small_failures.count(d)) verify_small(d, verifier, small_failures[d]);
+      KeyResult k = tune_key(d, n, verifier, small_failures[d]);
+      record(k);
+      bytes_done += static_cast<double>(k.bytes()) + 4e6;
+      const double el = seconds_since(tt);
+      const double eta = el / bytes_done * (bytes_total - bytes_done);
+      if (k.winner >= 0) {
+        const auto& wv = k.variants[k.winner];
+        progress(fmt::format("[{:>3}/{}] {} n={:<11} {:<28} {:>9.2f} us {:>7.0f} GB/s   elapsed {} ETA {}", w + 1,
+                             work_.size(), to_string(d), n, wv.config.label(), wv.stats.median_us,
+                             k.bytes() / wv.stats.median_us / 1e3, fmt_duration(seconds_since(t0)),
+                             fmt_duration(eta)));
+      } else {
+        progress(fmt::format("[{:>3}/{}] {} n={}: no variant passed verification", w + 1, work_.size(),
+                             to_string(d), n));
+      }
+      report_.keys.push_back(std::move(k));
+    }
+    backend_->release(out_);
+    backend_->release(workspace_);
+    backend_->release(counter_);
+    backend_->release(sink_);
+    backend_->destroy_stream(stream_);
+  }
+
+  KeyResult tune_key(DType d, std::uint64_t n, Verifier& verifier, const std::map<std::string, std::string>& small) {
+    KeyResult k;
+    k.dtype = d;
+    k.n = n;
+    for (const auto& c : cands_[d]) {
+      VariantResult r;
+      r.config = c;
+      r.usage = usage_[kernel_name(c, d)];
+      if (const auto& e = build_errors_[kernel_name(c, d)]; !e.empty()) {
+        r.status = e.starts_with("module load failed") ? db::TrialStatus::launch_failed : db::TrialStatus::compile_failed;
+        r.reason = e;
+      } else if (auto it = small.find(c.label()); it != small.end()) {
+        r.status = db::TrialStatus::wrong_result;
+        r.reason = it->second;
+      }
+      k.variants.push_back(std::move(r));
+    }
+    verify_at(d, n, verifier, k.variants);
+    // Screening: every verified variant, few batches; stop early when clearly slower.
+    double best = INFINITY;
+    for (auto& r : k.variants) {
+      if (r.status != db::TrialStatus::ok) continue;
+      try {
+        int batch = 0;
+        std::vector<double> times = time_variant(r.config, d, n, 1, &batch, true);
+        if (times[0] <= o_.protocol.early_stop * best) {  // else clearly slower: one batch is its sample
+          const auto more = time_variant(r.config, d, n, o_.protocol.screen_batches - 1, &batch, false);
+          times.insert(times.end(), more.begin(), more.end());
+        }
+        r.stats = Stats::of(times);
+        best = std::min(best, r.stats.median_us);
+      } catch (const BackendError& e) {
+        r.status = db::TrialStatus::launch_failed;
+        r.reason = e.what();
+        backend_->synchronize(stream_);  // throws if the context is lost: the run stops there
+      }
+    }
+    // Final: the fastest few, TransformerEngine's configs and the best of each strategy,
+    // re-timed in interleaved rounds so that drift affects all alike.
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < k.variants.size(); ++i)
+      if (k.variants[i].status == db::TrialStatus::ok) order.push_back(i);
+    std::sort(order.begin(), order.end(),
+              [&](auto a, auto b) { return k.variants[a].stats.median_us < k.variants[b].stats.median_us; });
+    std::set<std::size_t> fin(order.begin(), order.begin() + std::min<std::size_t>(order.size(), o_.protocol.finalists));
+    for (Strategy s : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass}) {
+      if (const auto* b = k.best(s)) fin.insert(static_cast<std::size_t>(b - k.variants.data()));
+      const auto te = transformer_engine_config(d, s).label();
+      if (const auto* t = k.find(te); t && t->status == db::TrialStatus::ok)
+        fin.insert(static_cast<std::size_t>(t - k.variants.data()));
+    }
+    std::map<std::size_t, std::vector<double>> samples;
+    std::map<std::size_t, int> batch;
+    for (int round = 0; round < o_.protocol.final_rounds; ++round)
+      for (std::size_t i : fin) {
+        const auto t = time_variant(k.variants[i].config, d, n, 1, &batch[i], round == 0);
+        samples[i].push_back(t[0]);
+      }
+    for (std::size_t i : fin) {
+      k.variants[i].stats = Stats::of(samples[i]);
+      k.variants[i].finalist = true;
+    }
+    for (std::size_t i : fin)
+      if (k.winner < 0 || k.variants[i].stats.median_us < k.variants[k.winner].stats.median_us)
+        k.winner = static_cast<int>(i);
+    k.ceiling = time_ceiling(n, d);
+    return k;
+  }
+
+  void record(const KeyResult& k) {
+    std::vector<db::Trial> trials;
+    for (const auto& r : k.variants) {
+      db::Trial t;
+      t.label = r.config.label();
+      t.status = r.status;
+      t.reason = r.reason;
+      if (r.status == db::TrialStatus::ok && r.stats.samples > 0) {
+        t.median_us = r.stats.median_us;
+        t.spread_us = r.stats.spread_us;
+        t.samples = r.stats.samples;
+        t.gbps = k.bytes() / r.stats.median_us / 1e3;
+      }
+      t.registers = r.usage.registers;
+      t.spill_bytes = r.usage.spill_stores < 0 ? -1 : r.usage.spill_stores;
+      trials.push_back(std::move(t));
+    }
+    std::optional<db::Winner> w;
+    if (k.winner >= 0) {
+      const auto& v = k.variants[k.winner];
+      w = db::Winner{v.config.label(), v.stats.median_us, k.bytes() / v.stats.median_us / 1e3};
+    }
+    db::Provenance p = current_;
+    p.timestamp = db::utc_timestamp_now();
+    db_->record_key(db::TuningKey{arch_.name, to_db(k.dtype), k.n}, p, trials, w);
+  }
+
+  void progress(const std::string& line) const {
+    if (o_.progress) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  const TuneOptions& o_;
+  TuneReport& report_;
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<const JitCompiler> compiler_;
+  std::unique_ptr<KernelCache> kernels_;
+  ReferenceKernels reference_;
+  ArchInfo arch_;
+  db::Provenance current_;
+  std::optional<db::TuningDb> db_;
+  std::vector<std::pair<DType, std::uint64_t>> work_;
+  std::map<DType, std::vector<KernelConfig>> cands_;
+  std::map<std::string, std::string> build_errors_;
+  std::map<std::string, ResourceUsage> usage_;
+  std::unique_ptr<InputRegion> inputs_;
+  StreamHandle stream_ = nullptr;
+  float* out_ = nullptr;
+  void* workspace_ = nullptr;
+  std::uint32_t* counter_ = nullptr;
+  void* sink_ = nullptr;
+};
+
+}  // namespace
+
+const VariantResult* KeyResult::best(Strategy s) const {
+  const VariantResult* b = nullptr;
+  for (const auto& v : variants)
+    if (v.status == db::TrialStatus::ok && v.stats.samples > 0 && v.config.strategy == s &&
+        (!b || v.stats.median_us < b->stats.median_us))
+      b = &v;
+  return b;
+}
+
+const VariantResult* KeyResult::find(const std::string& label) const {
+  for (const auto& v : variants)
+    if (v.config.label() == label) return &v;
+  return nullptr;
+}
+
+std::vector<std::uint64_t> default_sizes() {
+  std::vector<std::uint64_t> s;
+  for (int p = 10; p <= 30; ++p) s.push_back(1ull << p);
+  for (std::uint64_t extra : {1000ull, 100000ull, 3000000ull, 50000000ull, 300000000ull}) s.push_back(extra);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+std::vector<std::uint64_t> parse_sizes(const std::string& text) {
+  auto bad = [&](const std::string& item, const std::string& why) {
+    return std::invalid_argument("invalid size '" + item + "' in --sizes '" + text + "': " + why +
+                                 " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
+  };
+  auto number = [&](std::string s, const std::string& item) -> std::uint64_t {
+    if (s.starts_with("2^")) {
+      int p = 0;
+      auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), p);
+      if (ec != std::errc{} || ptr != s.data() + s.size() || p < 0 || p > 62) throw bad(item, "exponent must be 0..62");
+      return 1ull << p;
+    }
+    std::uint64_t mult = 1;
+    if (!s.empty()) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
+      if (c == 'k') mult = 1ull << 10;
+      if (c == 'm') mult = 1ull << 20;
+      if (c == 'g') mult = 1ull << 30;
+      if (mult != 1) s.pop_back();
+    }
+    std::uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) throw bad(item, "not a number");
+    if (v > (1ull << 62) / mult) throw bad(item, "too large");
+    return v * mult;
+  };
+  std::vector<std::uint64_t> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) throw bad(item, "empty item");
+    if (const auto dots = item.find(".."); dots != std::string::npos) {
+      const std::uint64_t a = number(item.substr(0, dots), item), b = number(item.substr(dots + 2), item);
+      if (a == 0 || a > b || (a & (a - 1)) != 0) throw bad(item, "a range needs a power of two A <= B");
+      for (std::uint64_t v = a; v <= b; v *= 2) out.push_back(v);
+    } else {
+      const std::uint64_t v = number(item, item);
+      if (v == 0) throw bad(item, "sizes must be at least 1");
+      out.push_back(v);
+    }
+    if (end == text.size()) break;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+TuneReport run_tuning(const TuneOptions& options) {
+  TuneReport report;
+  Session(options, report).run();
+  return report;
+}
+
+}  // namespace amax::tune
