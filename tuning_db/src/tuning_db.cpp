@@ -64,9 +64,12 @@ TuningDb::Impl& TuningDb::impl() const {
   return *impl_;
 }
 
-const fs::path& TuningDb::path() const noexcept { return impl_->path; }
-OpenMode TuningDb::mode() const noexcept { return impl_->mode; }
-int TuningDb::schema_version() const noexcept { return impl_->version; }
+const fs::path& TuningDb::path() const noexcept {
+  static const fs::path none;
+  return impl_ ? impl_->path : none;
+}
+OpenMode TuningDb::mode() const noexcept { return impl_ ? impl_->mode : OpenMode::ReadOnly; }
+int TuningDb::schema_version() const noexcept { return impl_ ? impl_->version : 0; }
 std::string TuningDb::journal_mode() const {
   std::lock_guard<std::mutex> lock(impl().mu);
   return impl_->journal;
