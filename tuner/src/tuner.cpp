@@ -51,6 +51,10 @@ struct Built {
 
 // A value for the verification: the element bits of 2^(emax-1) (well above every region value,
 // which are all < 2) and a NaN with a payload, in the dtype's own format.
+// Sizes of the full adversarial verification (verify_small): one element, a few vectors with a
+// tail, and several blocks.
+constexpr std::uint64_t kSmallVerifySizes[] = {1, 33, 4097};
+
 std::uint32_t big_bits(DType d) { return d == DType::fp32 ? 0x7f000000u : d == DType::bf16 ? 0x7f00u : 0x7800u; }
 std::uint32_t nan_bits(DType d) { return d == DType::fp32 ? 0xffc00123u : d == DType::bf16 ? 0xffc1u : 0xfe01u; }
 
@@ -205,7 +209,7 @@ class Session {
     const std::uint32_t eb = info(d).bytes;
     void* buf = backend_->allocate(8192 * 4 + 64);
     std::uint64_t seed = 1;
-    for (std::uint64_t n : {1ull, 33ull, 4097ull})
+    for (std::uint64_t n : kSmallVerifySizes)
       for (InputKind kind : all_input_kinds())
         for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
           const auto host = make_input(kind, d, n, seed++);
@@ -309,7 +313,10 @@ class Session {
     for (auto [d, n] : work_) {
       max_bytes = std::max(max_bytes, n * info(d).bytes);
       max_variants = std::max(max_variants, cands_[d].size());
-      for (const auto& c : cands_[d]) max_ws = std::max(max_ws, launch_shape(c, n, cu).workspace_bytes);
+      for (const auto& c : cands_[d]) {
+        max_ws = std::max(max_ws, launch_shape(c, n, cu).workspace_bytes);
+        for (std::uint64_t v : kSmallVerifySizes) max_ws = std::max(max_ws, launch_shape(c, v, cu).workspace_bytes);
+      }
     }
     inputs_ = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
     stream_ = backend_->create_stream();
@@ -322,8 +329,10 @@ class Session {
     std::map<DType, std::map<std::string, std::string>> small_failures;
 
     const auto tt = Clock::now();
+    // ETA model from the H200 runs: a key costs about 0.35 s plus 1 s per 1.5 GB of input.
+    auto cost = [](std::uint64_t bytes) { return 0.35 + static_cast<double>(bytes) / 1.5e9; };
     double bytes_done = 0, bytes_total = 0;
-    for (auto [d, n] : work_) bytes_total += static_cast<double>(n * info(d).bytes) + 4e6;  // + fixed cost per key
+    for (auto [d, n] : work_) bytes_total += cost(n * info(d).bytes);
     for (std::size_t w = 0; w < work_.size(); ++w) {
       const auto [d, n] = work_[w];
       if (o_.time_budget_s > 0 && seconds_since(t0) > o_.time_budget_s) {
@@ -336,7 +345,7 @@ class Session {
       if (!small_failures.count(d)) verify_small(d, verifier, small_failures[d]);
       KeyResult k = tune_key(d, n, verifier, small_failures[d]);
       record(k);
-      bytes_done += static_cast<double>(k.bytes()) + 4e6;
+      bytes_done += cost(k.bytes());
       const double el = seconds_since(tt);
       const double eta = el / bytes_done * (bytes_total - bytes_done);
       if (k.winner >= 0) {
