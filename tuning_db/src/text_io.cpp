@@ -62,16 +62,17 @@ std::string dump_line(const typename Table::Row& row) {
 }  // namespace
 
 void TuningDb::export_json(std::ostream& out, ExportTable table) const {
+  const auto [ws, ts] = impl().snapshot(table != ExportTable::Trials, table != ExportTable::Winners);
   ojson doc = ojson::object();
   doc["schema_version"] = kSchemaVersion;
   if (table != ExportTable::Trials) {
     ojson arr = ojson::array();
-    for (const auto& w : winners()) arr.push_back(detail::to_nested_json<detail::WinnersTable>(w));
+    for (const auto& w : ws) arr.push_back(detail::to_nested_json<detail::WinnersTable>(w));
     doc["winners"] = std::move(arr);
   }
   if (table != ExportTable::Winners) {
     ojson arr = ojson::array();
-    for (const auto& t : all_trials()) arr.push_back(detail::to_nested_json<detail::TrialsTable>(t));
+    for (const auto& t : ts) arr.push_back(detail::to_nested_json<detail::TrialsTable>(t));
     doc["trials"] = std::move(arr);
   }
   out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
@@ -96,8 +97,7 @@ void TuningDb::export_csv(std::ostream& out, ExportTable table) const {
 }
 
 void TuningDb::dump_text(std::ostream& out) const {
-  auto ws = winners();
-  auto ts = all_trials();
+  auto [ws, ts] = impl().snapshot();
   std::sort(ws.begin(), ws.end(), detail::canonical_less<WinnerRow>);
   std::sort(ts.begin(), ts.end(), detail::canonical_less<TrialRow>);
   ojson header = ojson::object();

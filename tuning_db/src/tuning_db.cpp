@@ -122,14 +122,17 @@ void check_file(TuningDb::Impl& im) {
   try {
     rows = im.run("checking integrity", probe);
   } catch (const DbError& e) {
-    const int primary = e.sqlite_code() & 0xff;
-    const bool cannot_share = primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY;
+    // Only "cannot create or lock the -shm/-wal" qualifies; a hot journal that needs a rollback
+    // (SQLITE_READONLY_ROLLBACK) or a WAL that needs recovery must not be read around.
+    const int code = e.sqlite_code();
+    const bool cannot_share = (code & 0xff) == SQLITE_CANTOPEN || code == SQLITE_READONLY_CANTINIT ||
+                              code == SQLITE_READONLY_CANTLOCK || code == SQLITE_READONLY_DIRECTORY;
     if (im.mode != OpenMode::ReadOnly || im.immutable || !cannot_share) throw;
     // A WAL-mode file in a directory we cannot write: no -shm/-wal can be created, so SQLite
     // cannot coordinate with writers. Nobody can be writing there without them; read it as an
     // immutable file.
-    spdlog::debug("tuning database '{}': read-only open failed ({}); reopening as immutable",
-                  im.path.string(), e.what());
+    spdlog::debug("tuning database '{}': read-only open failed ({}, code {}); reopening as immutable",
+                  im.path.string(), e.what(), code);
     connect(im, true);
     rows = im.run("checking integrity", probe);
   }
@@ -450,23 +453,46 @@ bool TuningDb::has_winner(const TuningKey& key, const Provenance& provenance) co
   });
 }
 
+std::vector<WinnerRow> TuningDb::Impl::read_winners(const WinnerFilter& filter) const {
+  std::string sql = "SELECT " + detail::select_list<detail::WinnersTable>(version) + " FROM winners";
+  std::vector<std::string> conds;
+  if (filter.arch) conds.push_back("arch = ?");
+  if (filter.dtype) conds.push_back("dtype = ?");
+  if (!conds.empty()) sql += " WHERE " + detail::join(conds, " AND ");
+  sql += " ORDER BY arch, dtype, n, " + identity_order() + ", id";
+  SQLite::Statement q(*db, sql);
+  int i = 1;
+  if (filter.arch) q.bind(i++, *filter.arch);
+  if (filter.dtype) q.bind(i++, std::string(to_string(*filter.dtype)));
+  std::vector<WinnerRow> out;
+  while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, path));
+  return out;
+}
+
+std::vector<TrialRow> TuningDb::Impl::read_all_trials() const {
+  SQLite::Statement q(*db, "SELECT " + detail::select_list<detail::TrialsTable>(version) +
+                               " FROM trials ORDER BY arch, dtype, n, " + identity_order() + ", label, id");
+  std::vector<TrialRow> out;
+  while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, path));
+  return out;
+}
+
+std::pair<std::vector<WinnerRow>, std::vector<TrialRow>> TuningDb::Impl::snapshot(bool with_winners,
+                                                                                  bool with_trials) const {
+  return run("reading a snapshot", [&] {
+    SQLite::Transaction t(*db);  // one read transaction: winners and trials of the same moment
+    std::vector<WinnerRow> w;
+    std::vector<TrialRow> tr;
+    if (with_winners) w = read_winners({});
+    if (with_trials) tr = read_all_trials();
+    t.commit();
+    return std::make_pair(std::move(w), std::move(tr));
+  });
+}
+
 std::vector<WinnerRow> TuningDb::winners(const WinnerFilter& filter) const {
   Impl& im = impl();
-  return im.run("reading winners", [&] {
-    std::string sql = "SELECT " + detail::select_list<detail::WinnersTable>(im.version) + " FROM winners";
-    std::vector<std::string> conds;
-    if (filter.arch) conds.push_back("arch = ?");
-    if (filter.dtype) conds.push_back("dtype = ?");
-    if (!conds.empty()) sql += " WHERE " + detail::join(conds, " AND ");
-    sql += " ORDER BY arch, dtype, n, " + identity_order() + ", id";
-    SQLite::Statement q(*im.db, sql);
-    int i = 1;
-    if (filter.arch) q.bind(i++, *filter.arch);
-    if (filter.dtype) q.bind(i++, std::string(to_string(*filter.dtype)));
-    std::vector<WinnerRow> out;
-    while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
-    return out;
-  });
+  return im.run("reading winners", [&] { return im.read_winners(filter); });
 }
 
 std::vector<TrialRow> TuningDb::trials(const TuningKey& key) const {
@@ -485,13 +511,7 @@ std::vector<TrialRow> TuningDb::trials(const TuningKey& key) const {
 
 std::vector<TrialRow> TuningDb::all_trials() const {
   Impl& im = impl();
-  return im.run("reading trials", [&] {
-    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::TrialsTable>(im.version) +
-                                    " FROM trials ORDER BY arch, dtype, n, " + identity_order() + ", label, id");
-    std::vector<TrialRow> out;
-    while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, im.path));
-    return out;
-  });
+  return im.run("reading trials", [&] { return im.read_all_trials(); });
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace amax::db {
 
@@ -33,6 +35,13 @@ struct TuningDb::Impl {
 
   /// @throws DbError(ReadOnly) when opened ReadOnly.
   void require_writable(std::string_view what) const;
+
+  /// Unlocked readers (call inside run()); may throw SQLite::Exception.
+  std::vector<WinnerRow> read_winners(const WinnerFilter& filter) const;
+  std::vector<TrialRow> read_all_trials() const;
+  /// All winners and trials read in one read transaction (consistent while others write).
+  std::pair<std::vector<WinnerRow>, std::vector<TrialRow>> snapshot(bool with_winners = true,
+                                                                    bool with_trials = true) const;
 };
 
 }  // namespace amax::db
