@@ -292,6 +292,24 @@ TEST_F(RecordTest, StaleKeysAreExactlyTheOnesToReTune) {
                                    {key(6), {"template_hash"}}}));
 }
 
+TEST_F(RecordTest, WinnersFilterAndOrder) {
+  record_simple(db(), key(64, Dtype::fp32, "sm_90"), h200(), "a", 1.0);
+  record_simple(db(), key(32, Dtype::fp32, "sm_90"), h200(), "b", 1.0);
+  record_simple(db(), key(16, Dtype::bf16, "sm_90"), h200(), "c", 1.0);
+  record_simple(db(), key(8, Dtype::fp32, "gfx942"), h200(), "d", 1.0);
+  auto labels = [](const std::vector<WinnerRow>& rows) {
+    std::string out;
+    for (const auto& r : rows) out += r.winner.label;
+    return out;
+  };
+  EXPECT_EQ(labels(db().winners()), "dcba");  // gfx942 < sm_90; bf16 < fp32; n ascending
+  EXPECT_EQ(labels(db().winners({"sm_90", std::nullopt})), "cba");
+  EXPECT_EQ(labels(db().winners({std::nullopt, Dtype::fp32})), "dba");
+  EXPECT_EQ(labels(db().winners({"sm_90", Dtype::bf16})), "c");
+  EXPECT_EQ(labels(db().winners({"sm_80", std::nullopt})), "");
+  EXPECT_TRUE(db().trials(key(12345)).empty());
+}
+
 TEST_F(RecordTest, ImportRowsValidatesAndReplaces) {
   WinnerRow w{key(10), Winner{"x", 2.0, 3.0}, h200()};
   TrialRow t{key(10), ok_trial("x", 2.0), h200()};

@@ -55,13 +55,15 @@ struct Field {
   [[nodiscard]] constexpr bool has(FieldRole r) const noexcept { return (roles & r) != 0; }
 };
 
-/// Calls @p f(field) for every field of the tuple @p fields, in list order.
+/// Calls @p f(field) for every field of the tuple @p fields, in list order. Thread-safe (reads
+/// constexpr data only).
 template <class Tuple, class F>
 constexpr void for_each_field(const Tuple& fields, F&& f) {
   std::apply([&](const auto&... field) { (f(field), ...); }, fields);
 }
 
-/// True when every field listed in @p fields compares equal in @p a and @p b.
+/// True when every field listed in @p fields compares equal in @p a and @p b. Thread-safe for
+/// concurrent readers of @p a and @p b.
 template <class Owner, class Tuple>
 [[nodiscard]] constexpr bool fields_equal(const Owner& a, const Owner& b, const Tuple& fields) {
   return std::apply([&](const auto&... field) { return ((field.get(a) == field.get(b)) && ...); },
@@ -86,7 +88,7 @@ constexpr std::size_t aggregate_arity_impl() {
 }  // namespace detail
 
 /// Number of members of the flat aggregate T (members that are themselves aggregates would be
-/// over-counted through brace elision; the stored structs have none).
+/// over-counted through brace elision; the stored structs have none). Compile time only.
 template <class T>
 constexpr std::size_t aggregate_arity() {
   return detail::aggregate_arity_impl<T>();

@@ -12,7 +12,7 @@
 
 namespace amax::db {
 
-/// How merge() treats conflicts.
+/// How merge() treats conflicts. Plain value type.
 struct MergePolicy {
   /// For a key whose winners come from different devices (device_name, arch or CU count
   /// differ): false (default) fails with DbError(InvalidArgument) naming the key and both
@@ -23,7 +23,8 @@ struct MergePolicy {
   bool overwrite_output = false;
 };
 
-/// One key that had winners in both inputs (or several in one).
+/// One key that had several winners (in both inputs, or several identities in one); the median
+/// times are in microseconds. Plain value type.
 struct MergeDecision {
   TuningKey key;
   WinnerRow kept;                            ///< the faster winner
@@ -33,7 +34,7 @@ struct MergeDecision {
   std::vector<std::string> differing_fields; ///< provenance fields that differ (timestamp included)
 };
 
-/// What merge() did.
+/// What merge() did. Plain value type.
 struct MergeReport {
   std::size_t winners_written = 0;
   std::size_t trials_written = 0;

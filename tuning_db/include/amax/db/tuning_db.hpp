@@ -27,11 +27,13 @@ enum class OpenMode {
   /// Never write: the file must exist and hold a schema this build can read (an older one is
   /// read as is, with defaults for columns it lacks). Nothing is created beside a file in
   /// rollback-journal mode; a WAL-mode file in a directory the process cannot write is opened
-  /// as immutable (see OpenOptions::immutable).
+  /// as immutable (see OpenOptions::immutable); a WAL-mode file in a writable directory gets
+  /// SQLite's -wal/-shm companions (needed to read consistently while a writer works), which the
+  /// next writer removes.
   ReadOnly,
 };
 
-/// Tunables of TuningDb::open. The defaults suit every normal use.
+/// Tunables of TuningDb::open. The defaults suit every normal use. Plain value type.
 struct OpenOptions {
   /// Total time a single operation (open, one record_key, one query) may spend waiting for
   /// locks held by other connections (SQLITE_BUSY / SQLITE_LOCKED), retried with bounded
@@ -53,7 +55,7 @@ struct OpenOptions {
   std::string vfs;
 };
 
-/// A key whose winner for the current device is stale, and why.
+/// A key whose winner for the current device is stale, and why. Plain value type.
 struct StaleKey {
   TuningKey key;
   std::vector<std::string> changed;  ///< kStale field names that differ (see stale_fields())

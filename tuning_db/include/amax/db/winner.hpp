@@ -46,7 +46,7 @@ struct WinnerRow {
   friend bool operator==(const WinnerRow&, const WinnerRow&) = default;
 };
 
-/// Selects winners by arch and/or dtype; an empty member matches everything.
+/// Selects winners by arch and/or dtype; an empty member matches everything. Plain value type.
 struct WinnerFilter {
   std::optional<std::string> arch;  ///< exact key arch (target ID) to match
   std::optional<Dtype> dtype;       ///< dtype to match
