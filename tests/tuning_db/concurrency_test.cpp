@@ -60,10 +60,15 @@ constexpr int kProcesses = 16;
 constexpr int kKeysPerProcess = 8;
 constexpr int kTrialsPerKey = 12;
 
-TEST_F(ConcurrencyTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
+class WritersTest : public TempDirTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
   const fs::path p = file("shared/tuning.db");  // neither the directory nor the file exists yet
+  OpenOptions opts;
+  opts.wal = GetParam();
   ChildGroup group(kProcesses, [&](int i) -> int {
-    TuningDb db = TuningDb::open(p);
+    TuningDb db = TuningDb::open(p, OpenMode::ReadWrite, opts);
+    if (db.journal_mode() != (opts.wal ? "wal" : "delete")) return 3;
     for (int k = 0; k < kKeysPerProcess; ++k) {
       std::vector<Trial> trials;
       for (int t = 0; t < kTrialsPerKey; ++t) trials.push_back(ok_trial("v" + std::to_string(t), 1.0 + t));
@@ -75,7 +80,7 @@ TEST_F(ConcurrencyTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
   const auto rcs = group.wait();
   EXPECT_EQ(rcs, std::vector<int>(kProcesses, 0));
 
-  const TuningDb db = TuningDb::open(p);
+  const TuningDb db = TuningDb::open(p, OpenMode::ReadWrite, opts);
   EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   EXPECT_EQ(db.schema_version(), 2);
   const auto ws = db.winners();
@@ -89,6 +94,33 @@ TEST_F(ConcurrencyTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
   }
   EXPECT_EQ(db.all_trials().size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess * kTrialsPerKey));
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"1"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Journal, WritersTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Wal" : "Rollback"; });
+
+TEST_F(ConcurrencyTest, ReaderProcessesDuringWrites) {
+  const fs::path p = file("rw.db");
+  { record_simple(*std::make_unique<TuningDb>(TuningDb::open(p)), key(1), h200(), "seed", 1.0); }
+  ChildGroup group(12, [&](int i) -> int {
+    if (i < 8) {  // writers
+      TuningDb db = TuningDb::open(p);
+      for (int k = 0; k < 10; ++k) record_simple(db, key(static_cast<std::uint64_t>(100 * (i + 1) + k)), h200(), "w", 1.0);
+      return 0;
+    }
+    const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly);  // readers
+    std::size_t last = 0;
+    for (int r = 0; r < 50; ++r) {
+      const std::size_t now = db.winners().size();
+      if (now < last || now < 1) return 4;  // committed rows never disappear
+      last = now;
+      if (!db.lookup_nearest("sm_90", Dtype::fp32, 1)) return 5;
+    }
+    return 0;
+  });
+  group.release();
+  EXPECT_EQ(group.wait(), std::vector<int>(12, 0));
+  EXPECT_EQ(TuningDb::open(p).winners().size(), 81u);
 }
 
 TEST_F(ConcurrencyTest, SixteenProcessesCreateTheSameNestedDirectory) {
