@@ -105,7 +105,13 @@ void connect(TuningDb::Impl& im, bool immutable) {
                       "open it with OpenMode::ReadOnly to read it",
                   im.path);
   }
-  if (im.mode == OpenMode::ReadOnly) im.db->exec("PRAGMA query_only = 1");
+  if (im.mode == OpenMode::ReadOnly) {
+    try {
+      im.db->exec("PRAGMA query_only = 1");  // belt and braces: SQLite refuses any write
+    } catch (const SQLite::Exception& e) {
+      throw detail::translate(e, im.path, "opening read-only");
+    }
+  }
 }
 
 /// First read of the file: PRAGMA quick_check (or a plain read). Damage -> DbError(Corrupt).
