@@ -10,19 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "amax/db/merge.hpp"
+#include "amax/paths.hpp"
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
 #include "commands.hpp"
 
 namespace amax::cli {
 
-std::filesystem::path default_db_path() {
-  if (const char* p = std::getenv("AMAX_TUNE_DB"); p && *p) return p;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::filesystem::path(x) / "amax-tune" / "tuning.db";
-  if (const char* h = std::getenv("HOME"); h && *h)
-    return std::filesystem::path(h) / ".local" / "share" / "amax-tune" / "tuning.db";
-  return "amax-tune.db";
-}
+std::filesystem::path default_db_path() { return default_user_db_path(); }
 
 namespace {
 
@@ -286,12 +281,24 @@ void add_db_commands(CLI::App& app) {
   show->final_callback([s] { throw CLI::RuntimeError(run_show(*s)); });
 
   auto e = std::make_shared<DbArgs>();
-  auto* exp = app.add_subcommand("export", "Export winners (and trials) as JSON, CSV or reviewable text");
+  auto* exp = app.add_subcommand("export", "Export winners (and trials) as JSON, CSV or reviewable text (one JSON row per line)");
   exp->add_option("--db", e->db, "Database (default: the per-user one)");
   exp->add_option("--format", e->format, "json, csv or text (one JSON row per line)")->required();
   exp->add_flag("--trials", e->trials, "Include every trial (json) / export the trial table (csv)");
   exp->add_option("-o,--out", e->out, "Output file (default: stdout)");
   exp->final_callback([e] { throw CLI::RuntimeError(run_export(*e)); });
+
+  auto im = std::make_shared<DbArgs>();
+  auto* imp = app.add_subcommand("import", "Build a database from a text dump (export --format text)");
+  imp->add_option("text", im->a, "Text dump, one JSON row per line")->required()->check(CLI::ExistingFile);
+  imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
+  imp->final_callback([im] {
+    std::ifstream in(im->a);
+    db::TuningDb::load_text(in, im->out);
+    auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
+    std::cout << fmt::format("imported {} winners into {}\n", db.winners().size(), im->out);
+    throw CLI::RuntimeError(kExitOk);
+  });
 
   auto m = std::make_shared<DbArgs>();
   auto* mer = app.add_subcommand("merge", "Merge two databases: per key the faster winner with its provenance");

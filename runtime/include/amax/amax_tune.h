@@ -1,0 +1,145 @@
+/* amax-tune runtime: amax = max |x| of a device tensor, dispatched from the tuning tables.
+ *
+ * Usage (two-phase, as CUB):
+ *   amax_context_options_t opt; amax_context_options_init(&opt);
+ *   amax_context_t ctx; if (amax_context_create(&opt, &ctx) != AMAX_STATUS_SUCCESS) ... amax_last_error()
+ *   size_t ws; amax_workspace_size(ctx, AMAX_DTYPE_BF16, n, &ws);     // never 0
+ *   ... allocate ws bytes of device memory (or take them from your allocator) ...
+ *   amax_compute(ctx, x, AMAX_DTYPE_BF16, n, d_amax, workspace, ws, stream);
+ *
+ * Every function returns a status; on failure amax_last_error() returns a readable message for
+ * the calling thread (naming the argument and its value). Nothing here aborts the process.
+ *
+ * Threads and streams: a context may be used from several threads at once, each with its own
+ * streams. amax_compute never synchronises, never allocates device memory and never compiles
+ * while the stream is being captured into a CUDA/HIP graph: a kernel that is not loaded yet
+ * gives AMAX_STATUS_NOT_PRELOADED during capture (call amax_preload first).
+ */
+#ifndef AMAX_TUNE_H
+#define AMAX_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define AMAX_API __declspec(dllexport)
+#else
+#define AMAX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes. Each failure also sets the thread's amax_last_error() message. */
+typedef enum amax_status_t {
+  AMAX_STATUS_SUCCESS = 0,
+  AMAX_STATUS_INVALID_ARGUMENT = 1,    /**< a value out of range (options, sizes, struct_size) */
+  AMAX_STATUS_NULL_POINTER = 2,        /**< a required pointer is NULL (context, input, output, out-parameter) */
+  AMAX_STATUS_MISALIGNED_POINTER = 3,  /**< input not aligned to its element size, or output not to 4 bytes */
+  AMAX_STATUS_UNKNOWN_DTYPE = 4,       /**< dtype is not one of amax_dtype_t */
+  AMAX_STATUS_WORKSPACE_TOO_SMALL = 5, /**< workspace_bytes below amax_workspace_size() */
+  AMAX_STATUS_NOT_PRELOADED = 6,       /**< the kernel is not loaded and the stream is capturing */
+  AMAX_STATUS_NO_DEVICE = 7,           /**< no GPU, no driver, or this build lacks its backend */
+  AMAX_STATUS_COMPILE_FAILED = 8,      /**< JIT compilation failed (the message holds the log) */
+  AMAX_STATUS_DRIVER_ERROR = 9,        /**< a CUDA/HIP call failed (the message names it) */
+  AMAX_STATUS_TOO_MANY_STREAMS = 10,   /**< more streams than one_pass counter slots (4096) */
+  AMAX_STATUS_INTERNAL_ERROR = 11
+} amax_status_t;
+
+/** Element types. */
+typedef enum amax_dtype_t { AMAX_DTYPE_FP32 = 0, AMAX_DTYPE_FP16 = 1, AMAX_DTYPE_BF16 = 2 } amax_dtype_t;
+
+/** NaN semantics (DESIGN.md section 2). PROPAGATE (default): any NaN gives NaN (written as
+ *  0x7fc00000), PyTorch's amax. IGNORE: NaNs are skipped as fmaxf does, TransformerEngine's
+ *  behaviour; an all-NaN tensor gives +0.0. */
+typedef enum amax_nan_mode_t { AMAX_NAN_PROPAGATE = 0, AMAX_NAN_IGNORE = 1 } amax_nan_mode_t;
+
+/** Options of amax_context_create. Initialise with amax_context_options_init. Paths may be NULL
+ *  for the defaults; strings are copied. */
+typedef struct amax_context_options_t {
+  uint32_t struct_size;           /**< sizeof(amax_context_options_t), set by _init */
+  int device;                     /**< device ordinal (default 0) */
+  amax_nan_mode_t nan_mode;       /**< default AMAX_NAN_PROPAGATE */
+  const char* user_db_path;       /**< default: $AMAX_TUNE_DB, else ~/.local/share/amax-tune/tuning.db;
+                                       "" disables the user database */
+  const char* system_db_path;     /**< default: $AMAX_TUNE_SYSTEM_DB, else the database installed
+                                       with the library (<prefix>/share/amax-tune/system.db); ""
+                                       disables it */
+  const char* kernel_cache_dir;   /**< compiled-kernel cache; default: $AMAX_TUNE_CACHE_DIR, else
+                                       ~/.cache/amax-tune/kernels; "" disables it */
+} amax_context_options_t;
+
+typedef struct amax_context* amax_context_t;
+
+/** Where a dispatch decision came from, in lookup order. */
+typedef enum amax_source_t {
+  AMAX_SOURCE_OVERRIDE = 0,   /**< AMAX_TUNE_FORCE_LABEL / AMAX_TUNE_FORCE_STRATEGY */
+  AMAX_SOURCE_USER_DB = 1,    /**< the per-user tuning database */
+  AMAX_SOURCE_SYSTEM_DB = 2,  /**< the pre-tuned database shipped with the library */
+  AMAX_SOURCE_DEFAULT = 3     /**< the built-in default of the arch family */
+} amax_source_t;
+
+/** What amax_explain reports. */
+typedef struct amax_explanation_t {
+  amax_source_t source;
+  char label[96];              /**< canonical variant label, e.g. "one_pass.t512.v8.u2.b4cu" */
+  uint64_t tuned_n;            /**< the tuned size the entry was measured at (0 for defaults) */
+  double expected_us;          /**< the entry's measured median at tuned_n (0 when unknown) */
+  double expected_gbps;        /**< bytes / time at tuned_n, GB/s (0 when unknown) */
+  uint32_t grid;               /**< blocks of the launch for this n */
+  uint32_t launches;           /**< kernel/memset launches per call (1 or 2) */
+  uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */
+  char detail[512];            /**< a sentence: which entry, measured where and when, or why a fallback */
+} amax_explanation_t;
+
+/** Sets defaults (device 0, NaN propagate, default paths). */
+AMAX_API void amax_context_options_init(amax_context_options_t* options);
+
+/** Creates a context on a device: opens the databases (read-only), loads and validates their
+ *  entries for this device's arch (one warning per bad or stale row), allocates the one_pass
+ *  counters (16 KiB, zeroed once). Errors: NULL_POINTER, INVALID_ARGUMENT, NO_DEVICE,
+ *  DRIVER_ERROR. A damaged or missing database is not an error: it is skipped with one warning. */
+AMAX_API amax_status_t amax_context_create(const amax_context_options_t* options, amax_context_t* context);
+
+/** Destroys a context (waits for nothing; do not destroy while its work is in flight). NULL is a no-op. */
+AMAX_API amax_status_t amax_context_destroy(amax_context_t context);
+
+/** Workspace bytes amax_compute needs for (dtype, n): the block maxima of the chosen variant,
+ *  at least 4 bytes (never 0). Errors: NULL_POINTER, UNKNOWN_DTYPE. */
+AMAX_API amax_status_t amax_workspace_size(amax_context_t context, amax_dtype_t dtype, uint64_t n, size_t* bytes);
+
+/** Enqueues amax of n elements at `input` (device memory, aligned to the element size, any offset)
+ *  into the fp32 at `output` (device memory) on `stream` (CUstream / hipStream_t; NULL = the
+ *  default stream), with the context's NaN mode. n == 0 writes +0.0 and launches no kernel.
+ *  `workspace` (device memory, any content) must hold amax_workspace_size bytes.
+ *  Errors: NULL_POINTER, MISALIGNED_POINTER, UNKNOWN_DTYPE, WORKSPACE_TOO_SMALL, NOT_PRELOADED,
+ *  COMPILE_FAILED, DRIVER_ERROR, TOO_MANY_STREAMS. */
+AMAX_API amax_status_t amax_compute(amax_context_t context, const void* input, amax_dtype_t dtype, uint64_t n,
+                                    float* output, void* workspace, size_t workspace_bytes, void* stream);
+
+/** Compiles (or loads from the kernel cache) the kernels that amax_compute would use for every
+ *  (dtype, size) pair given, plus the built-in defaults of those dtypes, so that later calls
+ *  (including under graph capture) need no JIT. Errors: NULL_POINTER, UNKNOWN_DTYPE,
+ *  COMPILE_FAILED, DRIVER_ERROR. */
+AMAX_API amax_status_t amax_preload(amax_context_t context, const amax_dtype_t* dtypes, size_t num_dtypes,
+                                    const uint64_t* sizes, size_t num_sizes);
+
+/** Which entry or fallback amax_compute uses for (dtype, n), and what it expects. */
+AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, uint64_t n,
+                                    amax_explanation_t* explanation);
+
+/** The calling thread's message for its last failed call ("" if none). Valid until the thread's
+ *  next amax call. */
+AMAX_API const char* amax_last_error(void);
+
+/** "AMAX_STATUS_WORKSPACE_TOO_SMALL" etc. */
+AMAX_API const char* amax_status_string(amax_status_t status);
+
+/** "0.1.0" */
+AMAX_API const char* amax_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AMAX_TUNE_H */

@@ -1,0 +1,84 @@
+// amax-tune runtime, C++ API: a thin RAII layer over amax_tune.h (header-only; links the same
+// library). Failures throw amax_tune::Error carrying the status and the message.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "amax/amax_tune.h"
+
+namespace amax_tune {
+
+/// A failed call: status() is the amax_status_t, what() the library's message.
+class Error : public std::runtime_error {
+ public:
+  Error(amax_status_t s, const std::string& what) : std::runtime_error(what), status_(s) {}
+  amax_status_t status() const noexcept { return status_; }
+
+ private:
+  amax_status_t status_;
+};
+
+inline void check(amax_status_t s) {
+  if (s != AMAX_STATUS_SUCCESS) throw Error(s, std::string(amax_status_string(s)) + ": " + amax_last_error());
+}
+
+/// Options of a Context; unset paths take the defaults of amax_context_options_t.
+struct Options {
+  int device = 0;
+  amax_nan_mode_t nan_mode = AMAX_NAN_PROPAGATE;
+  std::optional<std::string> user_db_path, system_db_path, kernel_cache_dir;
+};
+
+/// One device's amax dispatcher. Thread-safe (see amax_tune.h); movable, not copyable.
+class Context {
+ public:
+  explicit Context(const Options& o = {}) {
+    amax_context_options_t c;
+    amax_context_options_init(&c);
+    c.device = o.device;
+    c.nan_mode = o.nan_mode;
+    if (o.user_db_path) c.user_db_path = o.user_db_path->c_str();
+    if (o.system_db_path) c.system_db_path = o.system_db_path->c_str();
+    if (o.kernel_cache_dir) c.kernel_cache_dir = o.kernel_cache_dir->c_str();
+    check(amax_context_create(&c, &ctx_));
+  }
+  Context(Context&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+  Context& operator=(Context&& o) noexcept {
+    std::swap(ctx_, o.ctx_);
+    return *this;
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() { amax_context_destroy(ctx_); }
+
+  /// Workspace bytes for (dtype, n); never 0.
+  std::size_t workspace_size(amax_dtype_t dtype, std::uint64_t n) const {
+    std::size_t b = 0;
+    check(amax_workspace_size(ctx_, dtype, n, &b));
+    return b;
+  }
+  /// Enqueues amax of n elements of `input` into *output on `stream` (see amax_compute).
+  void compute(const void* input, amax_dtype_t dtype, std::uint64_t n, float* output, void* workspace,
+               std::size_t workspace_bytes, void* stream = nullptr) {
+    check(amax_compute(ctx_, input, dtype, n, output, workspace, workspace_bytes, stream));
+  }
+  /// Compiles or loads ahead the kernels for every (dtype, size) pair.
+  void preload(std::span<const amax_dtype_t> dtypes, std::span<const std::uint64_t> sizes) {
+    check(amax_preload(ctx_, dtypes.data(), dtypes.size(), sizes.data(), sizes.size()));
+  }
+  /// Which entry or fallback is used for (dtype, n).
+  amax_explanation_t explain(amax_dtype_t dtype, std::uint64_t n) const {
+    amax_explanation_t e{};
+    check(amax_explain(ctx_, dtype, n, &e));
+    return e;
+  }
+  amax_context_t get() const noexcept { return ctx_; }
+
+ private:
+  amax_context_t ctx_ = nullptr;
+};
+
+}  // namespace amax_tune

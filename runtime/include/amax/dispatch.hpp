@@ -1,0 +1,96 @@
+#pragma once
+// The dispatch decision, apart from any GPU: which variant serves (dtype, n) on an arch, from the
+// lookup order of DESIGN.md section 4: environment override, user database, system database,
+// built-in default. Database rows are untrusted: parsed, validated against the arch and dtype,
+// stale ones (other template hash, compiler or tool version) skipped, one warning per problem.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amax/dtype.hpp"
+#include "amax/kernel_config.hpp"
+
+namespace amax {
+
+/// Where a decision came from, in lookup order (values equal amax_source_t).
+enum class Source : std::uint8_t { override_env = 0, user_db = 1, system_db = 2, builtin_default = 3 };
+
+/// One usable table entry: the winner of a tuned key.
+struct TableEntry {
+  KernelConfig config;
+  std::uint64_t n = 0;      ///< the tuned size, elements
+  double median_us = 0;     ///< measured time at n, microseconds
+  double gbps = 0;          ///< bytes / time at n, GB/s
+  bool same_device = false; ///< measured on this device (name and CU count), preferred on ties
+  std::string where;        ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at 2026-11-30T03:16:11Z"
+};
+
+/// What the running build and device look like; rows are judged against it.
+struct DispatchIdentity {
+  std::string device_name;
+  std::string arch;          ///< the device's arch / target ID; rows of other arches are not read
+  int cu_count = 0;
+  std::string compiler;      ///< "nvrtc 13.0"
+  std::string template_hash;
+  std::string tool_version;
+};
+
+/// The built-in default per arch family, used when no table has an entry (the one place this
+/// choice is made). Small tensors (n <= 2^21): one_pass, 512 threads, 16-byte loads, unroll 2,
+/// uncapped: one launch (on the H200 one_pass variants won every size up to 2^21). Larger: on
+/// NVIDIA atomic, 512 threads, unroll 4, uncapped (the H200 winners from 2^22 up); on AMD
+/// two_stage with 16 blocks per CU (ROCm TransformerEngine's choice on MI300X).
+KernelConfig builtin_default(const ArchInfo& arch, DType dtype, std::uint64_t n);
+
+/// A decision.
+struct Choice {
+  KernelConfig config;
+  Source source = Source::builtin_default;
+  const TableEntry* entry = nullptr;  ///< the table row used (user/system), else null
+};
+
+/// The tables of one context. Built once (load + read_environment), then read-only: choose() is
+/// thread-safe and does no I/O.
+class DispatchTables {
+ public:
+  DispatchTables(ArchInfo arch, DispatchIdentity identity);
+
+  /// Loads the winners of this arch from the database at `path` into the user or system table.
+  /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
+  /// rows and stale rows are counted and reported in one warning per kind. Returns the number
+  /// of entries kept.
+  std::size_t load(Source which, const std::string& path);
+
+  /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass)
+  /// and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values are
+  /// ignored with one warning each.
+  void read_environment();
+
+  /// The decision for (dtype, n): a forced label valid for the dtype; else a forced strategy on
+  /// the built-in default; else the user table's entry nearest to n in log2 (a tie goes to the
+  /// larger tuned n; same-device rows first); else the system table's; else the default.
+  Choice choose(DType dtype, std::uint64_t n) const;
+
+  const std::vector<TableEntry>& table(Source which, DType dtype) const;
+  const std::optional<KernelConfig>& forced_label() const noexcept { return force_label_; }
+  const std::optional<Strategy>& forced_strategy() const noexcept { return force_strategy_; }
+  /// The warnings issued so far (also logged with spdlog), for tests and `explain`.
+  const std::vector<std::string>& warnings() const noexcept { return warnings_; }
+
+ private:
+  void warn(std::string message);
+  ArchInfo arch_;
+  DispatchIdentity id_;
+  std::array<std::vector<TableEntry>, 3> user_{}, system_{};
+  std::optional<KernelConfig> force_label_;
+  std::optional<Strategy> force_strategy_;
+  std::vector<std::string> warnings_;
+};
+
+/// The entry of `table` (sorted by n, same-device first per n) nearest to n in log2; a tie goes
+/// to the larger tuned size; n = 0 counts as 1. nullptr when the table is empty.
+const TableEntry* nearest_entry(const std::vector<TableEntry>& table, std::uint64_t n);
+
+}  // namespace amax

@@ -1,0 +1,364 @@
+// The runtime library: amax_context (dispatch from the tuning tables) behind the C API.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "amax/amax_tune.h"
+#include "amax/backend.hpp"
+#include "amax/dispatch.hpp"
+#include "amax/kernels.hpp"
+#include "amax/paths.hpp"
+#include "amax/render.hpp"
+#include "amax/search_space.hpp"
+
+namespace {
+
+using namespace amax;
+
+thread_local std::string g_last_error;
+
+/// Thrown inside the library and turned into a status + message at the C boundary.
+struct Failure {
+  amax_status_t status;
+  std::string message;
+};
+[[noreturn]] void fail(amax_status_t s, std::string m) { throw Failure{s, std::move(m)}; }
+
+std::optional<DType> to_dtype(amax_dtype_t d) {
+  switch (d) {
+    case AMAX_DTYPE_FP32: return DType::fp32;
+    case AMAX_DTYPE_FP16: return DType::fp16;
+    case AMAX_DTYPE_BF16: return DType::bf16;
+  }
+  return std::nullopt;
+}
+
+DType need_dtype(amax_dtype_t d) {
+  auto t = to_dtype(d);
+  if (!t) fail(AMAX_STATUS_UNKNOWN_DTYPE, fmt::format("unknown dtype {} (expected AMAX_DTYPE_FP32 = 0, "
+                                                      "AMAX_DTYPE_FP16 = 1 or AMAX_DTYPE_BF16 = 2)", static_cast<int>(d)));
+  return *t;
+}
+
+/// A dispatch decision for one (dtype, n).
+struct Plan {
+  KernelConfig config;
+  LaunchShape shape;
+  std::uint64_t workspace_bytes = 4;  // what amax_workspace_size reports (covers the fallback too)
+  amax_source_t source = AMAX_SOURCE_DEFAULT;
+  const TableEntry* entry = nullptr;
+  std::atomic<const LoadedKernel*> kernel{nullptr};
+};
+
+}  // namespace
+
+struct amax_context {
+  std::unique_ptr<Backend> backend;
+  std::shared_ptr<const JitCompiler> compiler;
+  std::unique_ptr<KernelCache> kernels;
+  ArchInfo arch;
+  NanMode nan_mode = NanMode::propagate;
+  std::uint32_t cu = 1;
+  std::string user_db, system_db;
+  std::unique_ptr<DispatchTables> tables;
+
+  mutable std::shared_mutex plans_mu;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Plan>> plans[3];  // per dtype, key n
+
+  // one_pass counters: one zeroed word per stream, claimed lock-free (open addressing).
+  static constexpr std::size_t kSlots = 4096;
+  std::uint32_t* counters = nullptr;
+  std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
+
+  ~amax_context() {
+    if (backend && counters) backend->release(counters);
+  }
+
+  // ---- plans ----
+  std::unique_ptr<Plan> make_plan(DType d, std::uint64_t n) const {
+    auto p = std::make_unique<Plan>();
+    const Choice c = tables->choose(d, n);
+    p->config = c.config;
+    p->source = static_cast<amax_source_t>(c.source);
+    p->entry = c.entry;
+    p->shape = launch_shape(p->config, n, cu);
+    p->workspace_bytes = std::max<std::uint64_t>(
+        {4, p->shape.workspace_bytes, launch_shape(builtin_default(arch, d, n), n, cu).workspace_bytes});
+    return p;
+  }
+
+  Plan& plan(DType d, std::uint64_t n) {
+    auto& m = plans[static_cast<int>(d)];
+    {
+      std::shared_lock lock(plans_mu);
+      if (auto it = m.find(n); it != m.end()) return *it->second;
+    }
+    auto p = make_plan(d, n);
+    std::unique_lock lock(plans_mu);
+    return *m.try_emplace(n, std::move(p)).first->second;
+  }
+
+  // The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
+  // chosen variant fails to compile, the built-in default is used (one warning).
+  const LoadedKernel& kernel(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
+    if (const LoadedKernel* k = p.kernel.load(std::memory_order_acquire)) return *k;
+    const LoadedKernel* k = kernels->find(p.config, d);
+    if (!k) {
+      if (backend->is_capturing(stream))
+        fail(AMAX_STATUS_NOT_PRELOADED,
+             fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
+                         "is not allowed during graph capture; call amax_preload for this dtype and size first",
+                         p.config.label(), to_string(d), n));
+      try {
+        k = &kernels->get(p.config, d);
+      } catch (const CompileError& e) {
+        const KernelConfig def = builtin_default(arch, d, n);
+        if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
+        spdlog::warn("amax-tune: {} failed to compile; using the built-in default {}: {}", p.config.label(),
+                     def.label(), e.what());
+        k = &kernels->get(def, d);
+        p.config = def;
+        p.shape = launch_shape(def, n, cu);
+        p.source = AMAX_SOURCE_DEFAULT;
+        p.entry = nullptr;
+      }
+    }
+    p.kernel.store(k, std::memory_order_release);
+    return *k;
+  }
+
+  std::uint32_t* counter_for(StreamHandle s) {
+    const std::uintptr_t key = reinterpret_cast<std::uintptr_t>(s) + 1;
+    std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> 52;  // 12 bits: 4096 slots
+    for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
+      std::uintptr_t cur = slot_keys[i].load(std::memory_order_acquire);
+      if (cur == key) return counters + i;
+      if (cur == 0 && slot_keys[i].compare_exchange_strong(cur, key, std::memory_order_acq_rel)) return counters + i;
+      if (cur == key) return counters + i;
+    }
+    fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass kernels of this "
+                                                   "context; create another context", kSlots));
+  }
+};
+
+namespace {
+
+amax_status_t guarded(auto&& fn) {
+  try {
+    fn();
+    g_last_error.clear();
+    return AMAX_STATUS_SUCCESS;
+  } catch (const Failure& f) {
+    g_last_error = f.message;
+    return f.status;
+  } catch (const CompileError& e) {
+    g_last_error = e.what();
+    return AMAX_STATUS_COMPILE_FAILED;
+  } catch (const BackendError& e) {
+    g_last_error = e.what();
+    return AMAX_STATUS_DRIVER_ERROR;
+  } catch (const std::bad_alloc&) {
+    g_last_error = "out of host memory";
+    return AMAX_STATUS_INTERNAL_ERROR;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return AMAX_STATUS_INTERNAL_ERROR;
+  } catch (...) {
+    g_last_error = "unknown error";
+    return AMAX_STATUS_INTERNAL_ERROR;
+  }
+}
+
+void need(const void* p, const char* name) {
+  if (!p) fail(AMAX_STATUS_NULL_POINTER, fmt::format("{} is NULL", name));
+}
+
+}  // namespace
+
+extern "C" {
+
+AMAX_API void amax_context_options_init(amax_context_options_t* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->nan_mode = AMAX_NAN_PROPAGATE;
+}
+
+AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax_context_t* out) {
+  return guarded([&] {
+    need(o, "options");
+    need(out, "context (out-parameter)");
+    *out = nullptr;
+    if (o->struct_size != sizeof(amax_context_options_t))
+      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.struct_size is {}, expected {} (call "
+                                                     "amax_context_options_init)", o->struct_size,
+                                                     sizeof(amax_context_options_t)));
+    if (o->nan_mode != AMAX_NAN_PROPAGATE && o->nan_mode != AMAX_NAN_IGNORE)
+      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.nan_mode is {} (expected 0 or 1)", static_cast<int>(o->nan_mode)));
+    if (o->device < 0) fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.device is {}", o->device));
+    Vendor vendor{};
+    bool found = false;
+    for (Vendor v : {Vendor::nvidia, Vendor::amd})
+      if (!found && device_count(v) > o->device) vendor = v, found = true;
+    if (!found)
+      fail(AMAX_STATUS_NO_DEVICE, fmt::format("no GPU device {} (NVIDIA: {}; AMD: {})", o->device,
+                                              no_device_reason(Vendor::nvidia), no_device_reason(Vendor::amd)));
+    auto c = std::make_unique<amax_context>();
+    c->backend = make_backend(vendor, o->device);
+    c->compiler = make_compiler(vendor);
+    c->arch = ArchInfo::parse(c->backend->device().arch);
+    c->cu = static_cast<std::uint32_t>(c->backend->device().cu_count);
+    c->nan_mode = o->nan_mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+    const std::filesystem::path cache = o->kernel_cache_dir ? o->kernel_cache_dir : BinaryCache::default_dir();
+    c->kernels = std::make_unique<KernelCache>(*c->backend, c->compiler, BinaryCache(cache));
+    c->user_db = o->user_db_path ? o->user_db_path : default_user_db_path().string();
+    c->system_db = o->system_db_path ? o->system_db_path : default_system_db_path().string();
+    const auto& dev = c->backend->device();
+    c->tables = std::make_unique<DispatchTables>(
+        c->arch, DispatchIdentity{dev.name, dev.arch, dev.cu_count, c->compiler->version(), template_hash(),
+                                  std::string(generator_version())});
+    c->tables->read_environment();
+    c->tables->load(Source::user_db, c->user_db);
+    c->tables->load(Source::system_db, c->system_db);
+    c->counters = static_cast<std::uint32_t*>(c->backend->allocate(4 * amax_context::kSlots));
+    c->backend->memset32_async(c->counters, 0, amax_context::kSlots, nullptr);
+    c->backend->synchronize(nullptr);
+    *out = c.release();
+  });
+}
+
+AMAX_API amax_status_t amax_context_destroy(amax_context_t c) {
+  return guarded([&] { delete c; });
+}
+
+AMAX_API amax_status_t amax_workspace_size(amax_context_t c, amax_dtype_t dtype, uint64_t n, size_t* bytes) {
+  return guarded([&] {
+    need(c, "context");
+    need(bytes, "bytes (out-parameter)");
+    const DType d = need_dtype(dtype);
+    *bytes = n == 0 ? 4 : c->plan(d, n).workspace_bytes;
+  });
+}
+
+AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dtype_t dtype, uint64_t n, float* output,
+                                    void* workspace, size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    need(output, "output");
+    const DType d = need_dtype(dtype);
+    if (reinterpret_cast<std::uintptr_t>(output) % 4)
+      fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("output {} is not aligned to 4 bytes", static_cast<void*>(output)));
+    if (n == 0) {  // +0.0, no kernel
+      c->backend->memset32_async(output, 0u, 1, stream);
+      return;
+    }
+    need(input, "input");
+    if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
+      fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
+                                                       info(d).bytes, to_string(d)));
+    Plan& p = c->plan(d, n);
+    if (workspace_bytes < p.workspace_bytes || (!workspace && p.shape.workspace_bytes))
+      fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+           fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
+                       workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, p.workspace_bytes));
+    const LoadedKernel& k = c->kernel(p, d, n, stream);
+    std::uint32_t* counter = p.shape.uses_counter ? c->counter_for(stream) : nullptr;
+    launch_amax(*c->backend, k, p.shape, input, n, output, workspace, counter, c->nan_mode, stream);
+  });
+}
+
+AMAX_API amax_status_t amax_preload(amax_context_t c, const amax_dtype_t* dtypes, size_t num_dtypes,
+                                    const uint64_t* sizes, size_t num_sizes) {
+  return guarded([&] {
+    need(c, "context");
+    if (num_dtypes) need(dtypes, "dtypes");
+    if (num_sizes) need(sizes, "sizes");
+    for (std::size_t i = 0; i < num_dtypes; ++i) {
+      const DType d = need_dtype(dtypes[i]);
+      c->kernels->get(builtin_default(c->arch, d, 1), d);
+      c->kernels->get(builtin_default(c->arch, d, 1ull << 30), d);
+      for (std::size_t j = 0; j < num_sizes; ++j)
+        if (sizes[j]) c->kernel(c->plan(d, sizes[j]), d, sizes[j], nullptr);
+    }
+  });
+}
+
+AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, amax_explanation_t* e) {
+  return guarded([&] {
+    need(c, "context");
+    need(e, "explanation (out-parameter)");
+    const DType d = need_dtype(dtype);
+    std::memset(e, 0, sizeof *e);
+    if (n == 0) {
+      e->source = AMAX_SOURCE_DEFAULT;
+      e->workspace_bytes = 4;
+      std::snprintf(e->detail, sizeof e->detail, "n = 0: +0.0 is written with a memset; no kernel is launched");
+      e->launches = 1;
+      return;
+    }
+    const Plan& p = c->plan(d, n);
+    e->source = p.source;
+    std::snprintf(e->label, sizeof e->label, "%s", p.config.label().c_str());
+    e->grid = p.shape.grid;
+    e->launches = static_cast<std::uint32_t>(p.shape.launches());
+    e->workspace_bytes = p.workspace_bytes;
+    std::string detail;
+    if (p.entry) {
+      e->tuned_n = p.entry->n;
+      e->expected_us = p.entry->median_us;
+      e->expected_gbps = p.entry->gbps;
+      detail = fmt::format("{} database {}: winner for {} n={} (the nearest tuned size in log2 to n={}), {}: "
+                           "{:.2f} us, {:.0f} GB/s",
+                           p.source == AMAX_SOURCE_USER_DB ? "user" : "system",
+                           p.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, to_string(d), p.entry->n, n,
+                           p.entry->where, p.entry->median_us, p.entry->gbps);
+    } else if (p.source == AMAX_SOURCE_OVERRIDE) {
+      detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
+                   ? "forced by AMAX_TUNE_FORCE_LABEL"
+                   : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
+    } else {
+      detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default of "
+                           "the arch family", c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
+                           c->system_db.empty() ? "disabled" : c->system_db);
+    }
+    std::snprintf(e->detail, sizeof e->detail, "%s", detail.c_str());
+  });
+}
+
+AMAX_API const char* amax_last_error(void) { return g_last_error.c_str(); }
+
+AMAX_API const char* amax_status_string(amax_status_t s) {
+  switch (s) {
+    case AMAX_STATUS_SUCCESS: return "AMAX_STATUS_SUCCESS";
+    case AMAX_STATUS_INVALID_ARGUMENT: return "AMAX_STATUS_INVALID_ARGUMENT";
+    case AMAX_STATUS_NULL_POINTER: return "AMAX_STATUS_NULL_POINTER";
+    case AMAX_STATUS_MISALIGNED_POINTER: return "AMAX_STATUS_MISALIGNED_POINTER";
+    case AMAX_STATUS_UNKNOWN_DTYPE: return "AMAX_STATUS_UNKNOWN_DTYPE";
+    case AMAX_STATUS_WORKSPACE_TOO_SMALL: return "AMAX_STATUS_WORKSPACE_TOO_SMALL";
+    case AMAX_STATUS_NOT_PRELOADED: return "AMAX_STATUS_NOT_PRELOADED";
+    case AMAX_STATUS_NO_DEVICE: return "AMAX_STATUS_NO_DEVICE";
+    case AMAX_STATUS_COMPILE_FAILED: return "AMAX_STATUS_COMPILE_FAILED";
+    case AMAX_STATUS_DRIVER_ERROR: return "AMAX_STATUS_DRIVER_ERROR";
+    case AMAX_STATUS_TOO_MANY_STREAMS: return "AMAX_STATUS_TOO_MANY_STREAMS";
+    case AMAX_STATUS_INTERNAL_ERROR: return "AMAX_STATUS_INTERNAL_ERROR";
+  }
+  return "AMAX_STATUS_UNKNOWN";
+}
+
+AMAX_API const char* amax_version(void) { return AMAX_VERSION; }
+
+}  // extern "C"

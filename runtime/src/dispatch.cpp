@@ -1,0 +1,142 @@
+#include "amax/dispatch.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "amax/db/tuning_db.hpp"
+
+namespace amax {
+
+KernelConfig builtin_default(const ArchInfo& arch, DType d, std::uint64_t n) {
+  const std::uint32_t nvec = 16 / info(d).bytes;
+  if (n <= (1ull << 21)) return {Strategy::one_pass, 512, nvec, 2, BlockCap::uncapped()};
+  if (arch.vendor == Vendor::amd) return {Strategy::two_stage, 512, nvec, 4, BlockCap::per_cu(16)};
+  return {Strategy::atomic, 512, nvec, 4, BlockCap::uncapped()};
+}
+
+const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) {
+  const TableEntry* best = nullptr;
+  double best_d = INFINITY;
+  const double ln = std::log2(static_cast<double>(std::max<std::uint64_t>(n, 1)));
+  for (const auto& e : v) {  // sorted by n, same-device rows first: the first of equals wins
+    const double d = std::fabs(std::log2(static_cast<double>(e.n)) - ln);
+    if (d < best_d - 1e-12 || (best && std::fabs(d - best_d) <= 1e-12 && e.n > best->n)) {
+      best = &e;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+DispatchTables::DispatchTables(ArchInfo arch, DispatchIdentity identity)
+    : arch_(std::move(arch)), id_(std::move(identity)) {}
+
+void DispatchTables::warn(std::string m) {
+  spdlog::warn("amax-tune: {}", m);
+  warnings_.push_back(std::move(m));
+}
+
+const std::vector<TableEntry>& DispatchTables::table(Source which, DType d) const {
+  return (which == Source::user_db ? user_ : system_)[static_cast<int>(d)];
+}
+
+std::size_t DispatchTables::load(Source which, const std::string& path) {
+  const char* what = which == Source::user_db ? "user" : "system";
+  auto& out = which == Source::user_db ? user_ : system_;
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return 0;
+  std::vector<db::WinnerRow> rows;
+  try {
+    auto tdb = db::TuningDb::open(path, db::OpenMode::ReadOnly);
+    rows = tdb.winners(db::WinnerFilter{arch_.name, std::nullopt});
+  } catch (const db::DbError& e) {
+    warn(fmt::format("{} database {} is unusable and is skipped: {}", what, path, e.what()));
+    return 0;
+  }
+  const db::Provenance current{id_.device_name, id_.arch, id_.cu_count, "", id_.compiler,
+                               id_.template_hash, id_.tool_version, "", ""};
+  std::size_t kept = 0, stale = 0, invalid = 0;
+  std::set<std::string> stale_fields;
+  std::string first_invalid;
+  for (const auto& r : rows) {
+    const auto d = parse_dtype(db::to_string(r.key.dtype));
+    std::optional<std::string> why;
+    KernelConfig c;
+    if (!d) {
+      why = "unknown dtype";
+    } else {
+      try {
+        c = KernelConfig::parse(r.winner.label);
+        why = c.validate(arch_, *d);
+      } catch (const std::invalid_argument& e) {
+        why = e.what();
+      }
+    }
+    if (!why && !(r.winner.median_us > 0)) why = fmt::format("time {} us is not positive", r.winner.median_us);
+    if (why) {
+      if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", db::to_string(r.key.dtype), r.key.n, *why);
+      continue;
+    }
+    if (auto f = db::stale_fields(r.provenance, current); !f.empty()) {
+      ++stale;
+      for (auto s : f) stale_fields.insert(std::string(s));
+      continue;
+    }
+    out[static_cast<int>(*d)].push_back(TableEntry{
+        c, r.key.n, r.winner.median_us, r.winner.gbps, db::same_device(r.provenance, current),
+        fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
+    ++kept;
+  }
+  if (invalid)
+    warn(fmt::format("{} database {}: {} entries for {} are invalid and are skipped (first: {})", what, path, invalid,
+                     arch_.name, first_invalid));
+  if (stale) {
+    std::string fields;
+    for (const auto& f : stale_fields) fields += (fields.empty() ? "" : ", ") + f;
+    warn(fmt::format("{} database {}: {} entries were made with another {} and are not used; re-tune them with "
+                     "`amax-tune --stale-only`", what, path, stale, fields));
+  }
+  for (auto& v : out)
+    std::stable_sort(v.begin(), v.end(), [](const TableEntry& a, const TableEntry& b) {
+      return a.n != b.n ? a.n < b.n : a.same_device > b.same_device;
+    });
+  return kept;
+}
+
+void DispatchTables::read_environment() {
+  if (const char* l = std::getenv("AMAX_TUNE_FORCE_LABEL"); l && *l) {
+    try {
+      force_label_ = KernelConfig::parse(l);
+    } catch (const std::invalid_argument& e) {
+      warn(fmt::format("AMAX_TUNE_FORCE_LABEL ignored: {}", e.what()));
+    }
+  }
+  if (const char* s = std::getenv("AMAX_TUNE_FORCE_STRATEGY"); s && *s) {
+    force_strategy_ = parse_strategy(s);
+    if (!force_strategy_)
+      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected atomic, two_stage or one_pass)", s));
+  } else if (const char* te = std::getenv("NVTE_USE_ATOMIC_AMAX"); te && std::string(te) == "1") {
+    force_strategy_ = Strategy::atomic;
+  }
+}
+
+Choice DispatchTables::choose(DType d, std::uint64_t n) const {
+  if (force_label_ && !force_label_->validate(arch_, d)) return {*force_label_, Source::override_env, nullptr};
+  if (force_strategy_) {
+    KernelConfig c = builtin_default(arch_, d, n);
+    c.strategy = *force_strategy_;
+    return {c, Source::override_env, nullptr};
+  }
+  if (const TableEntry* e = nearest_entry(user_[static_cast<int>(d)], n)) return {e->config, Source::user_db, e};
+  if (const TableEntry* e = nearest_entry(system_[static_cast<int>(d)], n)) return {e->config, Source::system_db, e};
+  return {builtin_default(arch_, d, n), Source::builtin_default, nullptr};
+}
+
+}  // namespace amax
