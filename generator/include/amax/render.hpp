@@ -13,9 +13,10 @@ namespace amax {
 /// Version of the generator (the project version); recorded in rendered sources and the DB.
 std::string_view generator_version() noexcept;
 
-/// 16 hex digits: FNV-1a 64 over every template file (preludes and kernel bodies) as built into
-/// this binary. Changes whenever any template changes; recorded with every tuning row so that rows
-/// made from other templates are recognised as stale. Thread-safe.
+/// 16 hex digits: FNV-1a 64 over the template files variants are rendered from (the preludes and
+/// amax_kernels.h; not the reference kernels) as built into this binary. Changes whenever one of
+/// them changes; recorded with every tuning row so that rows made from other templates are
+/// recognised as stale. Thread-safe.
 const std::string& template_hash();
 
 /// Blocks per SM that the kernel's launch bounds promise (NVIDIA): the largest count whose

@@ -1,0 +1,159 @@
+// Dispatch decisions from real SQLite tuning databases (no GPU): lookup order, nearest size in
+// log2, validation of untrusted rows, staleness, overrides.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "amax/db/tuning_db.hpp"
+#include "amax/dispatch.hpp"
+#include "amax/render.hpp"
+
+using namespace amax;
+namespace fs = std::filesystem;
+
+namespace {
+
+const DispatchIdentity kId{"NVIDIA H200", "sm_90", 132, "nvrtc 13.0", template_hash(), std::string(generator_version())};
+
+db::Provenance prov(const std::string& device = "NVIDIA H200", const std::string& hash = template_hash()) {
+  return db::Provenance{device, "sm_90", 132, "cuda driver 13.0", "nvrtc 13.0", hash,
+                        std::string(generator_version()), "test", "2026-11-30T00:00:00Z"};
+}
+
+class Dispatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("amax-dispatch-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir);
+    for (const char* v : {"AMAX_TUNE_FORCE_LABEL", "AMAX_TUNE_FORCE_STRATEGY", "NVTE_USE_ATOMIC_AMAX"}) unsetenv(v);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  // A database with one winner per (dtype, n, label).
+  std::string make_db(const std::string& name,
+                      const std::vector<std::tuple<const char*, std::uint64_t, std::string>>& rows,
+                      const db::Provenance& p = prov()) {
+    const auto path = (dir / name).string();
+    auto d = db::TuningDb::open(path);
+    for (const auto& [dt, n, label] : rows) {
+      const db::Trial t{label, db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
+      d.record_key(db::TuningKey{"sm_90", db::dtype_from_string(dt), n}, p, std::span(&t, 1),
+                   db::Winner{label, 2.0, 1.0});
+    }
+    return path;
+  }
+  fs::path dir;
+  const ArchInfo arch = ArchInfo::parse("sm_90");
+};
+
+}  // namespace
+
+TEST_F(Dispatch, NothingLoadedGivesTheBuiltInDefault) {
+  DispatchTables t(arch, kId);
+  EXPECT_EQ(t.load(Source::user_db, (dir / "missing.db").string()), 0u);
+  EXPECT_TRUE(t.warnings().empty()) << "a missing database is not a problem";
+  const Choice small = t.choose(DType::bf16, 1000);
+  EXPECT_EQ(small.source, Source::builtin_default);
+  EXPECT_EQ(small.config.label(), "one_pass.t512.v8.u2.buncapped");
+  EXPECT_EQ(t.choose(DType::fp32, 1ull << 30).config.label(), "atomic.t512.v4.u4.buncapped");
+  EXPECT_EQ(builtin_default(ArchInfo::parse("gfx942:sramecc+:xnack-"), DType::fp16, 1ull << 30).label(),
+            "two_stage.t512.v8.u4.b16cu");
+}
+
+TEST_F(Dispatch, NearestTunedSizeInLog2TiesGoToTheLarger) {
+  DispatchTables t(arch, kId);
+  ASSERT_EQ(t.load(Source::system_db, make_db("sys.db", {{"bf16", 1024, "one_pass.t128.v8.u1.b2cu"},
+                                                         {"bf16", 4096, "one_pass.t256.v8.u1.b2cu"},
+                                                         {"bf16", 1u << 20, "atomic.t512.v8.u4.buncapped"}})),
+            3u);
+  EXPECT_EQ(t.choose(DType::bf16, 1).config.label(), "one_pass.t128.v8.u1.b2cu");
+  EXPECT_EQ(t.choose(DType::bf16, 2000).config.label(), "one_pass.t128.v8.u1.b2cu");  // log2 10.97: 1024
+  EXPECT_EQ(t.choose(DType::bf16, 2048).config.label(), "one_pass.t256.v8.u1.b2cu");  // tie 1024/4096 -> 4096
+  EXPECT_EQ(t.choose(DType::bf16, 65535).config.label(), "one_pass.t256.v8.u1.b2cu");    // 3.99 vs 4.01 octaves
+  EXPECT_EQ(t.choose(DType::bf16, 65536).config.label(), "atomic.t512.v8.u4.buncapped");  // 4 vs 4: the larger
+  EXPECT_EQ(t.choose(DType::bf16, 1ull << 40).config.label(), "atomic.t512.v8.u4.buncapped");
+  const Choice c = t.choose(DType::bf16, 1000);
+  EXPECT_EQ(c.source, Source::system_db);
+  ASSERT_NE(c.entry, nullptr);
+  EXPECT_EQ(c.entry->n, 1024u);
+  // Other dtypes are not served by bf16 rows.
+  EXPECT_EQ(t.choose(DType::fp16, 1000).source, Source::builtin_default);
+}
+
+TEST_F(Dispatch, UserDatabaseComesBeforeTheSystemDatabase) {
+  DispatchTables t(arch, kId);
+  t.load(Source::user_db, make_db("user.db", {{"fp32", 1u << 20, "two_stage.t256.v4.u4.b8cu"}}));
+  t.load(Source::system_db, make_db("sys.db", {{"fp32", 1u << 20, "atomic.t512.v4.u4.buncapped"},
+                                               {"fp16", 1u << 20, "atomic.t512.v8.u4.buncapped"}}));
+  EXPECT_EQ(t.choose(DType::fp32, 1000).source, Source::user_db);
+  EXPECT_EQ(t.choose(DType::fp32, 1000).config.label(), "two_stage.t256.v4.u4.b8cu");
+  EXPECT_EQ(t.choose(DType::fp16, 1000).source, Source::system_db);
+}
+
+TEST_F(Dispatch, InvalidAndStaleRowsAreSkippedWithOneWarningEach) {
+  DispatchTables t(arch, kId);
+  const auto bad = make_db("bad.db", {{"fp32", 1024, "atomic.t512.v8.u4.buncapped"},   // 32-byte fp32 vector
+                                      {"fp32", 2048, "atomic.t500.v4.u4.buncapped"},   // not a warp multiple
+                                      {"fp32", 4096, "one_pass.t256.v4.u2.b4cu"}});     // fine
+  EXPECT_EQ(t.load(Source::user_db, bad), 1u);
+  ASSERT_EQ(t.warnings().size(), 1u);
+  EXPECT_NE(t.warnings()[0].find("2 entries for sm_90 are invalid"), std::string::npos) << t.warnings()[0];
+  EXPECT_NE(t.warnings()[0].find("32 bytes exceeds 16 bytes"), std::string::npos) << t.warnings()[0];
+  const auto stale = make_db("stale.db", {{"bf16", 1024, "one_pass.t256.v8.u2.b4cu"}}, prov("NVIDIA H200", "0000000000000000"));
+  EXPECT_EQ(t.load(Source::system_db, stale), 0u);
+  ASSERT_EQ(t.warnings().size(), 2u);
+  EXPECT_NE(t.warnings()[1].find("1 entries were made with another template_hash"), std::string::npos) << t.warnings()[1];
+  EXPECT_EQ(t.choose(DType::bf16, 1024).source, Source::builtin_default);
+}
+
+TEST_F(Dispatch, ADamagedDatabaseIsSkippedWithAWarning) {
+  const auto path = dir / "damaged.db";
+  { std::ofstream(path) << std::string(8192, 'x'); }
+  DispatchTables t(arch, kId);
+  EXPECT_EQ(t.load(Source::user_db, path.string()), 0u);
+  ASSERT_EQ(t.warnings().size(), 1u);
+  EXPECT_NE(t.warnings()[0].find("is unusable and is skipped"), std::string::npos);
+  EXPECT_EQ(t.choose(DType::fp32, 5).source, Source::builtin_default);
+}
+
+TEST_F(Dispatch, SameDeviceRowsArePreferredOverAnotherSkuOfTheArch) {
+  DispatchTables t(arch, kId);
+  make_db("mixed.db", {{"fp32", 4096, "one_pass.t128.v4.u1.b2cu"}}, prov("NVIDIA H100 80GB HBM3"));
+  {
+    auto d = db::TuningDb::open(dir / "mixed.db");
+    const db::Trial tr{"one_pass.t1024.v4.u1.b2cu", db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
+    d.record_key(db::TuningKey{"sm_90", db::Dtype::fp32, 4096}, prov(), std::span(&tr, 1),
+                 db::Winner{"one_pass.t1024.v4.u1.b2cu", 2.0, 1.0});
+  }
+  EXPECT_EQ(t.load(Source::user_db, (dir / "mixed.db").string()), 2u);
+  const Choice c = t.choose(DType::fp32, 4096);
+  EXPECT_EQ(c.config.label(), "one_pass.t1024.v4.u1.b2cu");
+  EXPECT_TRUE(c.entry->same_device);
+}
+
+TEST_F(Dispatch, EnvironmentOverrides) {
+  setenv("AMAX_TUNE_FORCE_LABEL", "two_stage.t256.v8.u4.b8cu", 1);
+  DispatchTables t(arch, kId);
+  t.read_environment();
+  EXPECT_EQ(t.choose(DType::bf16, 10).source, Source::override_env);
+  EXPECT_EQ(t.choose(DType::bf16, 10).config.label(), "two_stage.t256.v8.u4.b8cu");
+  EXPECT_EQ(t.choose(DType::fp32, 10).source, Source::builtin_default) << "v8 is invalid for fp32: not forced";
+  unsetenv("AMAX_TUNE_FORCE_LABEL");
+
+  setenv("NVTE_USE_ATOMIC_AMAX", "1", 1);
+  DispatchTables te(arch, kId);
+  te.read_environment();
+  EXPECT_EQ(te.choose(DType::fp32, 10).config.label(), "atomic.t512.v4.u2.buncapped");
+  unsetenv("NVTE_USE_ATOMIC_AMAX");
+
+  setenv("AMAX_TUNE_FORCE_STRATEGY", "three_stage", 1);
+  setenv("AMAX_TUNE_FORCE_LABEL", "nonsense", 1);
+  DispatchTables bad(arch, kId);
+  bad.read_environment();
+  EXPECT_EQ(bad.warnings().size(), 2u);
+  EXPECT_EQ(bad.choose(DType::fp32, 10).source, Source::builtin_default);
+  unsetenv("AMAX_TUNE_FORCE_STRATEGY");
+  unsetenv("AMAX_TUNE_FORCE_LABEL");
+}
