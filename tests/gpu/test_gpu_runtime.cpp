@@ -1,0 +1,181 @@
+// The runtime library through its public API on the GPU (label `gpu`): tuned dispatch bit-exact,
+// graph capture and replay, several threads and streams, bad input statuses.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "amax/amax_tune.hpp"
+#include "amax/reference.hpp"
+#include "gpu_env.hpp"
+
+using namespace amax;
+using amax::test::DeviceBuffer;
+
+namespace {
+
+amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
+
+amax_tune::Options options(amax_nan_mode_t mode = AMAX_NAN_PROPAGATE) {
+  amax_tune::Options o;
+  o.nan_mode = mode;
+  o.user_db_path = "";  // only the shipped system database (and the defaults) serve these tests
+#ifdef AMAX_TEST_SYSTEM_DB
+  o.system_db_path = AMAX_TEST_SYSTEM_DB;
+#endif
+  return o;
+}
+
+std::uint32_t read_bits(Backend& b, const void* p) {
+  std::uint32_t v = 0;
+  b.copy_to_host(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+TEST(GpuRuntime, TunedDispatchIsBitExactOverRandomSizesAndOffsets) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  DeviceBuffer in(b, (1u << 26) * 4 + 64), out(b, 4), ws(b, 64u << 20);
+  int checked = 0;
+  for (amax_nan_mode_t mode : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+    amax_tune::Context ctx(options(mode));
+    for (int i = 0; i < 60; ++i) {
+      const auto& d = all_dtypes()[rng() % 3];
+      const std::uint64_t n = static_cast<std::uint64_t>(std::exp2(std::uniform_real_distribution<double>(0, 26)(rng)));
+      const std::uint64_t off = rng() % (16 / d.bytes);
+      const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
+      const auto seed = rng();
+      const auto host = make_input(kind, d.dtype, n, seed);
+      b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
+      b.memset32_async(out.p, 0x7f800000u, 1, nullptr);  // garbage: +Inf
+      const std::size_t need = ctx.workspace_size(api(d.dtype), n);
+      ASSERT_GE(need, 4u);
+      ASSERT_LE(need, ws.bytes);
+      ctx.compute(in.get(off * d.bytes), api(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
+      b.synchronize(nullptr);
+      const auto mm = mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+      ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d.dtype, n, mm))
+          << d.name << " n=" << n << " offset=" << off << " " << to_string(kind) << " seed=" << seed << " via "
+          << ctx.explain(api(d.dtype), n).label;
+      ++checked;
+    }
+  }
+  std::printf("tuned dispatch: %d random (dtype, n, offset, input) cases bit-exact\n", checked);
+}
+
+TEST(GpuRuntime, GraphCapturedOnceAndReplayedThreeTimes) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_tune::Context ctx(options());
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};  // one launch; one_pass counter; atomic memset
+  const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
+  ctx.preload(dtypes, sizes);
+  StreamHandle s = b.create_stream();
+  std::mt19937_64 rng(std::random_device{}());
+  for (amax_dtype_t dt : dtypes)
+    for (std::uint64_t n : sizes) {
+      const DType d = static_cast<DType>(dt);
+      DeviceBuffer in(b, n * info(d).bytes + 16), out(b, 4), ws(b, ctx.workspace_size(dt, n));
+      b.memset32_async(out.p, 0xffffffffu, 1, s);
+      b.begin_capture(s);
+      ctx.compute(in.p, dt, n, out.get<float>(), ws.p, ws.bytes, s);
+      GraphExecHandle g = b.end_capture(s);
+      for (int replay = 0; replay < 3; ++replay) {
+        const InputKind kind = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
+        const auto host = make_input(kind, d, n, rng());
+        b.copy_to_device(in.p, host.data(), host.size());
+        b.launch_graph(g, s);
+        b.synchronize(s);
+        EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d, n, NanMode::propagate))
+            << "replay " << replay << " " << to_string(d) << " n=" << n << " (" << ctx.explain(dt, n).label << ")";
+      }
+      b.destroy_graph(g);
+    }
+  b.destroy_stream(s);
+}
+
+TEST(GpuRuntime, NoCompilationDuringCapture) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_tune::Options o = options();
+  o.kernel_cache_dir = "";  // no disk cache: nothing is loaded in this new context
+  amax_tune::Context ctx(o);
+  DeviceBuffer in(b, 4096), out(b, 4), ws(b, 4096);
+  StreamHandle s = b.create_stream();
+  b.begin_capture(s);
+  const amax_status_t st = amax_compute(ctx.get(), in.p, AMAX_DTYPE_FP16, 1000, out.get<float>(), ws.p, ws.bytes, s);
+  const std::string msg = amax_last_error();
+  b.destroy_graph(b.end_capture(s));  // the capture is still valid: nothing illegal was enqueued
+  EXPECT_EQ(st, AMAX_STATUS_NOT_PRELOADED);
+  EXPECT_NE(msg.find("call amax_preload"), std::string::npos) << msg;
+  b.destroy_stream(s);
+}
+
+TEST(GpuRuntime, SeveralThreadsWithTheirOwnStreams) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_tune::Context ctx(options());
+  std::atomic<int> wrong{0}, done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(1000 + t);
+      StreamHandle s = b.create_stream();
+      DeviceBuffer in(b, (1u << 22) * 4 + 16), out(b, 4 * 40), ws(b, 16u << 20);
+      std::vector<std::uint32_t> expect;
+      for (int i = 0; i < 40; ++i) {
+        const DType d = static_cast<DType>(i % 3);
+        const std::uint64_t n = 1 + rng() % (1u << 22);
+        const auto host = make_input(InputKind::max_in_vector, d, n, rng());
+        b.synchronize(s);  // the previous call has read its input
+        b.copy_to_device(in.p, host.data(), host.size());
+        ctx.compute(in.p, api(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+        expect.push_back(reference_amax_bits(host.data(), d, n, NanMode::propagate));
+      }
+      b.synchronize(s);
+      std::vector<std::uint32_t> got(expect.size());
+      b.copy_to_host(got.data(), out.p, 4 * got.size());
+      for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expect[i];
+      done += static_cast<int>(got.size());
+      b.destroy_stream(s);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(done.load(), 320);
+}
+
+TEST(GpuRuntime, BadInputGetsItsOwnStatus) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_tune::Context ctx(options());
+  DeviceBuffer in(b, 1 << 20), out(b, 8), ws(b, 1 << 20);
+  amax_context_t c = ctx.get();
+  auto* f = out.get<float>();
+  EXPECT_EQ(amax_compute(c, in.get(1), AMAX_DTYPE_FP32, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_NE(std::string(amax_last_error()).find("not aligned to the 4-byte elements of fp32"), std::string::npos);
+  EXPECT_EQ(amax_compute(c, in.get(2), AMAX_DTYPE_BF16, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_SUCCESS);
+  EXPECT_EQ(amax_compute(c, in.p, AMAX_DTYPE_FP32, 100, out.get<float>(2), ws.p, ws.bytes, nullptr),
+            AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_EQ(amax_compute(c, nullptr, AMAX_DTYPE_FP32, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_compute(c, in.p, static_cast<amax_dtype_t>(9), 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_UNKNOWN_DTYPE);
+  EXPECT_NE(std::string(amax_last_error()).find("unknown dtype 9"), std::string::npos);
+  const std::size_t need = ctx.workspace_size(AMAX_DTYPE_FP32, 1u << 18);
+  EXPECT_EQ(amax_compute(c, in.p, AMAX_DTYPE_FP32, 1u << 18, f, ws.p, need - 1, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
+  EXPECT_NE(std::string(amax_last_error()).find("amax_workspace_size gives " + std::to_string(need)), std::string::npos)
+      << amax_last_error();
+  // n == 0: +0.0 over garbage, with a null input allowed.
+  b.memset32_async(out.p, 0xffffffffu, 1, nullptr);
+  EXPECT_EQ(amax_compute(c, nullptr, AMAX_DTYPE_FP16, 0, f, nullptr, 0, nullptr), AMAX_STATUS_SUCCESS);
+  b.synchronize(nullptr);
+  EXPECT_EQ(read_bits(b, out.p), 0u);
+  amax_explanation_t e;
+  ASSERT_EQ(amax_explain(c, AMAX_DTYPE_BF16, 1u << 20, &e), AMAX_STATUS_SUCCESS);
+  std::printf("explain bf16 n=2^20: source %d label %s grid %u launches %u: %s\n", e.source, e.label, e.grid, e.launches,
+              e.detail);
+  EXPECT_GT(std::strlen(e.label), 10u);
+}
