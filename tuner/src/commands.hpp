@@ -19,6 +19,8 @@ struct UsageError : std::runtime_error {
 void add_emit(CLI::App& app);
 /// `amax-tune [tune] --arch ...`: the default command.
 void add_tune(CLI::App& app);
+/// `amax-tune bench`.
+void add_bench(CLI::App& app);
 /// `amax-tune show | export | import | merge`.
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
