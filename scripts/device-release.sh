@@ -23,7 +23,7 @@ $T --arch sm_90 --db /tmp/amax-kill.db --dtypes fp16 > "$R/kill-2.txt" 2> "$R/ki
 log "SIGKILL after 4 s with $k1 keys finished; restart rc=$? in $((SECONDS-s)) s: $(grep resuming "$R/kill-2.err"); $(grep -c '^\[' "$R/kill-2.err") keys measured"
 s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200.db > "$R/tune-again.txt" 2>&1; log "rerun with everything tuned: $((SECONDS-s)) s"
 $T export --format text --db /tmp/amax-h200.db -o "$R/h200-full.jsonl"
-python3 scripts/make-system-db.py "$R/h200-full.jsonl" > data/system-db.jsonl && cp data/system-db.jsonl "$OUT/"
+mkdir -p data && python3 scripts/make-system-db.py "$R/h200-full.jsonl" > data/system-db.jsonl && cp data/system-db.jsonl "$OUT/"
 cmake -S . -B $B > /dev/null && cmake --build $B -j"$(nproc)" > "$R/build2.log" 2>&1 || tail "$R/build2.log"
 ctest --test-dir $B -R install --output-on-failure -V > "$R/install.log" 2>&1; log "install test rc=$?"
 grep -E "amax =|explain:|all amax|WRONG" "$R/install.log"

@@ -164,6 +164,9 @@ class CudaBackend final : public Backend {
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     make_current();
     AMAX_CU(cuMemcpyHtoD(ptr(dst), src, bytes), "cuMemcpyHtoD");
+    // From pageable memory cuMemcpyHtoD may return once the data is staged, before the DMA lands;
+    // work on a non-blocking stream would then read old bytes. Wait for the legacy stream.
+    AMAX_CU(cuStreamSynchronize(nullptr), "cuStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     make_current();

@@ -115,6 +115,8 @@ class HipBackend final : public Backend {
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     make_current();
     check(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice), "hipMemcpy");
+    // As on CUDA: make sure the DMA from pageable memory has landed before returning.
+    check(hipStreamSynchronize(nullptr), "hipStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     make_current();

@@ -75,7 +75,10 @@ class Backend {
 
   virtual void* allocate(std::size_t bytes) = 0;  ///< device memory; BackendError when out of memory
   virtual void release(void* p) noexcept = 0;
-  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;   ///< synchronous
+  /// Synchronous: returns once the bytes are in device memory (also from pageable host memory,
+  /// where the driver's copy may return before its DMA completes), so that work on any stream
+  /// sees them.
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;     ///< synchronous
   virtual void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) = 0;
 
