@@ -242,8 +242,9 @@ void write_svg(const std::vector<Row>& rows, const DeviceInfo& dev, const std::f
   f << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
                    "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
                    W, H);
-  f << fmt::format("<text x=\"{}\" y=\"24\" font-size=\"16\">amax: GB/s against size, {} ({}, {} SMs/CUs)</text>\n", ml,
-                   dev.name, dev.arch, dev.cu_count);
+  f << fmt::format("<text x=\"{}\" y=\"24\" font-size=\"16\">amax: GB/s (log) against input bytes (log), {} ({}, {} "
+                   "SMs/CUs)</text>\n",
+                   ml, dev.name, dev.arch, dev.cu_count);
   const double ymin = std::log10(0.1), ymax = std::log10(10000.0);
   for (std::size_t p = 0; p < panels.size(); ++p) {
     const auto [warm, d] = panels[p];
@@ -287,7 +288,6 @@ void write_svg(const std::vector<Row>& rows, const DeviceInfo& dev, const std::f
     }
   }
   const int lx = ml + cols * (pw + gap) - 10;
-  f << fmt::format("<text x=\"{}\" y=\"{}\">GB/s (log) vs input bytes (log)</text>\n", lx, mt - 6);
   for (std::size_t c = 0; c < contenders.size(); ++c)
     f << fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text x=\"{}\" "
                      "y=\"{}\">{}</text>\n",
