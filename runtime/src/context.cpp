@@ -22,6 +22,7 @@
 #include "amax/dispatch.hpp"
 #include "amax/kernels.hpp"
 #include "amax/paths.hpp"
+#include "amax/plan_cache.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 
@@ -76,8 +77,7 @@ struct amax_context {
   std::string user_db, system_db;
   std::unique_ptr<DispatchTables> tables;
 
-  mutable std::shared_mutex plans_mu;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Plan>> plans[3];  // per dtype, key n
+  PlanCache<Plan> plans;
 
   // one_pass counters: one zeroed word per stream, claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
@@ -102,14 +102,7 @@ struct amax_context {
   }
 
   Plan& plan(DType d, std::uint64_t n) {
-    auto& m = plans[static_cast<int>(d)];
-    {
-      std::shared_lock lock(plans_mu);
-      if (auto it = m.find(n); it != m.end()) return *it->second;
-    }
-    auto p = make_plan(d, n);
-    std::unique_lock lock(plans_mu);
-    return *m.try_emplace(n, std::move(p)).first->second;
+    return plans.get(static_cast<int>(d), n, [&] { return make_plan(d, n); });
   }
 
   // The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
