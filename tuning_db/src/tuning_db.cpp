@@ -11,8 +11,12 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <system_error>
 
@@ -230,12 +234,49 @@ void migrate(TuningDb::Impl& im, int from) {
   }
 }
 
+/// Creates a missing database file complete: the schema is written to a temporary file beside
+/// it, which is then hard-linked to @p path (link(2) fails if the name exists, so exactly one of
+/// several racing creators wins and nobody's file is replaced). Readers therefore see no file or
+/// a complete database, never an empty SQLite file or a half-made schema. Best effort: on any
+/// failure (a filesystem without hard links, no write permission...) nothing is left behind and
+/// the caller creates the file in place as before, reporting the errors of that.
+void create_complete(const TuningDb::Impl& im) {
+  const fs::path tmp = detail::temp_beside(im.path);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  try {
+    {
+      SQLite::Database db(tmp.c_str(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 0,
+                          im.options.vfs.empty() ? nullptr : im.options.vfs.c_str());
+      if (im.options.wal) {
+        try {
+          db.exec("PRAGMA journal_mode = WAL");  // no shared memory: stays 'delete'; open() warns
+        } catch (const SQLite::Exception&) {
+        }
+      }
+      SQLite::Transaction t(db, SQLite::TransactionBehavior::IMMEDIATE);
+      for (int k = 1; k <= TuningDb::kSchemaVersion; ++k) detail::apply_migration(db, k);
+      t.commit();
+    }  // closed: a WAL is checkpointed into the file and removed
+    if (::link(tmp.c_str(), im.path.c_str()) != 0 && errno != EEXIST) {
+      spdlog::debug("tuning database '{}': cannot link the new file into place ({}); creating it in place",
+                    im.path.string(), std::strerror(errno));
+    }
+  } catch (const std::exception& e) {
+    spdlog::debug("tuning database '{}': cannot prepare a new file beside it ({}); creating it in place",
+                  im.path.string(), e.what());
+  }
+  fs::remove(tmp, ec);
+  detail::remove_companions(tmp);
+}
+
 }  // namespace
 
 TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& options) {
   if (path.empty()) throw DbError(ErrorKind::InvalidArgument, "tuning database path is empty");
   auto im = std::make_unique<Impl>();
   im->path = path;
+  im->use = detail::FileUse(path);
   im->mode = mode;
   im->options = options;
   if (options.lock_timeout.count() < 0) {
@@ -259,6 +300,7 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
                   path);
   }
   if (mode == OpenMode::ReadWrite) {
+    if (!fs::exists(fs::symlink_status(path, ec))) create_complete(*im);
     connect(*im, false);
     check_file(*im);
     const detail::FileState fst = im->run("reading the schema version", [&] { return detail::inspect(*im->db); });
@@ -271,7 +313,9 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
 
   // ReadOnly. SQLite creates -wal/-shm beside a WAL-mode file even for a read-only connection
   // (it needs them to coordinate with writers) and cannot remove them at close. If we refuse
-  // the file, remove the ones this open created, as long as the -wal holds nothing.
+  // the file, remove the ones this open may have created, as long as the -wal holds nothing and
+  // no other connection uses them (a writer may have created or opened them meanwhile: removing
+  // them from under it would send its commits to an unlinked WAL, i.e. lose them).
   const fs::path wal = detail::sibling(path, "-wal");
   const fs::path shm = detail::sibling(path, "-shm");
   const bool had_wal = fs::exists(fs::symlink_status(wal, ec));
@@ -293,10 +337,7 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
                           [&] { return im->db->execAndGet("PRAGMA journal_mode").getString(); });
   } catch (const DbError&) {
     im->db.reset();
-    if (!had_wal && !had_shm && fs::exists(wal, ec) && fs::file_size(wal, ec) == 0 && !ec) {
-      fs::remove(wal, ec);
-      fs::remove(shm, ec);
-    }
+    if (!had_wal && !had_shm) detail::remove_unused_wal_files(path);
     throw;
   }
   return TuningDb(std::move(im));

@@ -18,6 +18,10 @@ namespace amax::db {
 
 struct TuningDb::Impl {
   std::filesystem::path path;
+  /// Registers this object as a user of `path` in this process for its lifetime (see
+  /// detail::FileUse), so that a failed ReadOnly open elsewhere in the process never touches
+  /// the file's locks or companions while this object may hold them.
+  detail::FileUse use;
   OpenMode mode = OpenMode::ReadWrite;
   OpenOptions options;
   int version = 0;          // schema version of the file

@@ -1,5 +1,6 @@
 #include "util.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <mutex>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -202,6 +205,81 @@ bool valid_utf8(std::string_view s, std::size_t* bad_offset) noexcept {
 std::filesystem::path temp_beside(const std::filesystem::path& p) {
   static std::atomic<unsigned> counter{0};
   return sibling(p, ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+namespace {
+
+std::mutex& uses_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, int>& uses() {
+  static std::map<std::string, int> m;
+  return m;
+}
+std::string use_key(const std::filesystem::path& p) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+  return (ec ? p : abs).lexically_normal().string();
+}
+
+}  // namespace
+
+FileUse::FileUse(const std::filesystem::path& p) : key_(use_key(p)) {
+  std::lock_guard<std::mutex> lock(uses_mutex());
+  ++uses()[key_];
+}
+
+FileUse& FileUse::operator=(FileUse&& o) noexcept {
+  if (this != &o) {
+    FileUse dropped(std::move(*this));
+    key_ = std::move(o.key_);
+    o.key_.clear();
+  }
+  return *this;
+}
+
+FileUse::~FileUse() {
+  if (key_.empty()) return;
+  std::lock_guard<std::mutex> lock(uses_mutex());
+  auto it = uses().find(key_);
+  if (it != uses().end() && --it->second <= 0) uses().erase(it);
+}
+
+int FileUse::count(const std::filesystem::path& p) {
+  std::lock_guard<std::mutex> lock(uses_mutex());
+  auto it = uses().find(use_key(p));
+  return it == uses().end() ? 0 : it->second;
+}
+
+void remove_unused_wal_files(const std::filesystem::path& db_path) noexcept {
+  try {
+    // Another TuningDb of this process may hold SQLite locks on the file: POSIX locks do not
+    // conflict within a process, and closing any descriptor of the file would drop them.
+    if (FileUse::count(db_path) > 1) return;
+    const std::filesystem::path wal = sibling(db_path, "-wal");
+    const std::filesystem::path shm = sibling(db_path, "-shm");
+    std::error_code ec;
+    if (!std::filesystem::exists(wal, ec) || std::filesystem::file_size(wal, ec) != 0 || ec) return;
+    const int fd = ::open(db_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return;  // e.g. a read-only file: leave the companions to its next writer
+    // SQLite's POSIX locking: PENDING_BYTE 0x40000000, RESERVED_BYTE +1, SHARED_FIRST +2, 510
+    // bytes. A write lock on the shared range fails while any connection has the file open in
+    // WAL mode, and keeps newcomers out (they get SQLITE_BUSY and retry) until it is released.
+    struct flock lk {};
+    lk.l_type = F_WRLCK;
+    lk.l_whence = SEEK_SET;
+    lk.l_start = 0x40000000 + 2;
+    lk.l_len = 510;
+    if (::fcntl(fd, F_SETLK, &lk) == 0) {
+      if (std::filesystem::file_size(wal, ec) == 0 && !ec) {
+        std::filesystem::remove(wal, ec);
+        std::filesystem::remove(shm, ec);
+      }
+    }
+    ::close(fd);  // releases the lock
+  } catch (...) {
+  }
 }
 
 }  // namespace amax::db::detail

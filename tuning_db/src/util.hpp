@@ -78,4 +78,30 @@ bool valid_utf8(std::string_view s, std::size_t* bad_offset = nullptr) noexcept;
 /// A unique temporary name beside @p p ("<p>.tmp-<pid>-<counter>").
 std::filesystem::path temp_beside(const std::filesystem::path& p);
 
+/// Marks a database file as being opened or used by a TuningDb of this process, for its
+/// lifetime (a process-wide count per absolute path). Movable, not copyable.
+class FileUse {
+ public:
+  FileUse() = default;
+  explicit FileUse(const std::filesystem::path& p);
+  FileUse(FileUse&& o) noexcept : key_(std::move(o.key_)) { o.key_.clear(); }
+  FileUse& operator=(FileUse&& o) noexcept;
+  FileUse(const FileUse&) = delete;
+  FileUse& operator=(const FileUse&) = delete;
+  ~FileUse();
+  /// How many FileUse objects of this process currently name @p p.
+  static int count(const std::filesystem::path& p);
+
+ private:
+  std::string key_;
+};
+
+/// Removes @p db_path's -wal and -shm after a failed ReadOnly open, but only when nobody can be
+/// using them: no other TuningDb of this process names the file, the -wal is empty, and an
+/// exclusive POSIX lock on SQLite's SHARED byte range of the database file can be taken (every
+/// connection to a WAL-mode file holds a shared lock there for as long as it is open, and a
+/// newcomer must get one before it opens the -wal; SQLite's own "last connection deletes the WAL"
+/// rule uses the same lock). Never throws.
+void remove_unused_wal_files(const std::filesystem::path& db_path) noexcept;
+
 }  // namespace amax::db::detail
