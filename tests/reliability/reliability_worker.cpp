@@ -12,12 +12,12 @@
 //       "done recorded=<r> skipped=<s>"
 //     Any DbError: "error <kind>: <message>" on stderr, exit 2.
 //
-//   read --db PATH --iterations I [--stop-file F] [--min-iterations M]
+//   read --db PATH --iterations I [--stop-file F] [--min-iterations M] [--pause-us U]
 //     Behaves like the runtime library's loader: every iteration builds amax::DispatchTables and
 //     load()s the database as the user database (ReadOnly open, winners() of the arch), calls
 //     choose() for a few sizes, then opens the file ReadOnly itself and runs winners() and
 //     lookup_nearest(). Stops after I iterations, or (with --stop-file) once F exists and at
-//     least M iterations ran. Any warning, error or inconsistency (the number of winners going
+//     least M iterations ran; pauses U microseconds per iteration. Any warning, error or inconsistency (the number of winners going
 //     down, a choice that fails validation) is printed on stderr and makes the exit code 3.
 //     Prints "reads <iterations> winners=<last count> loads_with_entries=<k>" at the end.
 #include <spdlog/spdlog.h>
@@ -111,6 +111,7 @@ int run_read(const Args& a) {
   const std::uint64_t iterations = a.num("iterations", 10);
   const std::uint64_t min_iterations = a.num("min-iterations", 1);
   const std::string stop = a.get("stop-file");
+  const auto pause_us = a.num("pause-us", 0);
   const ArchInfo arch = ArchInfo::parse(kArch);
   const DispatchIdentity id{"NVIDIA H200", kArch, kCuCount, kCompiler, template_hash(),
                             std::string(generator_version())};
@@ -131,6 +132,7 @@ int run_read(const Args& a) {
       const Choice c = tables.choose(DType::fp32, n);
       if (auto why = c.config.validate(arch, DType::fp32)) fail("choice for n=" + std::to_string(n) + ": " + *why);
     }
+    if (pause_us) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
     if (!std::filesystem::exists(path)) continue;
     const db::TuningDb tdb = db::TuningDb::open(path, db::OpenMode::ReadOnly);
     const std::size_t now = tdb.winners(db::WinnerFilter{kArch, db::Dtype::fp32}).size();

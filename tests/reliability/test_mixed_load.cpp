@@ -44,7 +44,7 @@ TEST_P(MixedLoadTest, WritersAndReadersOnOneFileFinishWithoutErrors) {
     for (int i = 0; i < L.readers; ++i) {
       readers.push_back(std::make_unique<Child>(
           std::vector<std::string>{worker_exe(), "read", "--db", db.string(), "--stop-file", stop.string(),
-                                   "--min-iterations", "5"},
+                                   "--min-iterations", "5", "--pause-us", "1000"},
           file("reader-" + std::to_string(round) + "-" + std::to_string(i))));
     }
     for (int i = 0; i < L.writers; ++i) {
