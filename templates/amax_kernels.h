@@ -10,7 +10,7 @@
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
-// AMAX_RESTRICT, amax_shfl_xor, amax_fence, amax_atomic_max, amax_atomic_inc, amax_max_u16x2,
+// AMAX_RESTRICT, amax_shfl_xor, amax_atomic_max, amax_arrive, amax_max_u16x2,
 // amax_zero_above_u16x2 and amax_float_bits.
 //
 // Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,
@@ -173,8 +173,8 @@ AMAX_DEVICE unsigned amax_block_reduce(unsigned v) {
   return v;
 }
 
-// Max over count fp32-bit words written by other blocks (volatile: they are read after a fence
-// in the same launch, one_pass). Valid in thread 0.
+// Max over count fp32-bit words written by other blocks (volatile: one_pass reads them in the
+// same launch, after the acquire of amax_arrive). Valid in thread 0.
 AMAX_DEVICE unsigned amax_reduce_words(const volatile unsigned* words, unsigned count) {
   unsigned v = 0;
   for (unsigned i = threadIdx.x; i < count; i += AMAX_THREADS) v = amax_umax(v, words[i]);
@@ -206,15 +206,17 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   if (threadIdx.x == 0) workspace[blockIdx.x] = bits;
   (void)counter;
 #else  // one_pass: the last block to arrive reduces the block maxima and resets the counter
+  // Thread 0 stores the block maximum, then counts the block with an acquire-release atomic:
+  // the release publishes the store; in the last block the acquire, followed by the barrier,
+  // makes every other block's store visible to all its threads (the pattern of CUTLASS's
+  // semaphore).
   __shared__ bool is_last;
   if (threadIdx.x == 0) {
     workspace[blockIdx.x] = bits;
-    amax_fence();  // publish this block's maximum before counting it
-    is_last = amax_atomic_inc(counter) == gridDim.x - 1;
+    is_last = amax_arrive(counter) == gridDim.x - 1;
   }
   __syncthreads();
   if (is_last) {
-    amax_fence();
     bits = amax_reduce_words(workspace, gridDim.x);
     if (threadIdx.x == 0) {
       amax_write_result(out, bits);

@@ -12,9 +12,15 @@
 AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask, AMAX_WAVE_SIZE);
 }
-AMAX_DEVICE void amax_fence() { __threadfence(); }
 AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
-AMAX_DEVICE unsigned amax_atomic_inc(unsigned* p) { return atomicAdd(p, 1u); }
+// Counts a block's arrival with one device-scope acquire-release atomic: the block's earlier
+// stores are visible to whoever sees the count (release), and the last block sees every earlier
+// block's stores (acquire), without separate __threadfence() calls.
+AMAX_DEVICE unsigned amax_arrive(unsigned* p) {
+  unsigned old;
+  asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
 // Per 16-bit lane unsigned max of two packed words (one VIMNMX on sm_90).
 AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) { return __vmaxu2(a, b); }
 // Zeroes each 16-bit lane of w that is greater than the same lane of limit.

@@ -13,9 +13,11 @@
 AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
   return (unsigned)__shfl_xor((int)v, lane_mask, AMAX_WAVE_SIZE);
 }
-AMAX_DEVICE void amax_fence() { __threadfence(); }
 AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
-AMAX_DEVICE unsigned amax_atomic_inc(unsigned* p) { return atomicAdd(p, 1u); }
+// Counts a block's arrival with one agent-scope acquire-release atomic (see prelude_cuda.h).
+AMAX_DEVICE unsigned amax_arrive(unsigned* p) {
+  return __hip_atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+}
 // Per 16-bit lane unsigned max of two packed words.
 AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) {
   unsigned lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
