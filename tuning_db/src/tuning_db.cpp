@@ -13,6 +13,8 @@
 
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -74,6 +76,19 @@ const fs::path& TuningDb::path() const noexcept {
 }
 OpenMode TuningDb::mode() const noexcept { return impl_ ? impl_->mode : OpenMode::ReadOnly; }
 int TuningDb::schema_version() const noexcept { return impl_ ? impl_->version : 0; }
+bool TuningDb::in_memory() const noexcept { return impl_ && impl_->in_memory; }
+
+void TuningDb::Impl::explain_locked(const DbError& e) const {
+  if (options.vfs != "unix-dotfile") return;
+  std::error_code ec;
+  const fs::path lock = detail::sibling(path, ".lock");
+  if (!fs::exists(fs::symlink_status(lock, ec))) return;
+  throw DbError(ErrorKind::Locked,
+                std::string(e.what()) + "; with the unix-dotfile VFS the lock is the directory " + quoted(lock) +
+                    ", which a process killed while holding it leaves behind: if no process is using the "
+                    "database, remove that directory",
+                path, e.sqlite_code());
+}
 std::string TuningDb::journal_mode() const {
   std::lock_guard<std::mutex> lock(impl().mu);
   return impl_->journal;
@@ -234,6 +249,21 @@ void migrate(TuningDb::Impl& im, int from) {
   }
 }
 
+/// Refuses a ReadWrite open when SQLite could not create its journal files beside the database
+/// (-journal, -wal, -shm): otherwise the open would succeed and the first write fail.
+void require_writable_directory(const fs::path& path) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0) return;
+  const int err = errno;
+  if (err != EACCES && err != EROFS && err != EPERM) return;  // let SQLite report anything else
+  throw DbError(ErrorKind::ReadOnly,
+                "tuning database " + quoted(path) + " cannot be opened for writing: its directory " + quoted(dir) +
+                    " is not writable (" + std::strerror(err) +
+                    ") and SQLite creates its journal files there; open it with OpenMode::ReadOnly to read it, "
+                    "or use a database in a writable directory",
+                path);
+}
+
 /// Creates a missing database file complete: the schema is written to a temporary file beside
 /// it, which is then hard-linked to @p path (link(2) fails if the name exists, so exactly one of
 /// several racing creators wins and nobody's file is replaced). Readers therefore see no file or
@@ -290,8 +320,19 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
   if (fs::is_directory(st)) {
     throw DbError(ErrorKind::InvalidArgument, "tuning database path " + quoted(path) + " is a directory", path);
   }
+  if (mode == OpenMode::ReadWrite && options.memory_fallback) {
+    try {
+      OpenOptions plain = options;
+      plain.memory_fallback = false;
+      return open(path, mode, plain);
+    } catch (const DbError& e) {
+      if (e.kind() != ErrorKind::ReadOnly && e.kind() != ErrorKind::Io) throw;
+      return open_in_memory(path, options, e.what());
+    }
+  }
   if (mode == OpenMode::ReadWrite) {
     detail::ensure_directories(path.parent_path(), path);
+    require_writable_directory(path);
   } else if (!fs::exists(st)) {
     throw DbError(ErrorKind::Io,
                   "tuning database " + quoted(path) + " cannot be opened read-only: " +
@@ -340,6 +381,54 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
     if (!had_wal && !had_shm) detail::remove_unused_wal_files(path);
     throw;
   }
+  return TuningDb(std::move(im));
+}
+
+TuningDb TuningDb::open_in_memory(const fs::path& path, const OpenOptions& options, const std::string& why) {
+  auto im = std::make_unique<Impl>();
+  im->path = path;
+  im->mode = OpenMode::ReadWrite;
+  im->options = options;
+  im->options.memory_fallback = false;
+  im->in_memory = true;
+  try {
+    im->db = std::make_unique<SQLite::Database>(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  } catch (const SQLite::Exception& e) {
+    throw detail::translate(e, path, "opening an in-memory database");
+  }
+  int version = 0;
+  std::error_code ec;
+  bool copied = false;
+  if (fs::exists(path, ec)) {
+    // The file's contents, checked like any ReadOnly open (Corrupt, FutureSchema... propagate);
+    // a file that cannot even be read is replaced by an empty database.
+    std::optional<TuningDb> src;
+    try {
+      OpenOptions ro = options;
+      ro.memory_fallback = false;
+      src.emplace(open(path, OpenMode::ReadOnly, ro));
+    } catch (const DbError& e) {
+      if (e.kind() != ErrorKind::Io && e.kind() != ErrorKind::ReadOnly) throw;
+    }
+    if (src) {
+      im->run("copying the database into memory", [&] {
+        std::lock_guard<std::mutex> lock(src->impl_->mu);
+        sqlite3_backup* b = sqlite3_backup_init(im->db->getHandle(), "main", src->impl_->db->getHandle(), "main");
+        if (!b) throw SQLite::Exception(im->db->getHandle());
+        const int rc = sqlite3_backup_step(b, -1);
+        sqlite3_backup_finish(b);
+        if (rc != SQLITE_DONE) throw SQLite::Exception(sqlite3_errstr(rc), rc);
+      });
+      version = src->schema_version();
+      copied = true;
+    }
+  }
+  migrate(*im, version);
+  im->version = kSchemaVersion;
+  im->journal = "memory";
+  spdlog::warn("tuning database '{}' cannot be written ({}); using an in-memory database{} instead: results of "
+               "this run are kept in memory only and are lost when it ends unless exported",
+               path.string(), why, copied ? " holding a copy of its contents" : "");
   return TuningDb(std::move(im));
 }
 

@@ -27,6 +27,7 @@ struct TuningDb::Impl {
   int version = 0;          // schema version of the file
   std::string journal;      // journal mode after open
   bool immutable = false;   // opened with immutable=1
+  bool in_memory = false;   // OpenOptions::memory_fallback replaced the file
   std::unique_ptr<SQLite::Database> db;
   mutable std::mutex mu;
 
@@ -34,8 +35,17 @@ struct TuningDb::Impl {
   template <class F>
   auto run(std::string_view what, F&& f) const -> decltype(f()) {
     std::lock_guard<std::mutex> lock(mu);
-    return detail::with_retry(path, what, options.lock_timeout, f);
+    try {
+      return detail::with_retry(path, what, options.lock_timeout, f);
+    } catch (const DbError& e) {
+      if (e.kind() == ErrorKind::Locked) explain_locked(e);
+      throw;
+    }
   }
+
+  /// For the unix-dotfile VFS, rethrows @p e with a hint about a stale "<path>.lock" directory
+  /// when one exists; returns otherwise.
+  void explain_locked(const DbError& e) const;
 
   /// @throws DbError(ReadOnly) when opened ReadOnly.
   void require_writable(std::string_view what) const;

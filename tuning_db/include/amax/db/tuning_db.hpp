@@ -51,8 +51,20 @@ struct OpenOptions {
   /// WAL-mode file lies in a directory this process cannot write (a system database).
   bool immutable = false;
   /// SQLite VFS name, empty for the default. "unix-dotfile" helps on network filesystems
-  /// without POSIX locks; "unix-none" (no locking, no WAL) is for tests only.
+  /// without POSIX locks (it has no shared memory, so it always uses the rollback journal, with
+  /// one warning); note that its lock is a directory "<path>.lock" which a process killed while
+  /// holding it leaves behind: every later open then fails with Locked after lock_timeout (the
+  /// message says so) until the directory is removed. Processes using different VFSes on one
+  /// file do not see each other's locks. "unix-none" (no locking, no WAL) is for tests only.
   std::string vfs;
+  /// ReadWrite only: when the file cannot be written (it, its directory or its filesystem is
+  /// read-only, or the directory cannot be created: a read-only HOME in a container), open an
+  /// in-memory database instead, holding a copy of the file's contents when it exists and is
+  /// readable, and log one warning naming the file and the reason. Everything works as usual
+  /// (record_key, resume, exports) but nothing reaches the file: results are lost when the
+  /// object is destroyed unless exported. in_memory() tells. Damaged or future-schema files
+  /// still raise Corrupt / FutureSchema (they are not a reason to run without the file).
+  bool memory_fallback = false;
 };
 
 /// A key whose winner for the current device is stale, and why. Plain value type.
@@ -95,8 +107,11 @@ class TuningDb {
   /// @throws DbError Corrupt (damaged / not SQLite; the file is left byte-for-byte unchanged),
   ///   FutureSchema (message names the file's and this build's versions), InvalidArgument (an
   ///   SQLite file of another application, or an empty path), Io (cannot create a directory or
-  ///   open the file; ReadOnly: file missing), ReadOnly (ReadWrite asked of a file or directory
-  ///   that is not writable), Locked (lock_timeout exceeded).
+  ///   open the file; ReadOnly: file missing), ReadOnly (ReadWrite asked of a file, directory or
+  ///   filesystem that is not writable: SQLite creates its journal files beside the database, so
+  ///   a writable file in a read-only directory is refused at open, not at the first write),
+  ///   Locked (lock_timeout exceeded). With OpenOptions::memory_fallback, ReadOnly and Io of a
+  ///   ReadWrite open give an in-memory database instead (see there).
   /// Thread-safety: may be called concurrently from any thread/process.
   [[nodiscard]] static TuningDb open(const std::filesystem::path& path,
                                      OpenMode mode = OpenMode::ReadWrite,
@@ -135,8 +150,12 @@ class TuningDb {
   [[nodiscard]] OpenMode mode() const noexcept;
   /// The file's schema version: kSchemaVersion after a ReadWrite open; may be lower ReadOnly.
   [[nodiscard]] int schema_version() const noexcept;
-  /// "wal", "delete", ... as SQLite reports it after open. Thread-safe.
+  /// "wal", "delete", ... as SQLite reports it after open; "memory" for an in-memory fallback.
+  /// Thread-safe.
   [[nodiscard]] std::string journal_mode() const;
+  /// True when OpenOptions::memory_fallback replaced an unwritable file with an in-memory copy:
+  /// nothing written through this object reaches path(). Thread-safe.
+  [[nodiscard]] bool in_memory() const noexcept;
 
   /// Records all trials of one key and its winner in ONE transaction, replacing any trials and
   /// winner stored for the same key and provenance identity (a re-tune). Without a winner (every
@@ -223,6 +242,8 @@ class TuningDb {
 
  private:
   explicit TuningDb(std::unique_ptr<Impl> impl);
+  static TuningDb open_in_memory(const std::filesystem::path& path, const OpenOptions& options,
+                                 const std::string& why);
   Impl& impl() const;  // throws DbError(InvalidArgument) on a moved-from object
   std::unique_ptr<Impl> impl_;
 };
