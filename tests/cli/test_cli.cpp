@@ -1,0 +1,170 @@
+// The amax-tune command line as a user meets it (CPU): exit codes and error messages for bad
+// input, the database commands on real files, emit. Runs the real binary.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CmdResult {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+CmdResult run(const std::string& args) {
+  const std::string cmd = std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return CmdResult{WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("amax-cli-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  // A real database made from the shipped text dump.
+  fs::path shipped_db() {
+    const auto db = dir / "sys.db";
+    const CmdResult r = run("import " + std::string(AMAX_SYSTEM_DB_TEXT) + " -o " + db.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    return db;
+  }
+  fs::path dir;
+};
+
+}  // namespace
+
+TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"--arch sm_9x --db " + (dir / "a.db").string(), "invalid arch 'sm_9x'"},
+      {"--arch gfx942:sramecc --db " + (dir / "a.db").string(), "target feature 'sramecc' must end in + or -"},
+      {"--arch sm_90 --dtypes fp32,fp8 --db " + (dir / "a.db").string(), "unknown dtype 'fp8' in --dtypes 'fp32,fp8'"},
+      {"--arch sm_90 --sizes 0 --db " + (dir / "a.db").string(), "invalid size '0' in --sizes '0': sizes must be at least 1"},
+      {"--arch sm_90 --sizes 2^70 --db " + (dir / "a.db").string(), "invalid size '2^70'"},
+      {"--arch sm_90 --sizes 3..16 --db " + (dir / "a.db").string(), "a range needs a power of two A <= B"},
+      {"--arch sm_90 --sizes 2^10..2^5 --db " + (dir / "a.db").string(), "a range needs a power of two A <= B"},
+      {"--arch sm_90 --sizes , --db " + (dir / "a.db").string(), "empty item"},
+      {"--arch sm_90 --sizes 12x --db " + (dir / "a.db").string(), "invalid size '12x' in --sizes '12x': not a number"},
+      {"--arch sm_90 --time-budget -5 --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got -5"},
+      {"emit --arch sm_90 --dtype fp32 --label one_pass.t256.v8.u4.b8cu", "vector of 8 x fp32 = 32 bytes exceeds 16 bytes"},
+      {"emit --arch sm_90 --dtype bf16 --label one_pass.t256", "invalid variant label 'one_pass.t256'"},
+      {"emit --arch sm_90 --dtype half8", "unknown dtype 'half8'"},
+      {"emit --arch sm_90", "emit needs --label LABEL, --list or --out-dir DIR"},
+      {"bench --regime lukewarm", "--regime must be cold, warm or both, got 'lukewarm'"},
+      {"bench --rounds 1", "--rounds must be at least 3, got 1"},
+  };
+  for (const auto& c : cases) {
+    const CmdResult r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "amax-tune: error: ")) << c.args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, c.expect)) << c.args << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(dir / "a.db")) << "a rejected command created the database";
+}
+
+TEST_F(Cli, UnknownOptionsAndSubcommandsAreRejected) {
+  EXPECT_NE(run("--no-such-option").code, 0);
+  EXPECT_NE(run("frobnicate").code, 0);
+  const CmdResult v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_TRUE(has(v.out, "0.1.0")) << v.out;
+}
+
+TEST_F(Cli, TuningWithoutTheDeviceSaysSo) {
+  const CmdResult r = run("--arch sm_90 --db " + (dir / "t.db").string());
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present (tuning ran)";
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90")) << r.out;
+}
+
+TEST_F(Cli, ShowExportImportMergeOnRealFiles) {
+  const auto db = shipped_db();
+  CmdResult r = run("show --db " + db.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "78 winners in ")) << r.out;
+  EXPECT_TRUE(has(r.out, "'NVIDIA H200' (sm_90, 132 CUs)")) << r.out;
+  r = run("show --db " + db.string() + " --dtype bf16");
+  EXPECT_TRUE(has(r.out, "26 winners in ")) << r.out;
+
+  r = run("export --format csv --db " + db.string() + " -o " + (dir / "w.csv").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  const std::string csv = slurp(dir / "w.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 79) << "header + 78 rows";
+  r = run("export --format text --db " + db.string() + " -o " + (dir / "round.jsonl").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(slurp(dir / "round.jsonl"), slurp(AMAX_SYSTEM_DB_TEXT)) << "text dump does not round-trip";
+  r = run("export --format yaml --db " + db.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.out, "unknown --format 'yaml'")) << r.out;
+
+  // Merging a database with itself keeps every winner; onto an input is refused.
+  fs::copy_file(db, dir / "b.db");
+  r = run("merge " + db.string() + " " + (dir / "b.db").string() + " -o " + (dir / "m.db").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "78 winners")) << r.out;
+  const std::string before = slurp(db);
+  r = run("merge " + db.string() + " " + (dir / "b.db").string() + " -o " + db.string());
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_EQ(slurp(db), before) << "a refused merge modified its input";
+}
+
+TEST_F(Cli, DamagedOrMissingDatabasesAreReportedAndLeftUntouched) {
+  const auto db = shipped_db();
+  const std::string good = slurp(db);
+  const auto bad = dir / "damaged.db";
+  std::ofstream(bad, std::ios::binary) << good.substr(0, good.size() / 2 + 100);
+  const std::string damaged = slurp(bad);
+  for (const std::string cmd : {"show --db ", "export --format json --db "}) {
+    const CmdResult r = run(cmd + bad.string());
+    EXPECT_EQ(r.code, 1) << cmd << r.out;
+    EXPECT_TRUE(has(r.out, bad.string())) << r.out;
+    EXPECT_EQ(slurp(bad), damaged) << cmd << "modified the damaged file";
+  }
+  const CmdResult m = run("show --db " + (dir / "missing.db").string());
+  EXPECT_EQ(m.code, 1);
+  EXPECT_TRUE(has(m.out, "no such file")) << m.out;
+  EXPECT_FALSE(fs::exists(dir / "missing.db"));
+  std::ofstream(dir / "junk.jsonl") << "{\"format\":\"amax-tune-db\",\"schema_version\":2}\n{not json\n";
+  const CmdResult i = run("import " + (dir / "junk.jsonl").string() + " -o " + (dir / "j.db").string());
+  EXPECT_EQ(i.code, 1) << i.out;
+  EXPECT_TRUE(has(i.out, "line 2")) << i.out;
+  EXPECT_FALSE(fs::exists(dir / "j.db"));
+}
+
+TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
+  CmdResult r = run("emit --arch sm_90 --dtype bf16 --label one_pass.t256.v8.u4.b8cu");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("// amax-tune generated kernel: one_pass.t256.v8.u4 bf16 (nvidia)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_FALSE(has(r.out, "#include"));
+  EXPECT_TRUE(has(r.out, "amax_one_pass_t256_v8_u4_bf16"));
+  r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "240 variants (48 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
+  r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 48);
+}
