@@ -38,6 +38,8 @@ struct Journal {
   int rounds;
 };
 
+void PrintTo(const Journal& x, std::ostream* os) { *os << x.name; }
+
 class KillTest : public TempDirTest, public ::testing::WithParamInterface<Journal> {};
 
 /// (device, n) -> number of trials, from the file itself (raw SQLite, independent of TuningDb).

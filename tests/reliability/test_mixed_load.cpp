@@ -28,6 +28,8 @@ struct Load {
   int readers;
 };
 
+void PrintTo(const Load& x, std::ostream* os) { *os << x.name; }
+
 class MixedLoadTest : public TempDirTest, public ::testing::WithParamInterface<Load> {};
 
 constexpr std::uint64_t kKeysPerWriter = 20;
