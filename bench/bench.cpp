@@ -64,6 +64,12 @@ BenchReport run_bench(const BenchOptions& o) {
   if (sizes.empty())
     for (int p = 10; p <= 30; ++p) sizes.push_back(1ull << p);
   std::uint64_t max_bytes = 0, max_ws = 16, max_cub = 16;
+  const DeviceInfo& dev = rep.device;
+  for (DType d : o.dtypes)
+    for (auto n : sizes)
+      if (n > tune::max_input_elements(dev, d))
+        throw std::runtime_error(fmt::format("{} n={} does not fit in the {} GiB of {} with room for rotating inputs",
+                                             to_string(d), n, dev.memory_bytes >> 30, dev.name));
   for (DType d : o.dtypes)
     for (auto n : sizes) {
       max_bytes = std::max(max_bytes, n * info(d).bytes);

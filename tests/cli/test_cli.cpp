@@ -73,6 +73,14 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"emit --arch sm_90 --dtype bf16 --label one_pass.t256", "invalid variant label 'one_pass.t256'"},
       {"emit --arch sm_90 --dtype half8", "unknown dtype 'half8'"},
       {"emit --arch sm_90", "emit needs --label LABEL, --list or --out-dir DIR"},
+      {"--arch sm_90 --sizes '' --db " + (dir / "a.db").string(), "--sizes is empty"},
+      {"--arch sm_90 --device -1 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -1"},
+      {"--arch sm_90 --time-budget nan --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got nan"},
+      {"--dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64'"},  // before any device query
+      {"-j -1 --db " + (dir / "a.db").string(), "--jobs"},
+      {"emit --list --arch sm_90 -o " + (dir / "l.txt").string(), "-o/--out goes with --label"},
+      {"emit --list --label x --arch sm_90", "emit takes one of --label, --list and --out-dir"},
+      {"export --db " + (dir / "none.db").string(), "--format is required"},
       {"bench --regime lukewarm", "--regime must be cold, warm or both, got 'lukewarm'"},
       {"bench --rounds 1", "--rounds must be at least 3, got 1"},
   };
@@ -120,6 +128,17 @@ TEST_F(Cli, ShowExportImportMergeOnRealFiles) {
   r = run("export --format yaml --db " + db.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.out, "unknown --format 'yaml'")) << r.out;
+
+  // Exporting or importing onto the input is refused and the input survives.
+  const std::string db_bytes = slurp(db);
+  r = run("export --format text --db " + db.string() + " -o " + db.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "is the database being exported")) << r.out;
+  EXPECT_EQ(slurp(db), db_bytes);
+  fs::copy_file(AMAX_SYSTEM_DB_TEXT, dir / "dump.jsonl");
+  r = run("import " + (dir / "dump.jsonl").string() + " -o " + (dir / "dump.jsonl").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(slurp(dir / "dump.jsonl"), slurp(AMAX_SYSTEM_DB_TEXT));
 
   // Merging a database with itself keeps every winner; onto an input is refused.
   fs::copy_file(db, dir / "b.db");

@@ -41,6 +41,9 @@ int run_emit(const EmitOptions& o) {
   const ArchInfo arch = need_arch(o.arch);
   const DType dtype = need_dtype(o.dtype);
   const auto space = enumerate_space(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
+  if (int(o.list) + int(!o.label.empty()) + int(!o.out_dir.empty()) > 1)
+    throw UsageError("emit takes one of --label, --list and --out-dir");
+  if (o.list && !o.out.empty()) throw UsageError("-o/--out goes with --label (--list prints to stdout)");
   if (o.list) {
     for (const auto& c : space) std::cout << c.label() << "\n";
     std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}\n",
@@ -49,7 +52,11 @@ int run_emit(const EmitOptions& o) {
     return kExitOk;
   }
   if (!o.out_dir.empty()) {
-    std::filesystem::create_directories(o.out_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.out_dir))
+      throw std::runtime_error("cannot create the directory " + o.out_dir + ": " +
+                               (ec ? ec.message() : std::string("a file of that name exists")));
     const auto kernels = distinct_kernels(space);
     for (const auto& c : kernels) {
       const auto path = std::filesystem::path(o.out_dir) /
@@ -73,8 +80,7 @@ int run_emit(const EmitOptions& o) {
   if (o.out.empty() || o.out == "-") {
     std::cout << src;
   } else {
-    std::ofstream f(o.out);
-    if (!(f << src)) throw std::runtime_error("cannot write " + o.out);
+    write_file_atomically(o.out, [&](std::ostream& f) { f << src; });
   }
   return kExitOk;
 }

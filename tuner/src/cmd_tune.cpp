@@ -1,6 +1,11 @@
 // amax-tune [tune]: the tuning run, its summary table and JSON; amax-tune show/export/merge.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -19,6 +24,38 @@ namespace amax::cli {
 
 std::filesystem::path default_db_path() { return default_user_db_path(); }
 
+void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what) {
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
+    throw UsageError("the output " + out.string() + " is " + what + " (" + in.string() +
+                     "): choose another output file");
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
+  const auto tmp = std::filesystem::path(path.string() + ".tmp-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f)
+      throw std::runtime_error("cannot write " + path.string() + ": cannot create " + tmp.string() + " (" +
+                               std::strerror(errno) + ")");
+    try {
+      write(f);
+      f.flush();
+      if (!f) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
+    } catch (...) {
+      f.close();
+      std::filesystem::remove(tmp);
+      throw;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
+  }
+}
+
 namespace {
 
 struct TuneArgs {
@@ -29,6 +66,7 @@ struct TuneArgs {
   unsigned jobs = 0;
   double budget = 0;
   bool retune = false, stale = false, rebuild = false, full = false, warm = false, quiet = false;
+  bool sizes_given = false;
   int device = 0;
   std::string json;
 };
@@ -127,6 +165,17 @@ nlohmann::json to_json(const tune::TuneReport& r) {
 
 int run_tune(const TuneArgs& a) {
   tune::TuneOptions o;
+  // Every argument is checked before the device is asked for anything.
+  o.dtypes = parse_dtypes(a.dtypes);
+  try {
+    if (a.sizes_given && a.sizes.empty()) throw std::invalid_argument("--sizes is empty");
+    if (!a.sizes.empty()) o.sizes = tune::parse_sizes(a.sizes);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (!(a.budget >= 0) || !std::isfinite(a.budget))
+    throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
+  if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
   if (a.arch.empty()) {
     Vendor v;
     if (!first_available_vendor(v))
@@ -139,13 +188,6 @@ int run_tune(const TuneArgs& a) {
       throw UsageError(e.what());
     }
   }
-  o.dtypes = parse_dtypes(a.dtypes);
-  try {
-    if (!a.sizes.empty()) o.sizes = tune::parse_sizes(a.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
-  if (a.budget < 0) throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
   o.db_path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
   o.jobs = a.jobs;
   o.time_budget_s = a.budget;
@@ -181,7 +223,8 @@ int run_tune(const TuneArgs& a) {
 void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_option("--arch", a.arch, "Target arch; must match the device (default: the device's)");
   app.add_option("--dtypes", a.dtypes, "Comma-separated dtypes")->capture_default_str();
-  app.add_option("--sizes", a.sizes,
+  app.add_option_function<std::string>(
+         "--sizes", [&a](const std::string& v) { a.sizes = v, a.sizes_given = true; },
                  "Element counts: 1048576, 2^20, 1M, ranges 2^10..2^30 (default: 2^10..2^30 and 5 non-powers)");
   app.add_option("--db", a.db, "Tuning database (default: $AMAX_TUNE_DB, else ~/.local/share/amax-tune/tuning.db)");
   app.add_option("-j,--jobs", a.jobs, "Parallel JIT compilations (default: hardware threads)");
@@ -239,19 +282,18 @@ int run_show(const DbArgs& a) {
 }
 
 int run_export(const DbArgs& a) {
+  if (a.format != "json" && a.format != "csv" && a.format != "text")
+    throw UsageError("unknown --format '" + a.format + "' (expected json, csv or text)");
   const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  if (!a.out.empty() && a.out != "-") refuse_same_file(a.out, path, "the database being exported");
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-  std::ofstream file;
-  std::ostream* os = &std::cout;
-  if (!a.out.empty() && a.out != "-") {
-    file.open(a.out);
-    if (!file) throw std::runtime_error("cannot write " + a.out);
-    os = &file;
-  }
-  if (a.format == "json") db.export_json(*os, a.trials ? db::ExportTable::All : db::ExportTable::Winners);
-  else if (a.format == "csv") db.export_csv(*os, a.trials ? db::ExportTable::Trials : db::ExportTable::Winners);
-  else if (a.format == "text") db.dump_text(*os);
-  else throw UsageError("unknown --format '" + a.format + "' (expected json, csv or text)");
+  auto write = [&](std::ostream& os) {
+    if (a.format == "json") db.export_json(os, a.trials ? db::ExportTable::All : db::ExportTable::Winners);
+    else if (a.format == "csv") db.export_csv(os, a.trials ? db::ExportTable::Trials : db::ExportTable::Winners);
+    else db.dump_text(os);
+  };
+  if (a.out.empty() || a.out == "-") write(std::cout);
+  else write_file_atomically(a.out, write);
   return kExitOk;
 }
 
@@ -293,6 +335,7 @@ void add_db_commands(CLI::App& app) {
   imp->add_option("text", im->a, "Text dump, one JSON row per line")->required()->check(CLI::ExistingFile);
   imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
   imp->final_callback([im] {
+    refuse_same_file(im->out, im->a, "the text dump being imported");
     std::ifstream in(im->a);
     db::TuningDb::load_text(in, im->out);
     auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);

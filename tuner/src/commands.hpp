@@ -14,7 +14,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-#include <filesystem>
+#include <functional>
+#include <ostream>
 
 void add_emit(CLI::App& app);
 /// `amax-tune [tune] --arch ...`: the default command.
@@ -25,5 +26,10 @@ void add_bench(CLI::App& app);
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
 std::filesystem::path default_db_path();
+/// UsageError when `out` exists and is the same file as `in` (also through links).
+void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what);
+/// Writes a file through a temporary beside it, renamed into place only after `write` succeeded:
+/// an existing file is never left half-written. Errors name the file and the reason.
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace amax::cli

@@ -88,6 +88,11 @@ std::vector<double> time_batches(Backend& b, StreamHandle stream, InputRegion& i
   return out;
 }
 
+std::uint64_t max_input_elements(const DeviceInfo& d, DType dtype) {
+  const std::uint64_t reserved = std::min<std::uint64_t>(d.memory_bytes, 5 * d.l2_bytes + (1ull << 30));
+  return (d.memory_bytes - reserved) / info(dtype).bytes;
+}
+
 int batch_size(const TimingProtocol& p, double per_call_us) {
   if (!(per_call_us > 0)) return p.max_batch;
   return std::clamp(static_cast<int>(std::ceil(p.batch_target_us / per_call_us)), 1, p.max_batch);

@@ -120,6 +120,13 @@ class Session {
       for (DType d : o_.dtypes)
         for (auto n : sizes) wanted.emplace_back(d, n);
     }
+    const DeviceInfo& dev = backend_->device();
+    for (auto [d, n] : wanted)  // the input, 5x L2 of rotation and 1 GiB of slack must fit
+      if (n > max_input_elements(dev, d))
+        throw TuneError(fmt::format("{} n={} ({} GiB) does not fit in the {} GiB of {} with room for rotating "
+                                    "inputs; choose smaller --sizes",
+                                    to_string(d), n, static_cast<double>(n) * info(d).bytes / (1ull << 30),
+                                    dev.memory_bytes >> 30, dev.name));
     for (auto [d, n] : wanted) {
       const db::TuningKey key{arch_.name, to_db(d), n};
       if (!o_.retune && !o_.stale_only && db_->has_winner(key, current_)) {

@@ -67,6 +67,10 @@ std::vector<double> time_batches(Backend& backend, StreamHandle stream, InputReg
                                  bool warm, int batch, int batches,
                                  const std::function<void(const void* in)>& call);
 
+/// The largest element count of `dtype` that measurements can take on `device`: its memory less
+/// 5x the L2 (the rotation region) and 1 GiB of slack for workspaces and the runtime.
+std::uint64_t max_input_elements(const DeviceInfo& device, DType dtype);
+
 /// Calls per batch so that a batch of calls of `per_call_us` lasts protocol.batch_target_us.
 int batch_size(const TimingProtocol& protocol, double per_call_us);
 
