@@ -3,7 +3,6 @@
 // Exit status: 0 = right answers (or no GPU here: reported, nothing to check), 1 = wrong answer or error.
 #include <amax/amax_tune.hpp>
 #include <optional>
-#include <span>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -63,7 +62,7 @@ int main() {
 
     // Inside a graph, captured once and replayed with new values.
     const amax_dtype_t dt = AMAX_DTYPE_BF16;
-    ctx->preload(std::span(&dt, 1), std::span(&n, 1));
+    ctx->preload(&dt, 1, &n, 1);
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));

@@ -12,6 +12,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -135,7 +136,12 @@ struct amax_context {
   }
 
   std::uint32_t* counter_for(StreamHandle s) {
-    const std::uintptr_t key = reinterpret_cast<std::uintptr_t>(s) + 1;
+    // Key: the stream handle (+1, so that the legacy stream NULL is a key too). The per-thread
+    // default stream (cudaStreamPerThread / hipStreamPerThread, handle 2) is another stream in
+    // every thread: keyed by the thread, with low bits 11 that no handle + 1 has.
+    std::uintptr_t key = reinterpret_cast<std::uintptr_t>(s) + 1;
+    if (reinterpret_cast<std::uintptr_t>(s) == 2)
+      key = (static_cast<std::uintptr_t>(std::hash<std::thread::id>{}(std::this_thread::get_id())) << 2) | 3u;
     std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> 52;  // 12 bits: 4096 slots
     for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
       std::uintptr_t cur = slot_keys[i].load(std::memory_order_acquire);

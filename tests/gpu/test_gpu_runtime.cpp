@@ -74,7 +74,7 @@ TEST(GpuRuntime, GraphCapturedOnceAndReplayedThreeTimes) {
   amax_tune::Context ctx(options());
   const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};  // one launch; one_pass counter; atomic memset
   const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
-  ctx.preload(dtypes, sizes);
+  ctx.preload(dtypes, 2, sizes, 3);
   StreamHandle s = b.create_stream();
   std::mt19937_64 rng(std::random_device{}());
   for (amax_dtype_t dt : dtypes)

@@ -12,9 +12,10 @@ libdir=$(dirname "$(find "$tmp/prefix" -name 'libamax_tune.so' | head -1)")
 if [ -f "$src/data/system-db.jsonl" ]; then
   test -f "$tmp/prefix/share/amax-tune/system.db" || { echo "system database not installed"; exit 1; }
 fi
-# pkg-config + C
+# pkg-config + C, with the .pc file as installed (relocatable: paths relative to itself)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
-sed -i "s|^prefix=.*|prefix=$tmp/prefix|; s|^libdir=.*|libdir=$libdir|; s|^includedir=.*|includedir=$tmp/prefix/include|" "$libdir/pkgconfig/amax_tune.pc"
+pkg-config --cflags amax_tune | grep -q -- "-I$tmp/prefix" || pkg-config --cflags amax_tune | grep -q "pkgconfig/../../include" \
+  || { echo "pkg-config does not point into the install prefix: $(pkg-config --cflags amax_tune)"; exit 1; }
 cc -std=c11 -Wall -Werror "$src/examples/consumer/c_api_check.c" $(pkg-config --cflags --libs amax_tune) -Wl,-rpath,"$libdir" -o "$tmp/c_check"
 "$tmp/c_check"
 # CMake package + C++ (needs the CUDA toolkit for the example's own allocations)
@@ -23,6 +24,8 @@ if [ -d /usr/local/cuda ] || command -v nvcc >/dev/null; then
     -DCUDAToolkit_ROOT=/usr/local/cuda > "$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
   cmake --build "$tmp/consumer" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
   "$tmp/consumer/amax_consumer"
+  grep -q "amax_tune_SYSTEM_DB_DIR \"\${PACKAGE_PREFIX_DIR}" "$libdir/cmake/amax_tune/amax_tuneConfig.cmake" \
+    || { echo "amax_tuneConfig.cmake is not relocatable"; exit 1; }
 else
   echo "no CUDA toolkit: C++ consumer not built"
 fi

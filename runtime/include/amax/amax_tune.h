@@ -14,6 +14,17 @@
  * streams. amax_compute never synchronises, never allocates device memory and never compiles
  * while the stream is being captured into a CUDA/HIP graph: a kernel that is not loaded yet
  * gives AMAX_STATUS_NOT_PRELOADED during capture (call amax_preload first).
+ *
+ * Streams: NULL is the legacy default stream; the per-thread default stream handle
+ * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
+ * so. one_pass kernels count finished blocks in a context-owned word per stream (4096 words, one
+ * per distinct stream handle seen in the context's lifetime; AMAX_STATUS_TOO_MANY_STREAMS past
+ * that). A graph captured on a stream uses that stream's word: do not run the graph at the same
+ * time as other amax work on its capture stream. A workspace must not be shared by calls that can
+ * run at the same time. Destroy a context only when no call is running and no graph that captured
+ * its calls will run again.
+ *
+ * Sizes: n is a 64-bit element count (up to the device's memory); results are exact for any n.
  */
 #ifndef AMAX_TUNE_H
 #define AMAX_TUNE_H
@@ -21,8 +32,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(AMAX_BUILDING_LIBRARY)
 #define AMAX_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define AMAX_API __declspec(dllimport)
 #else
 #define AMAX_API __attribute__((visibility("default")))
 #endif

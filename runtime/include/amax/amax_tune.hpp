@@ -1,11 +1,13 @@
-// amax-tune runtime, C++ API: a thin RAII layer over amax_tune.h (header-only; links the same
-// library). Failures throw amax_tune::Error carrying the status and the message.
+// amax-tune runtime, C++ API (C++17): a thin RAII layer over amax_tune.h (header-only; links the
+// same library). Failures throw amax_tune::Error carrying the status and the message.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "amax/amax_tune.h"
 
@@ -21,6 +23,7 @@ class Error : public std::runtime_error {
   amax_status_t status_;
 };
 
+/// Throws Error for any status but success, with "AMAX_STATUS_...: <message>".
 inline void check(amax_status_t s) {
   if (s != AMAX_STATUS_SUCCESS) throw Error(s, std::string(amax_status_string(s)) + ": " + amax_last_error());
 }
@@ -32,7 +35,7 @@ struct Options {
   std::optional<std::string> user_db_path, system_db_path, kernel_cache_dir;
 };
 
-/// One device's amax dispatcher. Thread-safe (see amax_tune.h); movable, not copyable.
+/// One device's amax dispatcher. Thread-safe as amax_tune.h describes; movable, not copyable.
 class Context {
  public:
   explicit Context(const Options& o = {}) {
@@ -45,9 +48,12 @@ class Context {
     if (o.kernel_cache_dir) c.kernel_cache_dir = o.kernel_cache_dir->c_str();
     check(amax_context_create(&c, &ctx_));
   }
-  Context(Context&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+  Context(Context&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
   Context& operator=(Context&& o) noexcept {
-    std::swap(ctx_, o.ctx_);
+    if (this != &o) {
+      amax_context_destroy(ctx_);
+      ctx_ = std::exchange(o.ctx_, nullptr);
+    }
     return *this;
   }
   Context(const Context&) = delete;
@@ -66,8 +72,11 @@ class Context {
     check(amax_compute(ctx_, input, dtype, n, output, workspace, workspace_bytes, stream));
   }
   /// Compiles or loads ahead the kernels for every (dtype, size) pair.
-  void preload(std::span<const amax_dtype_t> dtypes, std::span<const std::uint64_t> sizes) {
-    check(amax_preload(ctx_, dtypes.data(), dtypes.size(), sizes.data(), sizes.size()));
+  void preload(const amax_dtype_t* dtypes, std::size_t num_dtypes, const std::uint64_t* sizes, std::size_t num_sizes) {
+    check(amax_preload(ctx_, dtypes, num_dtypes, sizes, num_sizes));
+  }
+  void preload(const std::vector<amax_dtype_t>& dtypes, const std::vector<std::uint64_t>& sizes) {
+    preload(dtypes.data(), dtypes.size(), sizes.data(), sizes.size());
   }
   /// Which entry or fallback is used for (dtype, n).
   amax_explanation_t explain(amax_dtype_t dtype, std::uint64_t n) const {
