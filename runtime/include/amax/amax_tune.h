@@ -63,7 +63,7 @@ typedef enum amax_status_t {
 /** Element types. */
 typedef enum amax_dtype_t { AMAX_DTYPE_FP32 = 0, AMAX_DTYPE_FP16 = 1, AMAX_DTYPE_BF16 = 2 } amax_dtype_t;
 
-/** NaN semantics (DESIGN.md section 2). PROPAGATE (default): any NaN gives NaN (written as
+/** NaN semantics (docs/DESIGN.md section 2). PROPAGATE (default): any NaN gives NaN (written as
  *  0x7fc00000), PyTorch's amax. IGNORE: NaNs are skipped as fmaxf does, TransformerEngine's
  *  behaviour; an all-NaN tensor gives +0.0. */
 typedef enum amax_nan_mode_t { AMAX_NAN_PROPAGATE = 0, AMAX_NAN_IGNORE = 1 } amax_nan_mode_t;
