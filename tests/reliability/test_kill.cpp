@@ -3,14 +3,15 @@
 //
 // Each round starts amax-reliability-worker (the tuner's commit loop: one record_key of 240
 // trials per key) on one database file, in half of the rounds together with three other writer
-// processes (other devices, the same keys), and SIGKILLs every one of them after an independent
-// random delay (a third of them within 20 ms, the rest between 20 and 80 ms; a writer needs about
-// 10-20 ms to start and open the file, then commits a key every 2 ms), so that kills land while starting, while
-// creating the file and its schema (round 0), during the resume scan and inside the commit loop. After each round the test checks, with its own
-// connection: the file opens ReadWrite, PRAGMA integrity_check is "ok", every key a writer
-// printed as committed is there with all its trials and the right winner, no key is partial
-// (trials without winner, or fewer trials), and the next writer's resume count is exact. At the
-// end every writer runs to completion (resuming) and the file holds every key of every device.
+// processes (other devices, the same keys), and SIGKILLs every one of them at an independent
+// random point: a third within 20 ms of their start (exec, open, creating the file and its schema
+// in round 0, the resume scan), the others 0-3 ms after their k-th commit (k random in 1..12),
+// i.e. inside or between the following transactions (a key takes about 2 ms to commit). After
+// each round the test checks, with its own connection: the file opens ReadWrite, PRAGMA
+// integrity_check is "ok", every key a writer printed as committed is there with all its trials
+// and the right winner, no key is partial (trials without winner, or fewer trials), and the next
+// writer's resume count is exact. At the end every writer runs to completion (resuming) and the
+// file holds every key of every device.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -156,24 +157,55 @@ TEST_P(KillTest, KilledWritersLoseNothingTheyCommittedAndResume) {
     const bool crowded = round % 2 == 1;  // three more writer processes on the same file
     crowded_rounds += crowded;
     std::vector<std::unique_ptr<Child>> kids;
-    std::vector<Clock::duration> delay;
+    // When to kill each writer, drawn independently: a third at a random time within 20 ms of its
+    // start (exec, open, creating the file and its schema, the resume scan); the others once it
+    // has committed a random number (1-12) of keys, after a further random 0-3 ms, so that the
+    // kill lands inside or between the following transactions whatever the machine's speed.
+    struct Plan {
+      bool early;
+      Clock::duration delay;
+      std::size_t after_commits;
+      Clock::time_point due{};
+      bool killed = false;
+    };
+    std::vector<Plan> plan;
     const std::size_t count = crowded ? writers.size() : 1;
     const auto start = Clock::now();
     for (std::size_t w = 0; w < count; ++w) {
       kids.push_back(std::make_unique<Child>(writer_argv(db, writers[w], j.wal),
                                              file("stderr-" + std::to_string(round) + "-" + std::to_string(w))));
       const bool early = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
-      const auto us = early ? std::uniform_int_distribution<int>(0, 20000)(rng)
-                            : std::uniform_int_distribution<int>(20000, 80000)(rng);
-      delay.push_back(std::chrono::microseconds(us));
+      plan.push_back(Plan{early,
+                          std::chrono::microseconds(early ? std::uniform_int_distribution<int>(0, 20000)(rng)
+                                                          : std::uniform_int_distribution<int>(0, 3000)(rng)),
+                          std::uniform_int_distribution<std::size_t>(1, 12)(rng)});
+      if (early) plan.back().due = start + plan.back().delay;
     }
-    std::vector<std::size_t> order(count);
-    for (std::size_t i = 0; i < count; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return delay[a] < delay[b]; });
-    for (std::size_t i : order) {
-      std::this_thread::sleep_until(start + delay[i]);
-      kids[i]->kill(SIGKILL);
-      ++kills;
+    for (std::size_t left = count; left > 0;) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      const auto now = Clock::now();
+      for (std::size_t w = 0; w < count; ++w) {
+        Plan& pl = plan[w];
+        if (pl.killed) continue;
+        if (!pl.early && pl.due == Clock::time_point{}) {
+          kids[w]->drain();
+          std::size_t commits = 0;
+          for (const auto& l : kids[w]->lines()) commits += l.rfind("committed ", 0) == 0;
+          const bool over = !kids[w]->lines().empty() && kids[w]->lines().back().rfind("done ", 0) == 0;
+          if (commits >= pl.after_commits || over) pl.due = now + pl.delay;
+        }
+        if (pl.due != Clock::time_point{} && now >= pl.due) {
+          kids[w]->kill(SIGKILL);
+          pl.killed = true;
+          ++kills;
+          --left;
+        } else if (now - start > std::chrono::seconds(20)) {
+          ADD_FAILURE() << "writer " << w << " made no progress in 20 s";
+          kids[w]->kill(SIGKILL);
+          pl.killed = true;
+          --left;
+        }
+      }
     }
     for (std::size_t w = 0; w < count; ++w) {
       const int rc = kids[w]->finish();
@@ -194,8 +226,8 @@ TEST_P(KillTest, KilledWritersLoseNothingTheyCommittedAndResume) {
         else ++killed_in_loop;
       }
       if (std::getenv("AMAX_RELIABILITY_VERBOSE"))
-        std::printf("round %d writer %zu: killed after %.1f ms, rc %d, %zu lines, %zu committed\n", round, w,
-                    std::chrono::duration<double, std::milli>(delay[w]).count(), rc, kids[w]->lines().size(),
+        std::printf("round %d writer %zu: %s, rc %d, %zu lines, %zu committed\n", round, w,
+                    plan[w].early ? "killed early" : "killed after commits", rc, kids[w]->lines().size(),
                     p.committed.size());
     }
     if (!j.wal && fs::exists(fs::path(db.string() + "-journal")) && fs::file_size(db.string() + "-journal") > 0)
