@@ -269,8 +269,9 @@ TEST_F(DamagedTest, RandomPageDamageNeverBreaksTheDecision) {
           kWinnerCases, w_refused, w_rows_rejected, w_unnoticed, w_changed);
   summary("random damage inside a database (one random page of ~%zu overwritten with random bytes, zeroed, or 4 "
           "bytes flipped), %d cases: %d refused at open (1 warning), %d loaded with damaged rows skipped (1 "
-          "warning), %d damage not visible to the loader (it hit trial rows or free space; %d of their choices "
-          "differed from the undamaged file's); no crash, all %d choices valid, files unchanged; %.1f s, seed %llu",
+          "warning), %d not visible to the loader (the damage hit trial rows or free space, or changed a winner's "
+          "size, time or label into another valid value: %d of their choices differed from the undamaged "
+          "file's); no crash, all %d choices valid, files unchanged; %.1f s, seed %llu",
           pages, kCases, detected_at_open, rows_rejected, unnoticed, changed_unnoticed, choices, seconds_since(t0),
           static_cast<unsigned long long>(seed));
 }
