@@ -177,6 +177,40 @@ TEST_F(ReadOnlyHomeTest, RuntimeReadsAndTunerDegradesToMemory) {
     ++cases;
   }
 
+  // A damaged user database in a read-only HOME is reported as damaged (not as read-only), with
+  // or without memory_fallback: damage is never papered over with an empty in-memory database.
+  {
+    fs::remove_all(file("home"));
+    fs::create_directories(share);
+    const fs::path p = share / "tuning.db";
+    std::string garbage(64 * 1024, '\0');
+    std::mt19937_64 g(7);
+    for (char& c : garbage) c = static_cast<char>(g());
+    write_bytes(p, garbage);
+    chown_tree(file("home"), kOther, kOther);
+    fs::permissions(share, static_cast<fs::perms>(0555));
+    const int rc = run_in_child([&]() -> int {
+      if (!drop_privileges(kOther, kOther)) return 10;
+      for (const bool fallback : {false, true}) {
+        db::OpenOptions o;
+        o.memory_fallback = fallback;
+        try {
+          (void)db::TuningDb::open(p, db::OpenMode::ReadWrite, o);
+          return 11;
+        } catch (const db::DbError& e) {
+          if (e.kind() != db::ErrorKind::Corrupt) {
+            std::fprintf(stderr, "%s\n", e.what());
+            return 12;
+          }
+        }
+      }
+      return 0;
+    });
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(read_bytes(p), garbage);
+    ++cases;
+  }
+
   // HOME under a regular file (the directory cannot even be created): the runtime sees no user
   // database (no warning); the tuner gets Io naming the obstacle, or memory with one warning.
   const fs::path blocker = file("blocker");
@@ -206,10 +240,11 @@ TEST_F(ReadOnlyHomeTest, RuntimeReadsAndTunerDegradesToMemory) {
     ++cases;
   }
   summary("read-only HOME: %d cases (WAL-mode and rollback-journal user database in a 0555 directory, opened by "
-          "its unprivileged owner; HOME under a regular file): the runtime served the user database with no "
-          "warning; the tuner's ReadWrite open was refused at open (ReadOnly/Io naming the directory), and with "
-          "memory_fallback it worked in memory (resumed 5 keys, recorded a new one) with exactly 1 warning; the "
-          "file was unchanged; %.1f s",
+          "its unprivileged owner; a damaged one there; HOME under a regular file): the runtime served the user "
+          "database with no warning; the tuner's ReadWrite open was refused at open (ReadOnly/Io naming the "
+          "directory; Corrupt for the damaged file, also with memory_fallback), and with memory_fallback it "
+          "worked in memory (resumed 5 keys, recorded a new one) with exactly 1 warning; the files were "
+          "unchanged; %.1f s",
           cases, seconds_since(t0));
 }
 

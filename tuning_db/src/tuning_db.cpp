@@ -332,7 +332,6 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
   }
   if (mode == OpenMode::ReadWrite) {
     detail::ensure_directories(path.parent_path(), path);
-    require_writable_directory(path);
   } else if (!fs::exists(st)) {
     throw DbError(ErrorKind::Io,
                   "tuning database " + quoted(path) + " cannot be opened read-only: " +
@@ -341,11 +340,15 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
                   path);
   }
   if (mode == OpenMode::ReadWrite) {
-    if (!fs::exists(fs::symlink_status(path, ec))) create_complete(*im);
+    if (!fs::exists(fs::symlink_status(path, ec))) {
+      require_writable_directory(path);
+      create_complete(*im);
+    }
     connect(*im, false);
     check_file(*im);
     const detail::FileState fst = im->run("reading the schema version", [&] { return detail::inspect(*im->db); });
     check_state(*im, fst);
+    require_writable_directory(path);  // after the checks: damage and a future schema come first
     setup_journal(*im);
     migrate(*im, fst.version);
     im->version = kSchemaVersion;
