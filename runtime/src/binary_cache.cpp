@@ -1,9 +1,10 @@
 #include "amax/binary_cache.hpp"
 
-#include <spdlog/spdlog.h>
+#include "amax/log.hpp"
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -92,7 +93,7 @@ std::optional<CachedBinary> BinaryCache::load(const BinaryKey& key) const {
   const std::string bytes = ss.str();
   CachedBinary out;
   if (std::string why = parse(bytes, key, out); !why.empty()) {
-    spdlog::warn("amax-tune: damaged kernel cache entry {} ({}); rebuilding it", path.string(), why);
+    log().warn("damaged kernel cache entry {} ({}); rebuilding it", path.string(), why);
     std::error_code ec;
     std::filesystem::remove(path, ec);
     return std::nullopt;
@@ -100,8 +101,25 @@ std::optional<CachedBinary> BinaryCache::load(const BinaryKey& key) const {
   return out;
 }
 
+namespace {
+// Removes temporaries that writers killed between write and rename left behind: any
+// "<entry>.tmp.<pid>.<n>" older than ten minutes (a live writer renames within milliseconds).
+void remove_stale_temporaries(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code e2;
+    if (name.find(".bin.tmp.") != std::string::npos && it->last_write_time(e2) < cutoff && !e2)
+      std::filesystem::remove(it->path(), e2);
+  }
+}
+}  // namespace
+
 bool BinaryCache::store(const BinaryKey& key, const CachedBinary& entry) const {
   if (!enabled()) return false;
+  remove_stale_temporaries(dir_);
   static std::atomic<bool> warned{false};
   const auto path = path_of(key);
   std::error_code ec;
@@ -114,7 +132,7 @@ bool BinaryCache::store(const BinaryKey& key, const CachedBinary& entry) const {
     const std::string bytes = serialize(key, entry);
     if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !f.flush()) {
       if (!warned.exchange(true))
-        spdlog::warn("amax-tune: cannot write the kernel cache in {}; compiling without it",
+        log().warn("cannot write the kernel cache in {}; compiling without it",
                      dir_.string());
       f.close();
       std::filesystem::remove(tmp, ec);
@@ -124,7 +142,7 @@ bool BinaryCache::store(const BinaryKey& key, const CachedBinary& entry) const {
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     if (!warned.exchange(true))
-      spdlog::warn("amax-tune: cannot write the kernel cache entry {}: {}", path.string(), ec.message());
+      log().warn("cannot write the kernel cache entry {}: {}", path.string(), ec.message());
     std::filesystem::remove(tmp, ec);
     return false;
   }

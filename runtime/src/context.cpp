@@ -1,5 +1,5 @@
 // The runtime library: amax_context (dispatch from the tuning tables) behind the C API.
-#include <spdlog/spdlog.h>
+#include "amax/log.hpp"
 
 #include <algorithm>
 #include <array>
@@ -122,7 +122,7 @@ struct amax_context {
       } catch (const CompileError& e) {
         const KernelConfig def = builtin_default(arch, d, n);
         if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
-        spdlog::warn("amax-tune: {} failed to compile; using the built-in default {}: {}", p.config.label(),
+        log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(),
                      def.label(), e.what());
         k = &kernels->get(def, d);
         p.config = def;

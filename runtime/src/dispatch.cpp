@@ -1,6 +1,6 @@
 #include "amax/dispatch.hpp"
 
-#include <spdlog/spdlog.h>
+#include "amax/log.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -39,7 +39,7 @@ DispatchTables::DispatchTables(ArchInfo arch, DispatchIdentity identity)
     : arch_(std::move(arch)), id_(std::move(identity)) {}
 
 void DispatchTables::warn(std::string m) {
-  spdlog::warn("amax-tune: {}", m);
+  log().warn("{}", m);
   warnings_.push_back(std::move(m));
 }
 

@@ -110,3 +110,20 @@ TEST(BinaryCache, UnwritableDirectoryDegradesWithoutThrowing) {
   EXPECT_FALSE(off.enabled());
   EXPECT_FALSE(off.store(kKey, entry()));
 }
+
+TEST(BinaryCache, TemporariesOfKilledWritersAreCleanedUp) {
+  const auto dir = fresh_dir();
+  BinaryCache c(dir);
+  ASSERT_TRUE(c.store(kKey, entry()));
+  const auto old_tmp = dir / "0123456789abcdef.bin.tmp.4242.77";
+  const auto new_tmp = dir / "0123456789abcdef.bin.tmp.4243.78";
+  write_all(old_tmp, "half an entry");
+  write_all(new_tmp, "a writer still at work");
+  fs::last_write_time(old_tmp, fs::file_time_type::clock::now() - std::chrono::minutes(11));
+  BinaryKey other = kKey;
+  other.source_hash = "fedcba9876543210";
+  ASSERT_TRUE(c.store(other, entry()));
+  EXPECT_FALSE(fs::exists(old_tmp)) << "a stale temporary survived";
+  EXPECT_TRUE(fs::exists(new_tmp)) << "a fresh temporary (a live writer's) was removed";
+  EXPECT_TRUE(c.load(kKey));
+}

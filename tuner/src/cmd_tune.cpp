@@ -134,6 +134,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
   j["kernels_compiled"] = r.kernels_compiled;
   j["kernels_cached"] = r.kernels_cached;
   j["not_done"] = r.not_done;
+  j["db_in_memory"] = r.db_in_memory;
   j["keys"] = nlohmann::json::array();
   for (const auto& k : r.keys) {
     nlohmann::json e{{"dtype", to_string(k.dtype)}, {"n", k.n}, {"resumed", k.resumed}};

@@ -1,6 +1,7 @@
 // amax-tune: the command line of the amax autotuner.
 #include <iostream>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "amax/db/error.hpp"
@@ -8,6 +9,9 @@
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
+  // The command line owns the default logger: warnings (the database layer's too) go to stderr,
+  // so that stdout holds only the requested output (tables, exports, JSON).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("amax-tune-cli"));
   CLI::App app{"amax-tune: a code-generating autotuner for amax = max|x| on AMD and NVIDIA GPUs"};
   app.set_version_flag("--version", std::string(amax::generator_version()));
   app.require_subcommand(0, 1);

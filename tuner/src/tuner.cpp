@@ -65,6 +65,10 @@ class Session {
   void run() {
     const auto t0 = Clock::now();
     Vendor vendor = ArchInfo::parse(o_.arch).vendor;
+    // An existing database is checked first (cheap, and a damaged one is reported even where
+    // the device is missing); a new one is only created once there is a device to tune.
+    std::error_code ec;
+    if (std::filesystem::exists(o_.db_path, ec)) open_db();
     if (device_count(vendor) <= o_.device)
       throw TuneError(fmt::format("no {} device {} to tune for --arch {}: {}", to_string(vendor), o_.device, o_.arch,
                                   device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
@@ -81,7 +85,7 @@ class Session {
     report_.protocol = o_.protocol.describe();
     current_ = db::Provenance{dev.name, dev.arch, dev.cu_count, dev.driver_version, compiler_->version(),
                               template_hash(), std::string(generator_version()), o_.protocol.describe(), ""};
-    open_db();
+    if (!db_) open_db();
     plan_keys();
     if (work_.empty()) {
       progress("nothing to tune: every key already has a winner for this device and build (use --retune)");
@@ -94,18 +98,23 @@ class Session {
 
  private:
   void open_db() {
+    // A database that cannot be written (read-only HOME in a container) degrades to an
+    // in-memory copy with one warning: the run still measures and reports (--json keeps it).
+    db::OpenOptions opts;
+    opts.memory_fallback = true;
     try {
-      db_.emplace(db::TuningDb::open(o_.db_path));
+      db_.emplace(db::TuningDb::open(o_.db_path, db::OpenMode::ReadWrite, opts));
     } catch (const db::DbError& e) {
       if (e.kind() != db::ErrorKind::Corrupt || !o_.rebuild_db)
-        throw TuneError(fmt::format("cannot use the tuning database {}: {}{}", o_.db_path.string(), e.what(),
-                                    e.kind() == db::ErrorKind::Corrupt
-                                        ? " (it was not modified; rerun with --rebuild to move it aside and start anew)"
-                                        : ""));
+        throw TuneError(fmt::format("cannot use the tuning database {}: {}", o_.db_path.string(), e.what()));
       std::filesystem::path moved;
       db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved));
       progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
     }
+    report_.db_in_memory = db_->in_memory();
+    if (report_.db_in_memory)
+      progress(fmt::format("{} cannot be written: results are kept in memory only for this run (use --db or "
+                           "$AMAX_TUNE_DB to name a writable file; --json saves the summary)", o_.db_path.string()));
   }
 
   // Which keys to measure, and which are already done (resumed).

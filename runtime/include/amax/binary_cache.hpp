@@ -31,7 +31,8 @@ struct CachedBinary {
 /// and renamed into place (atomic on POSIX), so a reader sees a whole entry or none; concurrent
 /// writers of one key each rename a complete file. load() verifies magic, key, lengths and
 /// checksum; a damaged or truncated entry is reported once (spdlog warning), removed and treated
-/// as a miss, so the caller rebuilds it. I/O failures never throw: a cache that cannot be written
+/// as a miss, so the caller rebuilds it. Temporaries of writers killed before their rename are
+/// removed by a later store() once ten minutes old. I/O failures never throw: a cache that cannot be written
 /// (read-only HOME) degrades to no caching with one warning.
 /// Thread-safety: all methods are safe to call concurrently, across threads and processes.
 class BinaryCache {

@@ -78,6 +78,7 @@ struct TuneReport {
   int kernels_compiled = 0;         ///< JIT-compiled in this run
   int kernels_cached = 0;           ///< read from the binary cache
   std::vector<std::string> not_done;  ///< keys left when the time budget ran out
+  bool db_in_memory = false;          ///< the database file could not be written: nothing was saved
 };
 
 /// Errors the tuner stops on (wrong device, unusable database): what() says what and how to fix.
