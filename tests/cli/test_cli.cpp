@@ -172,6 +172,16 @@ TEST_F(Cli, DamagedOrMissingDatabasesAreReportedAndLeftUntouched) {
   EXPECT_EQ(i.code, 1) << i.out;
   EXPECT_TRUE(has(i.out, "line 2")) << i.out;
   EXPECT_FALSE(fs::exists(dir / "j.db"));
+  // A well-formed dump whose label is no valid variant is refused, naming the line.
+  std::string dump = slurp(AMAX_SYSTEM_DB_TEXT);
+  const auto at = dump.find("\"label\":\"") + 9;
+  dump.replace(at, dump.find('"', at) - at, "two_stage.t2048.v8.u4.b8cu");
+  std::ofstream(dir / "badlabel.jsonl") << dump;
+  const CmdResult b = run("import " + (dir / "badlabel.jsonl").string() + " -o " + (dir / "b.db").string());
+  EXPECT_EQ(b.code, 2) << b.out;
+  EXPECT_TRUE(has(b.out, "badlabel.jsonl line 2: variant not valid")) << b.out;
+  EXPECT_TRUE(has(b.out, "threads 2048 exceeds the block limit 1024")) << b.out;
+  EXPECT_FALSE(fs::exists(dir / "b.db"));
 }
 
 TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "amax/db/merge.hpp"
+#include "amax/kernel_config.hpp"
 #include "amax/paths.hpp"
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
@@ -273,10 +274,10 @@ int run_show(const DbArgs& a) {
   }
   const auto rows = db.winners(f);
   std::cout << fmt::format("{} winners in {}\n", rows.size(), path.string());
-  std::cout << fmt::format("{:<10} {:<5} {:>11} {:<28} {:>9} {:>8}  {}\n", "arch", "dtype", "n", "winner", "us", "GB/s",
+  std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9} {:>8}  {}\n", "arch", "dtype", "n", "winner", "us", "GB/s",
                            "device, measured");
   for (const auto& r : rows)
-    std::cout << fmt::format("{:<10} {:<5} {:>11} {:<28} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
+    std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
                              db::to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
                              db::describe_device(r.provenance), r.provenance.timestamp);
   return kExitOk;
@@ -315,6 +316,35 @@ int run_merge(const DbArgs& a) {
 }
 }  // namespace
 
+// Every row of a text dump names a real variant: its arch parses and its label is valid for that
+// arch and dtype (the database layer treats both as opaque text). UsageError naming the line.
+void validate_dump_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (line.empty() || no == 1) continue;  // line 1: the format header, checked by load_text
+    nlohmann::json row;
+    try {
+      row = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      continue;  // malformed JSON: load_text reports it with the line number
+    }
+    if (!row.is_object() || !row.contains("label") || !row.contains("arch") || !row.contains("dtype")) continue;
+    const auto where = fmt::format("{} line {}", path, no);
+    try {
+      const ArchInfo arch = ArchInfo::parse(row["arch"].get<std::string>());
+      const auto dtype = parse_dtype(row["dtype"].get<std::string>());
+      if (!dtype) continue;  // load_text names a bad dtype
+      const KernelConfig c = KernelConfig::parse(row["label"].get<std::string>());
+      if (auto why = c.validate(arch, *dtype)) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}: {}", where, e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(fmt::format("{}: {}", where, e.what()));
+    }
+  }
+}
+
 void add_db_commands(CLI::App& app) {
   auto s = std::make_shared<DbArgs>();
   auto* show = app.add_subcommand("show", "List the winners of a tuning database as a table");
@@ -337,6 +367,7 @@ void add_db_commands(CLI::App& app) {
   imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
   imp->final_callback([im] {
     refuse_same_file(im->out, im->a, "the text dump being imported");
+    validate_dump_rows(im->a);
     std::ifstream in(im->a);
     db::TuningDb::load_text(in, im->out);
     auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
