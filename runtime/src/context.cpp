@@ -64,6 +64,9 @@ struct Plan {
   amax_source_t source = AMAX_SOURCE_DEFAULT;
   const TableEntry* entry = nullptr;
   std::atomic<const LoadedKernel*> kernel{nullptr};
+  /// Set (once) when this plan's variant failed to compile: the built-in default's plan to launch
+  /// instead. Plans are never modified after publication, so readers need no lock.
+  std::atomic<const Plan*> replaced{nullptr};
 };
 
 }  // namespace
@@ -79,6 +82,8 @@ struct amax_context {
   std::unique_ptr<DispatchTables> tables;
 
   PlanCache<Plan> plans;
+  std::mutex fallback_mu;                             // guards fallback_plans
+  std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
 
   // one_pass counters: one zeroed word per stream, claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
@@ -108,31 +113,39 @@ struct amax_context {
 
   // The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
   // chosen variant fails to compile, the built-in default is used (one warning).
-  const LoadedKernel& kernel(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
-    if (const LoadedKernel* k = p.kernel.load(std::memory_order_acquire)) return *k;
+  // The plan to launch for p, with its kernel loaded: p itself, compiled or loaded on first use
+  // (never during capture), or, when p's variant fails to compile, a plan of the built-in default
+  // that replaces it (one warning). Thread-safe: plans are immutable once published.
+  const Plan& ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
+    if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
+    if (p.kernel.load(std::memory_order_acquire)) return p;
     const LoadedKernel* k = kernels->find(p.config, d);
+    if (!k && backend->is_capturing(stream))
+      fail(AMAX_STATUS_NOT_PRELOADED,
+           fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
+                       "is not allowed during graph capture; call amax_preload for this dtype and size first",
+                       p.config.label(), to_string(d), n));
     if (!k) {
-      if (backend->is_capturing(stream))
-        fail(AMAX_STATUS_NOT_PRELOADED,
-             fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
-                         "is not allowed during graph capture; call amax_preload for this dtype and size first",
-                         p.config.label(), to_string(d), n));
       try {
         k = &kernels->get(p.config, d);
       } catch (const CompileError& e) {
         const KernelConfig def = builtin_default(arch, d, n);
         if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
-        log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(),
-                     def.label(), e.what());
-        k = &kernels->get(def, d);
-        p.config = def;
-        p.shape = launch_shape(def, n, cu);
-        p.source = AMAX_SOURCE_DEFAULT;
-        p.entry = nullptr;
+        log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(), def.label(), e.what());
+        auto fb = std::make_unique<Plan>();
+        fb->config = def;
+        fb->shape = launch_shape(def, n, cu);
+        fb->workspace_bytes = p.workspace_bytes;  // covers the default by construction (make_plan)
+        fb->kernel.store(&kernels->get(def, d), std::memory_order_relaxed);
+        std::lock_guard lock(fallback_mu);
+        if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
+        fallback_plans.push_back(std::move(fb));
+        p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
+        return *fallback_plans.back();
       }
     }
     p.kernel.store(k, std::memory_order_release);
-    return *k;
+    return p;
   }
 
   std::uint32_t* counter_for(StreamHandle s) {
@@ -269,12 +282,13 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
     if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
       fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
                                                        info(d).bytes, to_string(d)));
-    Plan& p = c->plan(d, n);
-    if (workspace_bytes < p.workspace_bytes || (!workspace && p.shape.workspace_bytes))
+    Plan& planned = c->plan(d, n);
+    const Plan& p = c->ready(planned, d, n, stream);
+    if (workspace_bytes < planned.workspace_bytes || (!workspace && p.shape.workspace_bytes))
       fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
            fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
-                       workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, p.workspace_bytes));
-    const LoadedKernel& k = c->kernel(p, d, n, stream);
+                       workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
+    const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
     std::uint32_t* counter = p.shape.uses_counter ? c->counter_for(stream) : nullptr;
     launch_amax(*c->backend, k, p.shape, input, n, output, workspace, counter, c->nan_mode, stream);
   });
@@ -291,7 +305,7 @@ AMAX_API amax_status_t amax_preload(amax_context_t c, const amax_dtype_t* dtypes
       c->kernels->get(builtin_default(c->arch, d, 1), d);
       c->kernels->get(builtin_default(c->arch, d, 1ull << 30), d);
       for (std::size_t j = 0; j < num_sizes; ++j)
-        if (sizes[j]) c->kernel(c->plan(d, sizes[j]), d, sizes[j], nullptr);
+        if (sizes[j]) c->ready(c->plan(d, sizes[j]), d, sizes[j], nullptr);
     }
   });
 }
@@ -309,14 +323,19 @@ AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64
       e->launches = 1;
       return;
     }
-    const Plan& p = c->plan(d, n);
+    const Plan& planned = c->plan(d, n);
+    const Plan* replaced = planned.replaced.load(std::memory_order_acquire);
+    const Plan& p = replaced ? *replaced : planned;
     e->source = p.source;
     std::snprintf(e->label, sizeof e->label, "%s", p.config.label().c_str());
     e->grid = p.shape.grid;
     e->launches = static_cast<std::uint32_t>(p.shape.launches());
     e->workspace_bytes = p.workspace_bytes;
     std::string detail;
-    if (p.entry) {
+    if (replaced) {
+      detail = fmt::format("the chosen variant {} failed to compile; the built-in default of the arch family is used",
+                           planned.config.label());
+    } else if (p.entry) {
       e->tuned_n = p.entry->n;
       e->expected_us = p.entry->median_us;
       e->expected_gbps = p.entry->gbps;
