@@ -4,6 +4,8 @@
 // docs/reliability.md quotes.
 #pragma once
 
+#include "../tuning_db/test_util.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -30,6 +32,13 @@
 #include <vector>
 
 namespace amax::reliability::test {
+
+// Raw file access, fork helpers and the spdlog capture are the tuning_db tests' own.
+using amax::db::test::listing;
+using amax::db::test::LogCapture;
+using amax::db::test::read_bytes;
+using amax::db::test::run_in_child;
+using amax::db::test::write_bytes;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -91,24 +100,6 @@ class TempDirTest : public ::testing::Test {
  private:
   fs::path dir_;
 };
-
-inline std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-inline void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-/// Names in @p dir, sorted.
-inline std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// A child process running an executable, its stdout on a pipe the test reads line by line and
 /// its stderr in a file. Killed (SIGKILL) and reaped by the destructor if still running.
@@ -190,59 +181,11 @@ class Child {
   fs::path stderr_file_;
 };
 
-/// Runs @p body in a forked child and returns its exit status (body's return value; 99 if it
-/// threw; 128 + signal if it died). The child never returns into the test framework.
-template <class F>
-int run_in_child(F&& body) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int rc = 99;
-    try {
-      rc = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(rc);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /// Drops to @p uid (group @p gid) when running as root; false if that is impossible (not root).
 inline bool drop_privileges(uid_t uid = 65534, gid_t gid = 65534) {
   if (::geteuid() != 0) return false;
   return ::setgroups(0, nullptr) == 0 && ::setgid(gid) == 0 && ::setuid(uid) == 0 && ::geteuid() == uid;
 }
 
-/// Captures spdlog output of the default logger for the lifetime of the object.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
-    sink->set_pattern("%l: %v");
-    auto logger = std::make_shared<spdlog::logger>("capture", sink);
-    logger->set_level(spdlog::level::info);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  [[nodiscard]] std::string text() const { return stream_.str(); }
-  [[nodiscard]] int count(const std::string& needle) const {
-    const std::string s = stream_.str();
-    int n = 0;
-    for (auto pos = s.find(needle); pos != std::string::npos; pos = s.find(needle, pos + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream stream_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 }  // namespace amax::reliability::test
