@@ -1,8 +1,42 @@
 #include "amax/compiler.hpp"
 
+#include <regex>
+
 #include "compilers.hpp"
 
 namespace amax {
+
+std::map<std::string, ResourceUsage> parse_ptxas_report(const std::string& log) {
+  std::map<std::string, ResourceUsage> out;
+  static const std::regex props(R"(Function properties for (\w+))");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  std::string current;
+  std::size_t pos = 0;
+  while (pos < log.size()) {
+    std::size_t eol = log.find('\n', pos);
+    if (eol == std::string::npos) eol = log.size();
+    const std::string line = log.substr(pos, eol - pos);
+    pos = eol + 1;
+    std::smatch m;
+    if (std::regex_search(line, m, props)) {
+      current = m[1];
+      out[current];
+    } else if (!current.empty() && std::regex_search(line, m, frame)) {
+      auto& u = out[current];
+      u.stack_bytes = std::stoi(m[1]);
+      u.spill_stores = std::stoi(m[2]);
+      u.spill_loads = std::stoi(m[3]);
+    } else if (!current.empty() && std::regex_search(line, m, used)) {
+      auto& u = out[current];
+      u.registers = std::stoi(m[1]);
+      std::smatch sm;
+      u.shared_bytes = std::regex_search(line, sm, smem) ? std::stoi(sm[1]) : 0;
+    }
+  }
+  return out;
+}
 
 bool have_compiler(Vendor vendor) noexcept {
   return vendor == Vendor::nvidia ? AMAX_HAVE_CUDA : AMAX_HAVE_HIP;

@@ -1,6 +1,5 @@
 #include "amax/kernels.hpp"
 
-#include <regex>
 
 #include "amax/hash.hpp"
 #include "amax/render.hpp"
@@ -47,21 +46,9 @@ KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache,
                                   &out.compile_ms);
   out.binary = std::move(b.binary);
   out.log = std::move(b.log);
-  if (compiler.vendor() == Vendor::nvidia) {
-    // The log's ptxas report (kept in the cache entry too) gives the stage-one kernel's usage.
-    static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-    static const std::regex used(R"(Used (\d+) registers)");
-    const std::size_t at = out.log.find("Function properties for " + name + "\n");
-    if (at != std::string::npos) {
-      const std::string section = out.log.substr(at, 400);
-      std::smatch m;
-      if (std::regex_search(section, m, frame)) {
-        out.usage.stack_bytes = std::stoi(m[1]);
-        out.usage.spill_stores = std::stoi(m[2]);
-        out.usage.spill_loads = std::stoi(m[3]);
-      }
-      if (std::regex_search(section, m, used)) out.usage.registers = std::stoi(m[1]);
-    }
+  if (compiler.vendor() == Vendor::nvidia) {  // the log (kept in the cache entry too) holds ptxas' report
+    const auto usage = parse_ptxas_report(out.log);
+    if (auto it = usage.find(name); it != usage.end()) out.usage = it->second;
   }
   return out;
 }

@@ -2,7 +2,6 @@
 #include <nvrtc.h>
 
 #include <chrono>
-#include <regex>
 #include <string>
 
 #include "amax/compiler.hpp"
@@ -15,41 +14,6 @@ void check(nvrtcResult r, const char* call) {
   if (r != NVRTC_SUCCESS)
     throw std::runtime_error(std::string(call) + " failed: " + nvrtcGetErrorString(r) + " (" +
                              std::to_string(static_cast<int>(r)) + ")");
-}
-
-// Parses ptxas -v output: for each "Function properties for NAME" block, the stack frame and
-// spill bytes, then "Used R registers, ... N bytes smem".
-std::map<std::string, ResourceUsage> parse_ptxas_report(const std::string& log) {
-  std::map<std::string, ResourceUsage> out;
-  static const std::regex props(R"(Function properties for (\w+))");
-  static const std::regex frame(
-      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex used(R"(Used (\d+) registers)");
-  static const std::regex smem(R"((\d+) bytes smem)");
-  std::string current;
-  std::size_t pos = 0;
-  while (pos < log.size()) {
-    std::size_t eol = log.find('\n', pos);
-    if (eol == std::string::npos) eol = log.size();
-    const std::string line = log.substr(pos, eol - pos);
-    pos = eol + 1;
-    std::smatch m;
-    if (std::regex_search(line, m, props)) {
-      current = m[1];
-      out[current];
-    } else if (!current.empty() && std::regex_search(line, m, frame)) {
-      auto& u = out[current];
-      u.stack_bytes = std::stoi(m[1]);
-      u.spill_stores = std::stoi(m[2]);
-      u.spill_loads = std::stoi(m[3]);
-    } else if (!current.empty() && std::regex_search(line, m, used)) {
-      auto& u = out[current];
-      u.registers = std::stoi(m[1]);
-      std::smatch s;
-      u.shared_bytes = std::regex_search(line, s, smem) ? std::stoi(s[1]) : 0;
-    }
-  }
-  return out;
 }
 
 class NvrtcCompiler final : public JitCompiler {

@@ -4,6 +4,11 @@
 
 #include "amax/code_object.hpp"
 #include "amax/compiler.hpp"
+#include "amax/kernels.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 
@@ -115,4 +120,24 @@ TEST(CodeObject, RejectsBytesThatAreNotACodeObject) {
   EXPECT_THROW(amdgpu_resource_usage(junk), std::runtime_error);
   const std::string truncated_bundle = "__CLANG_OFFLOAD_BUNDLE__\x01";
   EXPECT_THROW(amdgpu_resource_usage(truncated_bundle), std::runtime_error);
+}
+
+TEST(BuildKernel, ResourceUsageComesBackFromTheCompilerAndFromTheCache) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-build-kernel-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto compiler = make_compiler(Vendor::nvidia);
+  const BinaryCache cache(dir);
+  const KernelConfig c{Strategy::one_pass, 256, 8, 4, BlockCap::per_cu(8)};
+  const auto arch = ArchInfo::parse("sm_90");
+  const KernelBinary first = build_kernel(*compiler, cache, arch, c, DType::bf16);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_GT(first.usage.registers, 0);
+  EXPECT_EQ(first.usage.spill_stores, 0);
+  const KernelBinary again = build_kernel(*compiler, cache, arch, c, DType::bf16);
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.usage.registers, first.usage.registers);
+  EXPECT_EQ(again.usage.stack_bytes, first.usage.stack_bytes);
+  EXPECT_EQ(again.binary, first.binary);
+  std::filesystem::remove_all(dir);
 }

@@ -64,6 +64,11 @@ class JitCompiler {
                                   const ArchInfo& arch) const = 0;
 };
 
+/// Per-kernel usage from ptxas' verbose report (NVRTC's log with --ptxas-options=-v): for each
+/// "Function properties for NAME" block, the stack frame, spill stores/loads and registers.
+/// Kernels the log does not mention are absent. Thread-safe.
+std::map<std::string, ResourceUsage> parse_ptxas_report(const std::string& log);
+
 /// The compiler for `vendor`. Errors: std::runtime_error naming the vendor when this build has no
 /// backend for it.
 std::unique_ptr<JitCompiler> make_compiler(Vendor vendor);
