@@ -118,14 +118,8 @@ BenchReport run_bench(const BenchOptions& o) {
           cs.push_back({"CUB", "DeviceReduce::TransformReduce", [&, d, n](const void* in) {
                           cub_amax(static_cast<int>(d), in, n, out + 2, cub_temp, max_cub, stream);
                         }});
-        const std::uint64_t n16 = std::max<std::uint64_t>(1, bytes / 16);
-        const auto grid = static_cast<std::uint32_t>(std::clamp<std::uint64_t>((n16 + 2047) / 2048, 1, 4ull * cu));
-        cs.push_back({"stream read", "", [&, n16, grid](const void* in) {
-                        const void* p = in;
-                        unsigned long long count = n16;
-                        void* args[] = {&p, &count, &sink};
-                        b.launch(ref.stream_read, grid, 512, stream, args);
-                      }});
+        cs.push_back({"stream read", "",
+                      [&, bytes](const void* in) { ref.launch_stream_read(b, in, bytes, sink, stream); }});
         cs.push_back({"empty launch", "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }});
         for (auto& c : cs) {  // probe the batch size, then warm up
           c.batch = tune::batch_size(proto, tune::time_batches(b, stream, inputs, bytes, warm, 1, 2, c.call).back());

@@ -1,5 +1,7 @@
 #include "amax/kernels.hpp"
 
+#include <algorithm>
+
 
 #include "amax/hash.hpp"
 #include "amax/render.hpp"
@@ -32,6 +34,16 @@ ReferenceKernels ReferenceKernels::load(Backend& backend, const JitCompiler& com
   k.stream_read = k.module->function("amax_stream_read");
   k.empty = k.module->function("amax_empty");
   return k;
+}
+
+void ReferenceKernels::launch_stream_read(Backend& backend, const void* in, std::uint64_t bytes, void* sink,
+                                          StreamHandle stream) const {
+  unsigned long long n16 = std::max<std::uint64_t>(1, bytes / 16);
+  constexpr std::uint64_t kPerBlock = 512 * 4;  // threads x loads in flight (templates/bench_kernels.h)
+  const auto grid = static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>((n16 + kPerBlock - 1) / kPerBlock, 1, 4ull * backend.device().cu_count));
+  void* args[] = {&in, &n16, &sink};
+  backend.launch(stream_read, grid, 512, stream, args);
 }
 
 KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,

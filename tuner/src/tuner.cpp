@@ -307,15 +307,8 @@ class Session {
   }
 
   Stats time_ceiling(std::uint64_t n, DType d) {
-    const std::uint64_t bytes = n * info(d).bytes, n16 = std::max<std::uint64_t>(1, bytes / 16);
-    const std::uint64_t per_block = 512 * 4;
-    const auto grid = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>((n16 + per_block - 1) / per_block, 1, 4ull * backend_->device().cu_count));
-    auto call = [&](const void* in) {
-      unsigned long long count = n16;
-      void* args[] = {&in, &count, &sink_};
-      backend_->launch(reference_.stream_read, grid, 512, stream_, args);
-    };
+    const std::uint64_t bytes = n * info(d).bytes;
+    auto call = [&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, sink_, stream_); };
     const auto probe = time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, 1, 2, call);
     const int batch = batch_size(o_.protocol, probe.back());
     return Stats::of(time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, batch,

@@ -41,6 +41,10 @@ struct ReferenceKernels {
   FunctionHandle empty = nullptr;        ///< ()
   /// Builds (through the cache) and loads them. Errors: CompileError, BackendError.
   static ReferenceKernels load(Backend& backend, const JitCompiler& compiler, const BinaryCache& cache);
+  /// Enqueues a streaming read of the first bytes / 16 16-byte vectors at `in` (16-byte aligned):
+  /// 512 threads, 4 loads in flight each, at most 4 blocks per CU. `sink`: one device word,
+  /// practically never written. Errors: BackendError.
+  void launch_stream_read(Backend& backend, const void* in, std::uint64_t bytes, void* sink, StreamHandle stream) const;
 };
 
 /// Renders `config` for `arch` and compiles it, through `cache` (keyed by source hash, arch and
