@@ -62,17 +62,7 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
 
 int run_bench(const BenchArgs& a, const std::string& command) {
   bench::BenchOptions o;
-  o.dtypes.clear();
-  std::size_t start = 0;
-  while (start <= a.dtypes.size()) {
-    std::size_t end = a.dtypes.find(',', start);
-    if (end == std::string::npos) end = a.dtypes.size();
-    const std::string item = a.dtypes.substr(start, end - start);
-    auto d = parse_dtype(item);
-    if (!d) throw UsageError("unknown dtype '" + item + "' in --dtypes (expected fp32, fp16, bf16)");
-    o.dtypes.push_back(*d);
-    start = end + 1;
-  }
+  o.dtypes = parse_dtypes(a.dtypes);
   try {
     if (!a.sizes.empty()) o.sizes = tune::parse_sizes(a.sizes);
   } catch (const std::invalid_argument& e) {

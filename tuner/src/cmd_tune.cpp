@@ -25,6 +25,21 @@ namespace amax::cli {
 
 std::filesystem::path default_db_path() { return default_user_db_path(); }
 
+std::vector<DType> parse_dtypes(const std::string& s) {
+  std::vector<DType> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(start, end - start);
+    auto d = parse_dtype(item);
+    if (!d) throw UsageError("unknown dtype '" + item + "' in --dtypes '" + s + "' (expected fp32, fp16, bf16)");
+    out.push_back(*d);
+    start = end + 1;
+  }
+  return out;
+}
+
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what) {
   std::error_code ec;
   if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
@@ -72,20 +87,6 @@ struct TuneArgs {
   std::string json;
 };
 
-std::vector<DType> parse_dtypes(const std::string& s) {
-  std::vector<DType> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(start, end - start);
-    auto d = parse_dtype(item);
-    if (!d) throw UsageError("unknown dtype '" + item + "' in --dtypes '" + s + "' (expected fp32, fp16, bf16)");
-    out.push_back(*d);
-    start = end + 1;
-  }
-  return out;
-}
 
 std::string pct(double num, double den) { return den > 0 && num > 0 ? fmt::format("{:.0f}%", 100 * num / den) : "-"; }
 std::string ratio(const tune::VariantResult* other, const tune::VariantResult& w) {

@@ -15,6 +15,10 @@ struct UsageError : std::runtime_error {
 };
 
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "amax/dtype.hpp"
 #include <ostream>
 
 void add_emit(CLI::App& app);
@@ -26,6 +30,8 @@ void add_bench(CLI::App& app);
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
 std::filesystem::path default_db_path();
+/// Parses a comma-separated dtype list ("fp32,bf16"). UsageError naming the bad item.
+std::vector<DType> parse_dtypes(const std::string& list);
 /// UsageError when `out` exists and is the same file as `in` (also through links).
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what);
 /// Writes a file through a temporary beside it, renamed into place only after `write` succeeded:
