@@ -4,16 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
-#include <set>
-#include <shared_mutex>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
