@@ -13,13 +13,16 @@
 
 #include "amax/amax_tune.hpp"
 #include "amax/kernels.hpp"
+#include "amax/runner.hpp"
+#include "amax/search.hpp"
+#include "amax/tuner.hpp"
 #include "amax/search_space.hpp"
 #include "cub_amax.hpp"
 
 namespace amax::bench {
 
 double Row::gbps() const {
-  return stats.median_us > 0 ? static_cast<double>(n) * info(dtype).bytes / stats.median_us / 1e3 : 0;
+  return tune::gbps(n * info(dtype).bytes, stats.median_us);
 }
 
 namespace {
@@ -30,8 +33,6 @@ struct Contender {
   std::string name;
   std::string detail;
   std::function<void(const void* in)> call;
-  int batch = 0;
-  std::vector<double> samples;
 };
 
 amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
@@ -42,9 +43,7 @@ BenchReport run_bench(const BenchOptions& o) {
   const auto t0 = Clock::now();
   BenchReport rep;
   Vendor vendor{};
-  if (device_count(Vendor::nvidia) > o.device) vendor = Vendor::nvidia;
-  else if (device_count(Vendor::amd) > o.device) vendor = Vendor::amd;
-  else throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
+  if (!first_available_vendor(vendor, o.device)) throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
   auto backend = make_backend(vendor, o.device);
   Backend& b = *backend;
   rep.device = b.device();
@@ -60,22 +59,18 @@ BenchReport run_bench(const BenchOptions& o) {
   if (!o.system_db.empty()) opt.system_db_path = o.system_db;
   amax_tune::Context ctx(opt);
 
-  std::vector<std::uint64_t> sizes = o.sizes;
-  if (sizes.empty())
-    for (int p = 10; p <= 30; ++p) sizes.push_back(1ull << p);
+  const std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
   std::uint64_t max_bytes = 0, max_ws = 16, max_cub = 16;
   const DeviceInfo& dev = rep.device;
   for (DType d : o.dtypes)
     for (auto n : sizes)
-      if (n > tune::max_input_elements(dev, d))
-        throw std::runtime_error(fmt::format("{} n={} does not fit in the {} GiB of {} with room for rotating inputs",
-                                             to_string(d), n, dev.memory_bytes >> 30, dev.name));
+      if (const auto why = tune::fit_error(dev, d, n); !why.empty()) throw std::runtime_error(why);
   for (DType d : o.dtypes)
     for (auto n : sizes) {
       max_bytes = std::max(max_bytes, n * info(d).bytes);
       max_ws = std::max<std::uint64_t>(max_ws, ctx.workspace_size(api(d), n));
-      for (Strategy s : {Strategy::atomic, Strategy::two_stage})
-        max_ws = std::max(max_ws, launch_shape(transformer_engine_config(d, s), n, cu).workspace_bytes);
+      for (const auto& te : tune::transformer_engine_baselines(d))
+        max_ws = std::max(max_ws, launch_shape(te, n, cu).workspace_bytes);
       if (have_cub() && vendor == Vendor::nvidia) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
     }
   tune::InputRegion inputs(b, max_bytes + 64);
@@ -87,9 +82,7 @@ BenchReport run_bench(const BenchOptions& o) {
   StreamHandle stream = b.create_stream();
   b.memset32_async(counter, 0, 1, stream);
   tune::TimingProtocol proto;
-  rep.protocol = fmt::format("device events; batches >= {:g} us (<= {} calls); warmup 1 batch; median of {} "
-                             "interleaved rounds; cold: rotating over the largest input + 5x L2; warm: same input",
-                             proto.batch_target_us, proto.max_batch, o.rounds);
+  rep.protocol = proto.describe_interleaved(o.rounds);
 
   std::vector<bool> regimes;
   if (o.cold) regimes.push_back(false);
@@ -105,11 +98,10 @@ BenchReport run_bench(const BenchOptions& o) {
         cs.push_back({"amax-tune", ctx.explain(api(d), n).label, [&, d, n, ws_bytes](const void* in) {
                         ctx.compute(in, api(d), n, out, ws, ws_bytes, stream);
                       }});
-        for (Strategy s : {Strategy::atomic, Strategy::two_stage}) {
-          const KernelConfig te = transformer_engine_config(d, s);
+        for (const auto& te : tune::transformer_engine_baselines(d)) {
           const LoadedKernel& k = kernels.get(te, d);
           const LaunchShape shape = launch_shape(te, n, cu);
-          cs.push_back({s == Strategy::atomic ? "TE atomic" : "TE two_stage", te.label(),
+          cs.push_back({te.strategy == Strategy::atomic ? "TE atomic" : "TE two_stage", te.label(),
                         [&, shape, n](const void* in) {
                           launch_amax(b, k, shape, in, n, out + 1, ws, counter, NanMode::propagate, stream);
                         }});
@@ -121,13 +113,13 @@ BenchReport run_bench(const BenchOptions& o) {
         cs.push_back({"stream read", "",
                       [&, bytes](const void* in) { ref.launch_stream_read(b, in, bytes, sink, stream); }});
         cs.push_back({"empty launch", "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }});
-        for (auto& c : cs) {  // probe the batch size, then warm up
-          c.batch = tune::batch_size(proto, tune::time_batches(b, stream, inputs, bytes, warm, 1, 2, c.call).back());
-          tune::time_batches(b, stream, inputs, bytes, warm, c.batch, 1, c.call);
-        }
-        for (int r = 0; r < o.rounds; ++r)
-          for (auto& c : cs) c.samples.push_back(tune::time_batches(b, stream, inputs, bytes, warm, c.batch, 1, c.call)[0]);
-        for (auto& c : cs) rep.rows.push_back(Row{d, warm, n, c.name, tune::Stats::of(c.samples), c.detail});
+        std::vector<tune::Timed> timed;
+        for (const auto& c : cs) timed.push_back({c.call});
+        tune::TimingProtocol p = proto;
+        p.warm_cache = warm;
+        const auto samples = tune::Runner(b, stream, inputs, p).interleaved(timed, bytes, o.rounds);
+        for (std::size_t i = 0; i < cs.size(); ++i)
+          rep.rows.push_back(Row{d, warm, n, cs[i].name, tune::Stats::of(samples[i]), cs[i].detail});
         if (o.progress) {
           const Row& t = rep.rows[rep.rows.size() - cs.size()];
           std::fprintf(stderr, "[%3zu/%zu] %s %s n=%-11llu amax-tune %9.2f us %7.0f GB/s (%s)\n", step, steps,

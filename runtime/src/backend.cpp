@@ -36,9 +36,9 @@ std::unique_ptr<Backend> make_backend(Vendor vendor, int ordinal) {
   throw std::runtime_error(no_device_reason(vendor));
 }
 
-bool first_available_vendor(Vendor& out) noexcept {
+bool first_available_vendor(Vendor& out, int ordinal) noexcept {
   for (Vendor v : {Vendor::nvidia, Vendor::amd})
-    if (device_count(v) > 0) {
+    if (ordinal >= 0 && device_count(v) > ordinal) {
       out = v;
       return true;
     }

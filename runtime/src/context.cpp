@@ -218,10 +218,7 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
       fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.nan_mode is {} (expected 0 or 1)", static_cast<int>(o->nan_mode)));
     if (o->device < 0) fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.device is {}", o->device));
     Vendor vendor{};
-    bool found = false;
-    for (Vendor v : {Vendor::nvidia, Vendor::amd})
-      if (!found && device_count(v) > o->device) vendor = v, found = true;
-    if (!found)
+    if (!first_available_vendor(vendor, o->device))
       fail(AMAX_STATUS_NO_DEVICE, fmt::format("no GPU device {} (NVIDIA: {}; AMD: {})", o->device,
                                               no_device_reason(Vendor::nvidia), no_device_reason(Vendor::amd)));
     auto c = std::make_unique<amax_context>();

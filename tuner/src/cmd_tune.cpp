@@ -93,6 +93,11 @@ std::string ratio(const tune::VariantResult* other, const tune::VariantResult& w
   return other ? fmt::format("{:.2f}x", other->stats.median_us / w.stats.median_us) : "-";
 }
 
+// The key's result of TransformerEngine baseline i (0: atomic, 1: two_stage), nullptr if absent.
+const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
+  return k.find(tune::transformer_engine_baselines(k.dtype).at(i).label());
+}
+
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
@@ -112,10 +117,8 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     }
     const auto& w = k.variants[k.winner];
     os << fmt::format("{:<5} {:>11} {:<28} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8}\n", to_string(k.dtype),
-                      k.n, w.config.label(), w.stats.median_us, k.bytes() / w.stats.median_us / 1e3,
-                      pct(k.ceiling.median_us, w.stats.median_us),
-                      ratio(k.find(transformer_engine_config(k.dtype, Strategy::atomic).label()), w),
-                      ratio(k.find(transformer_engine_config(k.dtype, Strategy::two_stage).label()), w),
+                      k.n, w.config.label(), w.stats.median_us, tune::gbps(k.bytes(), w.stats.median_us),
+                      pct(k.ceiling.median_us, w.stats.median_us), ratio(te(k, 0), w), ratio(te(k, 1), w),
                       ratio(k.best(Strategy::atomic), w), ratio(k.best(Strategy::two_stage), w),
                       ratio(k.best(Strategy::one_pass), w));
   }
@@ -146,13 +149,13 @@ nlohmann::json to_json(const tune::TuneReport& r) {
     } else if (k.winner >= 0) {
       const auto& w = k.variants[k.winner];
       e["winner"] = {{"label", w.config.label()}, {"median_us", w.stats.median_us},
-                     {"spread_us", w.stats.spread_us}, {"gbps", k.bytes() / w.stats.median_us / 1e3}};
+                     {"spread_us", w.stats.spread_us}, {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
       e["ceiling_us"] = k.ceiling.median_us;
       auto add = [&](const char* name, const tune::VariantResult* v) {
         if (v) e["baselines"][name] = {{"label", v->config.label()}, {"median_us", v->stats.median_us}};
       };
-      add("te_atomic", k.find(transformer_engine_config(k.dtype, Strategy::atomic).label()));
-      add("te_two_stage", k.find(transformer_engine_config(k.dtype, Strategy::two_stage).label()));
+      for (const auto& b : tune::transformer_engine_baselines(k.dtype))
+        add(("te_" + std::string(to_string(b.strategy))).c_str(), k.find(b.label()));
       add("best_atomic", k.best(Strategy::atomic));
       add("best_two_stage", k.best(Strategy::two_stage));
       add("best_one_pass", k.best(Strategy::one_pass));
@@ -181,7 +184,7 @@ int run_tune(const TuneArgs& a) {
   if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
   if (a.arch.empty()) {
     Vendor v;
-    if (!first_available_vendor(v))
+    if (!first_available_vendor(v, a.device))
       throw UsageError("--arch not given and no GPU found to take it from (" + no_device_reason(Vendor::nvidia) + ")");
     o.arch = make_backend(v, a.device)->device().arch;
   } else {

@@ -17,6 +17,14 @@ std::string TimingProtocol::describe() const {
                      finalists, warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x L2)");
 }
 
+std::string TimingProtocol::describe_interleaved(int rounds) const {
+  return fmt::format("device events; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} "
+                     "interleaved rounds; cold: rotating over the largest input + 5x L2; warm: same input",
+                     batch_target_us, max_batch, warmup_batches, rounds);
+}
+
+double gbps(std::uint64_t bytes, double us) noexcept { return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0; }
+
 Stats Stats::of(std::vector<double> v) {
   Stats s;
   s.samples = static_cast<int>(v.size());
@@ -93,49 +101,17 @@ std::uint64_t max_input_elements(const DeviceInfo& d, DType dtype) {
   return (d.memory_bytes - reserved) / info(dtype).bytes;
 }
 
+std::string fit_error(const DeviceInfo& d, DType dtype, std::uint64_t n) {
+  if (n <= max_input_elements(d, dtype)) return {};
+  return fmt::format("{} n={} ({} GiB) does not fit in the {} GiB of {} with room for rotating inputs; choose "
+                     "smaller --sizes",
+                     to_string(dtype), n, static_cast<double>(n) * info(dtype).bytes / (1ull << 30),
+                     d.memory_bytes >> 30, d.name);
+}
+
 int batch_size(const TimingProtocol& p, double per_call_us) {
   if (!(per_call_us > 0)) return p.max_batch;
   return std::clamp(static_cast<int>(std::ceil(p.batch_target_us / per_call_us)), 1, p.max_batch);
-}
-
-Verifier::Verifier(Backend& b, StreamHandle stream, std::size_t max_variants, std::uint64_t max_workspace)
-    : b_(b), stream_(stream), max_variants_(max_variants), max_workspace_(std::max<std::uint64_t>(max_workspace, 4)) {
-  outputs_ = static_cast<float*>(b.allocate(4 * max_variants));
-  workspace_ = b.allocate(max_workspace_);
-  counter_ = static_cast<std::uint32_t*>(b.allocate(4));
-  b.memset32_async(workspace_, 0xabababab, max_workspace_ / 4, stream);  // arbitrary bytes
-  b.memset32_async(counter_, 0, 1, stream);
-  b.synchronize(stream);
-}
-
-Verifier::~Verifier() {
-  b_.release(outputs_);
-  b_.release(workspace_);
-  b_.release(counter_);
-}
-
-std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>& kernels,
-                                         const std::vector<KernelConfig>& configs, const void* in, std::uint64_t n,
-                                         NanMode mode) {
-  if (kernels.size() > max_variants_ || kernels.size() != configs.size())
-    throw std::invalid_argument("Verifier::run: too many variants or mismatched lists");
-  static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu, 0x00000001u};
-  b_.memset32_async(outputs_, kGarbage[calls_++ % 5], kernels.size(), stream_);
-  const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    if (!kernels[i]) continue;
-    const LaunchShape shape = launch_shape(configs[i], n, cu);
-    if (shape.workspace_bytes > max_workspace_)
-      throw std::logic_error("Verifier workspace too small for " + configs[i].label());
-    launch_amax(b_, *kernels[i], shape, in, n, outputs_ + i, workspace_, counter_, mode, stream_);
-  }
-  b_.synchronize(stream_);
-  std::vector<std::uint32_t> got(kernels.size());
-  b_.copy_to_host(got.data(), outputs_, 4 * kernels.size());
-  std::uint32_t counter = 0;
-  b_.copy_to_host(&counter, counter_, 4);
-  if (counter != 0) throw std::runtime_error("a one_pass variant left its counter at " + std::to_string(counter));
-  return got;
 }
 
 }  // namespace amax::tune

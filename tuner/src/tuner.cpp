@@ -16,8 +16,10 @@
 #include <spdlog/spdlog.h>
 
 #include "amax/code_object.hpp"
-#include "amax/reference.hpp"
+#include "amax/record.hpp"
 #include "amax/render.hpp"
+#include "amax/runner.hpp"
+#include "amax/verify.hpp"
 
 namespace amax::tune {
 namespace {
@@ -32,32 +34,15 @@ std::string fmt_duration(double s) {
   return fmt::format("{}:{:02}", t / 60, t % 60);
 }
 
-// All variants tuned for one dtype: the space plus TransformerEngine's fixed configurations
-// (always timed, as baselines; they may win).
-std::vector<KernelConfig> candidates(const ArchInfo& arch, DType d, SpaceKind kind) {
-  auto v = enumerate_space(arch, d, kind);
-  for (Strategy s : {Strategy::atomic, Strategy::two_stage}) {
-    const auto te = transformer_engine_config(d, s);
-    if (std::find(v.begin(), v.end(), te) == v.end()) v.push_back(te);
-  }
-  return v;
-}
-
 struct Built {
   std::optional<KernelBinary> binary;
   std::string error;  // compile failure reason
   ResourceUsage usage;
 };
 
-// A value for the verification: the element bits of 2^(emax-1) (well above every region value,
-// which are all < 2) and a NaN with a payload, in the dtype's own format.
-// Sizes of the full adversarial verification (verify_small): one element, a few vectors with a
-// tail, and several blocks.
-constexpr std::uint64_t kSmallVerifySizes[] = {1, 33, 4097};
-
-std::uint32_t big_bits(DType d) { return d == DType::fp32 ? 0x7f000000u : d == DType::bf16 ? 0x7f00u : 0x7800u; }
-std::uint32_t nan_bits(DType d) { return d == DType::fp32 ? 0xffc00123u : d == DType::bf16 ? 0xffc1u : 0xfe01u; }
-
+// Orchestration of a run: device and database checks, the keys to tune, the compile pool, then
+// per key the verification passes (verify.hpp), the search (search.hpp) over samples the runner
+// takes (runner.hpp), and the recording (record.hpp).
 class Session {
  public:
   Session(const TuneOptions& o, TuneReport& report) : o_(o), report_(report) {}
@@ -130,12 +115,8 @@ class Session {
         for (auto n : sizes) wanted.emplace_back(d, n);
     }
     const DeviceInfo& dev = backend_->device();
-    for (auto [d, n] : wanted)  // the input, 5x L2 of rotation and 1 GiB of slack must fit
-      if (n > max_input_elements(dev, d))
-        throw TuneError(fmt::format("{} n={} ({} GiB) does not fit in the {} GiB of {} with room for rotating "
-                                    "inputs; choose smaller --sizes",
-                                    to_string(d), n, static_cast<double>(n) * info(d).bytes / (1ull << 30),
-                                    dev.memory_bytes >> 30, dev.name));
+    for (auto [d, n] : wanted)
+      if (const auto why = fit_error(dev, d, n); !why.empty()) throw TuneError(why);
     for (auto [d, n] : wanted) {
       const db::TuningKey key{arch_.name, to_db(d), n};
       if (!o_.retune && !o_.stale_only && db_->has_winner(key, current_)) {
@@ -216,103 +197,54 @@ class Session {
     return build_errors_.at(kernel_name(c, d)).empty() ? kernels_->find(c, d) : nullptr;
   }
 
-  // Full adversarial check of every variant of dtype d at small sizes (offset pointers, every
-  // input kind, both NaN modes): failures are recorded for every key of d.
-  void verify_small(DType d, Verifier& v, std::map<std::string, std::string>& failed) {
-    const auto& cs = cands_[d];
-    std::vector<const LoadedKernel*> ks;
-    for (const auto& c : cs) ks.push_back(kernel(c, d));
-    const std::uint32_t eb = info(d).bytes;
-    void* buf = backend_->allocate(8192 * 4 + 64);
-    std::uint64_t seed = 1;
-    for (std::uint64_t n : kSmallVerifySizes)
-      for (InputKind kind : all_input_kinds())
-        for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
-          const auto host = make_input(kind, d, n, seed++);
-          const std::uint64_t off = (seed % 3) * eb;
-          backend_->memset32_async(buf, 0xffffffffu, 8192 + 16, nullptr);
-          backend_->synchronize(nullptr);
-          backend_->copy_to_device(static_cast<char*>(buf) + off, host.data(), host.size());
-          const std::uint32_t expect = reference_amax_bits(host.data(), d, n, mode);
-          const auto got = v.run(ks, cs, static_cast<char*>(buf) + off, n, mode);
-          for (std::size_t i = 0; i < cs.size(); ++i)
-            if (ks[i] && got[i] != expect && !failed.count(cs[i].label()))
-              failed[cs[i].label()] = fmt::format("{} n={} offset={} nan={}: got 0x{:08x}, expected 0x{:08x}",
-                                                  to_string(kind), n, off / eb,
-                                                  mode == NanMode::ignore ? "ignore" : "propagate", got[i], expect);
-        }
-    backend_->release(buf);
-  }
-
-  // Verification at the key's own size: the maximum planted at the last element of a pointer
-  // offset by one element, then a NaN in the middle (propagate -> NaN, ignore -> the maximum).
-  void verify_at(DType d, std::uint64_t n, Verifier& v, std::vector<VariantResult>& res) {
-    const std::uint32_t eb = info(d).bytes;
-    char* in = static_cast<char*>(inputs_->base()) + eb;
-    std::vector<const LoadedKernel*> ks;
-    std::vector<KernelConfig> cs;
-    std::vector<std::size_t> idx;
-    for (std::size_t i = 0; i < res.size(); ++i)
-      if (res[i].status == db::TrialStatus::ok) {
-        ks.push_back(kernel(res[i].config, d));
-        cs.push_back(res[i].config);
-        idx.push_back(i);
-      }
-    const std::uint64_t last = n - 1, mid = n / 2;
-    std::uint32_t orig_last = 0, orig_mid = 0, big = big_bits(d), nan = nan_bits(d);
-    backend_->copy_to_host(&orig_last, in + last * eb, eb);
-    backend_->copy_to_host(&orig_mid, in + mid * eb, eb);
-    const std::uint32_t expect_big = reference_amax_bits(&big, d, 1, NanMode::propagate);
-    struct Step {
-      const char* what;
-      NanMode mode;
-      std::uint32_t expect;
-    };
-    std::vector<Step> steps{{"maximum at the last element", NanMode::propagate, expect_big}};
-    backend_->copy_to_device(in + last * eb, &big, eb);
-    auto check = [&](const Step& s) {
-      const auto got = v.run(ks, cs, in, n, s.mode);
-      for (std::size_t j = 0; j < idx.size(); ++j)
-        if (got[j] != s.expect) {
-          auto& r = res[idx[j]];
-          r.status = db::TrialStatus::wrong_result;
-          r.reason = fmt::format("{} (n={}, offset 1, nan={}): got 0x{:08x}, expected 0x{:08x}", s.what, n,
-                                 s.mode == NanMode::ignore ? "ignore" : "propagate", got[j], s.expect);
-        }
-    };
-    check(steps[0]);
-    if (n >= 3) {
-      backend_->copy_to_device(in + mid * eb, &nan, eb);
-      check({"NaN in the middle", NanMode::propagate, 0x7fc00000u});
-      check({"NaN in the middle, NaN ignored", NanMode::ignore, expect_big});
-      backend_->copy_to_device(in + mid * eb, &orig_mid, eb);
+  // The sample source of the search: variant i of the key being tuned, timed by the runner.
+  class Source : public SampleSource {
+   public:
+    Source(Session& s, DType d, std::uint64_t n, const std::vector<VariantResult>& vs) : s_(s), d_(d), n_(n), vs_(vs) {}
+    std::vector<double> sample(std::size_t i, int batches, bool prepare) override {
+      Timed& t = timed(i);
+      if (prepare) s_.runner_->prepare(t, bytes());
+      return s_.runner_->measure(t, bytes(), batches);
     }
-    backend_->copy_to_device(in + last * eb, &orig_last, eb);
-  }
+    std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override {
+      std::vector<Timed> ts;
+      for (std::size_t i : which) ts.push_back({timed(i).call});  // a fresh probe per pass
+      return s_.runner_->interleaved(ts, bytes(), rounds,
+                                     second ? InterleaveOrder{1, true} : InterleaveOrder{});
+    }
+    void recover() override { s_.backend_->synchronize(s_.stream_); }  // throws if the context is lost
 
-  // Per-call times of `batches` batches of variant c on n elements. *batch (0 = unknown) is the
-  // calls per batch, found by a probe on first use; `warmup` runs protocol.warmup_batches first.
-  std::vector<double> time_variant(const KernelConfig& c, DType d, std::uint64_t n, int batches, int* batch,
-                                   bool warmup) {
-    const LoadedKernel& k = *kernel(c, d);
-    const LaunchShape shape = launch_shape(c, n, static_cast<std::uint32_t>(backend_->device().cu_count));
-    const std::uint64_t bytes = n * info(d).bytes;
-    auto call = [&](const void* in) {
-      launch_amax(*backend_, k, shape, in, n, out_, workspace_, counter_, NanMode::propagate, stream_);
-    };
-    const bool warm = o_.protocol.warm_cache;
-    if (*batch == 0) *batch = batch_size(o_.protocol, time_batches(*backend_, stream_, *inputs_, bytes, warm, 1, 2, call).back());
-    if (warmup) time_batches(*backend_, stream_, *inputs_, bytes, warm, *batch, o_.protocol.warmup_batches, call);
-    return time_batches(*backend_, stream_, *inputs_, bytes, warm, *batch, batches, call);
-  }
+   private:
+    std::uint64_t bytes() const { return n_ * info(d_).bytes; }
+    Timed& timed(std::size_t i) {
+      auto it = timed_.find(i);
+      if (it != timed_.end()) return it->second;
+      const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
+      const LaunchShape shape = launch_shape(vs_[i].config, n_, static_cast<std::uint32_t>(s_.backend_->device().cu_count));
+      Session& s = s_;
+      const std::uint64_t n = n_;
+      return timed_[i] = Timed{[&s, &k, shape, n](const void* in) {
+        launch_amax(*s.backend_, k, shape, in, n, s.out_, s.workspace_, s.counter_, NanMode::propagate, s.stream_);
+      }};
+    }
+    Session& s_;
+    DType d_;
+    std::uint64_t n_;
+    const std::vector<VariantResult>& vs_;
+    std::map<std::size_t, Timed> timed_;
+  };
 
   Stats time_ceiling(std::uint64_t n, DType d) {
     const std::uint64_t bytes = n * info(d).bytes;
-    auto call = [&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, sink_, stream_); };
-    const auto probe = time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, 1, 2, call);
-    const int batch = batch_size(o_.protocol, probe.back());
-    return Stats::of(time_batches(*backend_, stream_, *inputs_, bytes, o_.protocol.warm_cache, batch,
-                                  o_.protocol.final_rounds, call));
+    Timed t{[&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, sink_, stream_); }};
+    runner_->prepare(t, bytes, /*warm_up=*/false);
+    return Stats::of(runner_->measure(t, bytes, o_.protocol.final_rounds));
+  }
+
+  std::vector<const LoadedKernel*> kernels_of(const std::vector<KernelConfig>& cs, DType d) const {
+    std::vector<const LoadedKernel*> ks;
+    for (const auto& c : cs) ks.push_back(kernel(c, d));
+    return ks;
   }
 
   void tune_keys(Clock::time_point t0) {
@@ -329,6 +261,7 @@ class Session {
     }
     inputs_ = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
     stream_ = backend_->create_stream();
+    runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol);
     out_ = static_cast<float*>(backend_->allocate(4));
     workspace_ = backend_->allocate(max_ws);
     counter_ = static_cast<std::uint32_t*>(backend_->allocate(4));
@@ -351,9 +284,10 @@ class Session {
                              o_.time_budget_s, report_.not_done.size()));
         break;
       }
-      if (!small_failures.count(d)) verify_small(d, verifier, small_failures[d]);
+      if (!small_failures.count(d))
+        small_failures[d] = verify_small(*backend_, verifier, d, cands_[d], kernels_of(cands_[d], d));
       KeyResult k = tune_key(d, n, verifier, small_failures[d]);
-      record(k);
+      record_key(*db_, arch_.name, k, current_);
       bytes_done += cost(k.bytes());
       const double el = seconds_since(tt);
       const double eta = el / bytes_done * (bytes_total - bytes_done);
@@ -361,7 +295,7 @@ class Session {
         const auto& wv = k.variants[k.winner];
         progress(fmt::format("[{:>3}/{}] {} n={:<11} {:<28} {:>9.2f} us {:>7.0f} GB/s   elapsed {} ETA {}", w + 1,
                              work_.size(), to_string(d), n, wv.config.label(), wv.stats.median_us,
-                             k.bytes() / wv.stats.median_us / 1e3, fmt_duration(seconds_since(t0)),
+                             gbps(k.bytes(), wv.stats.median_us), fmt_duration(seconds_since(t0)),
                              fmt_duration(eta)));
       } else {
         progress(fmt::format("[{:>3}/{}] {} n={}: no variant passed verification", w + 1, work_.size(),
@@ -393,83 +327,29 @@ class Session {
       }
       k.variants.push_back(std::move(r));
     }
-    verify_at(d, n, verifier, k.variants);
-    // Screening: every verified variant, few batches; stop early when clearly slower.
-    double best = INFINITY;
-    for (auto& r : k.variants) {
-      if (r.status != db::TrialStatus::ok) continue;
-      try {
-        int batch = 0;
-        std::vector<double> times = time_variant(r.config, d, n, 1, &batch, true);
-        if (times[0] <= o_.protocol.early_stop * best) {  // else clearly slower: one batch is its sample
-          const auto more = time_variant(r.config, d, n, o_.protocol.screen_batches - 1, &batch, false);
-          times.insert(times.end(), more.begin(), more.end());
+    {
+      std::vector<KernelConfig> cs;
+      std::vector<std::size_t> idx;
+      for (std::size_t i = 0; i < k.variants.size(); ++i)
+        if (k.variants[i].status == db::TrialStatus::ok) cs.push_back(k.variants[i].config), idx.push_back(i);
+      const auto reasons = verify_at_size(*backend_, verifier, *inputs_, d, n, cs, kernels_of(cs, d));
+      for (std::size_t j = 0; j < idx.size(); ++j)
+        if (!reasons[j].empty()) {
+          k.variants[idx[j]].status = db::TrialStatus::wrong_result;
+          k.variants[idx[j]].reason = reasons[j];
         }
-        r.stats = Stats::of(times);
-        best = std::min(best, r.stats.median_us);
-      } catch (const BackendError& e) {
-        r.status = db::TrialStatus::launch_failed;
-        r.reason = e.what();
-        backend_->synchronize(stream_);  // throws if the context is lost: the run stops there
-      }
     }
+    Source source(*this, d, n, k.variants);
+    screen(k.variants, o_.protocol, source);
     // Final: the fastest few, TransformerEngine's configs and the best of each strategy,
     // re-timed in interleaved rounds so that drift affects all alike.
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < k.variants.size(); ++i)
-      if (k.variants[i].status == db::TrialStatus::ok) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [&](auto a, auto b) { return k.variants[a].stats.median_us < k.variants[b].stats.median_us; });
-    std::set<std::size_t> fin(order.begin(), order.begin() + std::min<std::size_t>(order.size(), o_.protocol.finalists));
-    for (Strategy s : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass}) {
-      if (const auto* b = k.best(s)) fin.insert(static_cast<std::size_t>(b - k.variants.data()));
-      const auto te = transformer_engine_config(d, s).label();
-      if (const auto* t = k.find(te); t && t->status == db::TrialStatus::ok)
-        fin.insert(static_cast<std::size_t>(t - k.variants.data()));
-    }
-    std::map<std::size_t, std::vector<double>> samples;
-    std::map<std::size_t, int> batch;
-    for (int round = 0; round < o_.protocol.final_rounds; ++round)
-      for (std::size_t i : fin) {
-        const auto t = time_variant(k.variants[i].config, d, n, 1, &batch[i], round == 0);
-        samples[i].push_back(t[0]);
-      }
-    for (std::size_t i : fin) {
-      k.variants[i].stats = Stats::of(samples[i]);
-      k.variants[i].finalist = true;
-    }
+    const auto fin = finalists(k.variants, o_.protocol, d);
+    final_pass(k.variants, fin, o_.protocol, source);
     for (std::size_t i : fin)
       if (k.winner < 0 || k.variants[i].stats.median_us < k.variants[k.winner].stats.median_us)
         k.winner = static_cast<int>(i);
     k.ceiling = time_ceiling(n, d);
     return k;
-  }
-
-  void record(const KeyResult& k) {
-    std::vector<db::Trial> trials;
-    for (const auto& r : k.variants) {
-      db::Trial t;
-      t.label = r.config.label();
-      t.status = r.status;
-      t.reason = r.reason;
-      if (r.status == db::TrialStatus::ok && r.stats.samples > 0) {
-        t.median_us = r.stats.median_us;
-        t.spread_us = r.stats.spread_us;
-        t.samples = r.stats.samples;
-        t.gbps = k.bytes() / r.stats.median_us / 1e3;
-      }
-      t.registers = r.usage.registers;
-      t.spill_bytes = r.usage.spill_stores < 0 ? -1 : r.usage.spill_stores;
-      trials.push_back(std::move(t));
-    }
-    std::optional<db::Winner> w;
-    if (k.winner >= 0) {
-      const auto& v = k.variants[k.winner];
-      w = db::Winner{v.config.label(), v.stats.median_us, k.bytes() / v.stats.median_us / 1e3};
-    }
-    db::Provenance p = current_;
-    p.timestamp = db::utc_timestamp_now();
-    db_->record_key(db::TuningKey{arch_.name, to_db(k.dtype), k.n}, p, trials, w);
   }
 
   void progress(const std::string& line) const {
@@ -490,6 +370,7 @@ class Session {
   std::map<std::string, std::string> build_errors_;
   std::map<std::string, ResourceUsage> usage_;
   std::unique_ptr<InputRegion> inputs_;
+  std::unique_ptr<Runner> runner_;
   StreamHandle stream_ = nullptr;
   float* out_ = nullptr;
   void* workspace_ = nullptr;
@@ -499,24 +380,14 @@ class Session {
 
 }  // namespace
 
-const VariantResult* KeyResult::best(Strategy s) const {
-  const VariantResult* b = nullptr;
-  for (const auto& v : variants)
-    if (v.status == db::TrialStatus::ok && v.stats.samples > 0 && v.config.strategy == s &&
-        (!b || v.stats.median_us < b->stats.median_us))
-      b = &v;
-  return b;
-}
-
-const VariantResult* KeyResult::find(const std::string& label) const {
-  for (const auto& v : variants)
-    if (v.config.label() == label) return &v;
-  return nullptr;
+std::vector<std::uint64_t> power_of_two_sizes() {
+  std::vector<std::uint64_t> s;
+  for (int p = 10; p <= 30; ++p) s.push_back(1ull << p);
+  return s;
 }
 
 std::vector<std::uint64_t> default_sizes() {
-  std::vector<std::uint64_t> s;
-  for (int p = 10; p <= 30; ++p) s.push_back(1ull << p);
+  std::vector<std::uint64_t> s = power_of_two_sizes();
   for (std::uint64_t extra : {1000ull, 100000ull, 3000000ull, 50000000ull, 300000000ull}) s.push_back(extra);
   std::sort(s.begin(), s.end());
   return s;

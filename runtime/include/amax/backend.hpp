@@ -113,8 +113,9 @@ std::string no_device_reason(Vendor vendor);
 /// std::runtime_error naming the vendor when this build has no such backend or no such device.
 std::unique_ptr<Backend> make_backend(Vendor vendor, int ordinal = 0);
 
-/// The first vendor with a device present (NVIDIA checked first), or nullopt-like: returns false
-/// when none. Thread-safe.
-bool first_available_vendor(Vendor& out) noexcept;
+/// The vendor whose device `ordinal` exists (NVIDIA checked first, then AMD): the one rule by
+/// which the library, the tuner and the bench pick a backend for a device ordinal. Returns false
+/// (and leaves `out` alone) when no vendor has more than `ordinal` devices. Thread-safe.
+bool first_available_vendor(Vendor& out, int ordinal = 0) noexcept;
 
 }  // namespace amax

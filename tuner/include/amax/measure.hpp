@@ -1,6 +1,7 @@
 #pragma once
-// Measurement on the GPU: the timing protocol (DESIGN.md section 5) and bit-exact verification
-// of many variants at once. Used by the tuner and by `amax-tune bench`.
+// Measurement on the GPU: the timing protocol (DESIGN.md section 5), its statistics, the rotated
+// input region and the timed batches. Used by the tuner and by `amax-tune bench` (through
+// runner.hpp).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -22,9 +23,18 @@ struct TimingProtocol {
   int finalists = 6;             ///< fastest screened variants re-timed in the final pass
   double early_stop = 1.5;       ///< screening stops a variant after one batch slower than this x best
   bool warm_cache = false;       ///< true: the same input every call (warm L2); false: rotate
-  /// "events; batches>=200us (<=200 calls); warmup 1; screen 3; final 15 rounds x 6; rotate 5xL2"
+  /// The tuner's protocol, stored in every row's provenance (a change makes rows stale):
+  /// "device events; batches >= 200 us (<= 200 calls); warmup 1; screen 3 (stop at 1.5x best); ..."
   std::string describe() const;
+  /// The bench's protocol: the same batches and warm-up, then `rounds` interleaved rounds of
+  /// every contender. Thread-safe.
+  std::string describe_interleaved(int rounds) const;
 };
+
+/// Effective bandwidth of reading `bytes` in `us` microseconds, GB/s (1e9 B/s); 0 when `us` is
+/// not positive. The one formula behind every GB/s the tuner, the database rows and the bench
+/// report.
+double gbps(std::uint64_t bytes, double us) noexcept;
 
 /// Robust statistics of per-call times of several batches, microseconds.
 struct Stats {
@@ -71,34 +81,12 @@ std::vector<double> time_batches(Backend& backend, StreamHandle stream, InputReg
 /// 5x the L2 (the rotation region) and 1 GiB of slack for workspaces and the runtime.
 std::uint64_t max_input_elements(const DeviceInfo& device, DType dtype);
 
+/// Why `n` elements of `dtype` cannot be measured on `device` (n > max_input_elements: the input,
+/// 5x L2 of rotation and 1 GiB of slack must fit), as a message naming the size and the device;
+/// empty when it fits. The tuner and the bench throw it as their own error type.
+std::string fit_error(const DeviceInfo& device, DType dtype, std::uint64_t n);
+
 /// Calls per batch so that a batch of calls of `per_call_us` lasts protocol.batch_target_us.
 int batch_size(const TimingProtocol& protocol, double per_call_us);
-
-/// Launches many variants on the same input and returns each result's bits.
-/// Outputs are pre-filled with a garbage pattern that differs per call, workspace holds
-/// arbitrary bytes; one synchronisation per call of run().
-class Verifier {
- public:
-  Verifier(Backend& backend, StreamHandle stream, std::size_t max_variants, std::uint64_t max_workspace_bytes);
-  ~Verifier();
-  Verifier(const Verifier&) = delete;
-  Verifier& operator=(const Verifier&) = delete;
-  /// Result bits of every kernel on `n` elements at device pointer `in`. A launch that fails
-  /// throws BackendError naming the call. Also checks that the one_pass counter is 0 after.
-  std::vector<std::uint32_t> run(const std::vector<const LoadedKernel*>& kernels,
-                                 const std::vector<KernelConfig>& configs, const void* in, std::uint64_t n,
-                                 NanMode mode);
-  std::uint32_t* counter() const noexcept { return counter_; }
-
- private:
-  Backend& b_;
-  StreamHandle stream_;
-  std::size_t max_variants_;
-  std::uint64_t max_workspace_;
-  float* outputs_ = nullptr;
-  void* workspace_ = nullptr;
-  std::uint32_t* counter_ = nullptr;
-  std::uint32_t calls_ = 0;
-};
 
 }  // namespace amax::tune

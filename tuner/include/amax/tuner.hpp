@@ -11,6 +11,7 @@
 #include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/measure.hpp"
+#include "amax/search.hpp"
 #include "amax/search_space.hpp"
 
 namespace amax::tune {
@@ -33,39 +34,18 @@ struct TuneOptions {
   bool progress = true;               ///< progress lines (with an ETA) on stderr
 };
 
-/// The default size grid: 2^10 .. 2^30 elements by powers of two, plus 1000, 100000, 3000000,
-/// 50000000 and 300000000 (sizes that are not powers of two, as real tensors are).
+/// The powers of two from 2^10 to 2^30 elements: the bench's default sizes and the core of the
+/// tuner's default grid.
+std::vector<std::uint64_t> power_of_two_sizes();
+
+/// The tuner's default size grid: power_of_two_sizes() plus 1000, 100000, 3000000, 50000000 and
+/// 300000000 (sizes that are not powers of two, as real tensors are), ascending.
 std::vector<std::uint64_t> default_sizes();
 
 /// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
 /// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
 /// naming the bad item.
 std::vector<std::uint64_t> parse_sizes(const std::string& text);
-
-/// One variant's outcome for one key.
-struct VariantResult {
-  KernelConfig config;
-  db::TrialStatus status = db::TrialStatus::ok;
-  std::string reason;
-  Stats stats;           ///< empty unless status ok
-  ResourceUsage usage;
-  bool finalist = false;  ///< re-timed in the final pass
-};
-
-/// One key's outcome.
-struct KeyResult {
-  DType dtype{};
-  std::uint64_t n = 0;
-  bool resumed = false;                  ///< already tuned for this setup: not re-measured
-  std::optional<db::WinnerRow> stored;   ///< the stored winner of a resumed key
-  std::vector<VariantResult> variants;
-  int winner = -1;                       ///< index into variants, -1 if none
-  Stats ceiling;                         ///< the streaming-read kernel on the same bytes
-  /// Fastest ok variant of `strategy` (or with the given label), nullptr if none.
-  const VariantResult* best(Strategy strategy) const;
-  const VariantResult* find(const std::string& label) const;
-  std::uint64_t bytes() const { return n * info(dtype).bytes; }
-};
 
 /// A whole run.
 struct TuneReport {
