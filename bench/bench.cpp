@@ -1,4 +1,4 @@
-#include "bench.hpp"
+#include "amax/bench.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "amax/amax_tune.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/launch.hpp"
+#include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
 #include "amax/search.hpp"
 #include "amax/tuner.hpp"

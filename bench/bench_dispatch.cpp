@@ -10,7 +10,7 @@
 
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
-#include "amax/kernels.hpp"
+#include "amax/launch.hpp"
 #include "amax/plan_cache.hpp"
 #include "amax/render.hpp"
 

@@ -10,7 +10,8 @@
 
 #include "amax/backend.hpp"
 #include "amax/compiler.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/launch.hpp"
 
 namespace amax::test {
 

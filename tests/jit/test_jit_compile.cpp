@@ -4,7 +4,7 @@
 
 #include "amax/code_object.hpp"
 #include "amax/compiler.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "amax/backend.hpp"
-#include "amax/kernels.hpp"
+#include "amax/launch.hpp"
 
 using namespace amax;
 

@@ -17,6 +17,8 @@
 
 #include "amax/code_object.hpp"
 #include "amax/record.hpp"
+#include "amax/reference.hpp"
+#include "amax/reference_kernels.hpp"
 #include "amax/render.hpp"
 #include "amax/runner.hpp"
 #include "amax/verify.hpp"
@@ -391,56 +393,6 @@ std::vector<std::uint64_t> default_sizes() {
   for (std::uint64_t extra : {1000ull, 100000ull, 3000000ull, 50000000ull, 300000000ull}) s.push_back(extra);
   std::sort(s.begin(), s.end());
   return s;
-}
-
-std::vector<std::uint64_t> parse_sizes(const std::string& text) {
-  auto bad = [&](const std::string& item, const std::string& why) {
-    return std::invalid_argument("invalid size '" + item + "' in --sizes '" + text + "': " + why +
-                                 " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
-  };
-  auto number = [&](std::string s, const std::string& item) -> std::uint64_t {
-    if (s.starts_with("2^")) {
-      int p = 0;
-      auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), p);
-      if (ec != std::errc{} || ptr != s.data() + s.size() || p < 0 || p > 62) throw bad(item, "exponent must be 0..62");
-      return 1ull << p;
-    }
-    std::uint64_t mult = 1;
-    if (!s.empty()) {
-      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
-      if (c == 'k') mult = 1ull << 10;
-      if (c == 'm') mult = 1ull << 20;
-      if (c == 'g') mult = 1ull << 30;
-      if (mult != 1) s.pop_back();
-    }
-    std::uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) throw bad(item, "not a number");
-    if (v > (1ull << 62) / mult) throw bad(item, "too large");
-    return v * mult;
-  };
-  std::vector<std::uint64_t> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
-    if (item.empty()) throw bad(item, "empty item");
-    if (const auto dots = item.find(".."); dots != std::string::npos) {
-      const std::uint64_t a = number(item.substr(0, dots), item), b = number(item.substr(dots + 2), item);
-      if (a == 0 || a > b || (a & (a - 1)) != 0) throw bad(item, "a range needs a power of two A <= B");
-      for (std::uint64_t v = a; v <= b; v *= 2) out.push_back(v);
-    } else {
-      const std::uint64_t v = number(item, item);
-      if (v == 0) throw bad(item, "sizes must be at least 1");
-      out.push_back(v);
-    }
-    if (end == text.size()) break;
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
 }
 
 TuneReport run_tuning(const TuneOptions& options) {

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "amax/backend.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/launch.hpp"
 
 namespace amax::tune {
 

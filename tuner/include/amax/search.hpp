@@ -13,7 +13,7 @@
 #include "amax/db/trial.hpp"
 #include "amax/db/winner.hpp"
 #include "amax/kernel_config.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
 #include "amax/measure.hpp"
 #include "amax/search_space.hpp"
 

@@ -42,11 +42,6 @@ std::vector<std::uint64_t> power_of_two_sizes();
 /// 300000000 (sizes that are not powers of two, as real tensors are), ascending.
 std::vector<std::uint64_t> default_sizes();
 
-/// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
-/// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
-/// naming the bad item.
-std::vector<std::uint64_t> parse_sizes(const std::string& text);
-
 /// A whole run.
 struct TuneReport {
   DeviceInfo device;

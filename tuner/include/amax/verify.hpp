@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "amax/backend.hpp"
-#include "amax/kernels.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/launch.hpp"
 #include "amax/measure.hpp"
 
 namespace amax::tune {

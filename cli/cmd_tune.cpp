@@ -1,4 +1,4 @@
-// amax-tune [tune]: the tuning run, its summary table and JSON; amax-tune show/export/merge.
+// amax-tune [tune]: the tuning run, its summary table and JSON.
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,55 +22,6 @@
 #include "commands.hpp"
 
 namespace amax::cli {
-
-std::filesystem::path default_db_path() { return default_user_db_path(); }
-
-std::vector<DType> parse_dtypes(const std::string& s) {
-  std::vector<DType> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(start, end - start);
-    auto d = parse_dtype(item);
-    if (!d) throw UsageError("unknown dtype '" + item + "' in --dtypes '" + s + "' (expected fp32, fp16, bf16)");
-    out.push_back(*d);
-    start = end + 1;
-  }
-  return out;
-}
-
-void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what) {
-  std::error_code ec;
-  if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
-    throw UsageError("the output " + out.string() + " is " + what + " (" + in.string() +
-                     "): choose another output file");
-}
-
-void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
-  const auto tmp = std::filesystem::path(path.string() + ".tmp-" + std::to_string(::getpid()));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw std::runtime_error("cannot write " + path.string() + ": cannot create " + tmp.string() + " (" +
-                               std::strerror(errno) + ")");
-    try {
-      write(f);
-      f.flush();
-      if (!f) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
-    } catch (...) {
-      f.close();
-      std::filesystem::remove(tmp);
-      throw;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
-  }
-}
 
 namespace {
 
@@ -175,7 +126,7 @@ int run_tune(const TuneArgs& a) {
   o.dtypes = parse_dtypes(a.dtypes);
   try {
     if (a.sizes_given && a.sizes.empty()) throw std::invalid_argument("--sizes is empty");
-    if (!a.sizes.empty()) o.sizes = tune::parse_sizes(a.sizes);
+    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -258,136 +209,6 @@ void add_tune(CLI::App& app) {
   app.final_callback([&app, top] {
     if (app.get_subcommands().empty()) throw CLI::RuntimeError(run_tune(*top));
   });
-}
-
-namespace {
-struct DbArgs {
-  std::string db, format = "table", arch, dtype, out, a, b;
-  bool trials = false, allow_devices = false, overwrite = false;
-};
-
-int run_show(const DbArgs& a) {
-  const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
-  auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-  db::WinnerFilter f;
-  if (!a.arch.empty()) f.arch = a.arch;
-  if (!a.dtype.empty()) {
-    auto d = db::parse_dtype(a.dtype);
-    if (!d) throw UsageError("unknown dtype '" + a.dtype + "' (expected fp32, fp16 or bf16)");
-    f.dtype = *d;
-  }
-  const auto rows = db.winners(f);
-  std::cout << fmt::format("{} winners in {}\n", rows.size(), path.string());
-  std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9} {:>8}  {}\n", "arch", "dtype", "n", "winner", "us", "GB/s",
-                           "device, measured");
-  for (const auto& r : rows)
-    std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
-                             db::to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
-                             db::describe_device(r.provenance), r.provenance.timestamp);
-  return kExitOk;
-}
-
-int run_export(const DbArgs& a) {
-  if (a.format != "json" && a.format != "csv" && a.format != "text")
-    throw UsageError("unknown --format '" + a.format + "' (expected json, csv or text)");
-  const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
-  if (!a.out.empty() && a.out != "-") refuse_same_file(a.out, path, "the database being exported");
-  auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-  auto write = [&](std::ostream& os) {
-    if (a.format == "json") db.export_json(os, a.trials ? db::ExportTable::All : db::ExportTable::Winners);
-    else if (a.format == "csv") db.export_csv(os, a.trials ? db::ExportTable::Trials : db::ExportTable::Winners);
-    else db.dump_text(os);
-  };
-  if (a.out.empty() || a.out == "-") write(std::cout);
-  else write_file_atomically(a.out, write);
-  return kExitOk;
-}
-
-int run_merge(const DbArgs& a) {
-  if (a.out.empty()) throw UsageError("merge needs -o OUT.db");
-  db::MergePolicy p;
-  p.allow_different_devices = a.allow_devices;
-  p.overwrite_output = a.overwrite;
-  const auto r = db::merge(a.a, a.b, a.out, p);
-  std::cout << fmt::format("merged {} and {} into {}: {} winners, {} trials\n", a.a, a.b, a.out, r.winners_written,
-                           r.trials_written);
-  for (const auto& c : r.contested)
-    std::cout << fmt::format("  {}: kept {} ({:.2f} us, from {}) over {} ({:.2f} us){}\n", db::to_string(c.key),
-                             c.kept.winner.label, c.kept.winner.median_us, c.kept_from == 'a' ? a.a : a.b,
-                             c.dropped.winner.label, c.dropped.winner.median_us,
-                             c.different_devices ? ", measured on different devices" : "");
-  return kExitOk;
-}
-}  // namespace
-
-// Every row of a text dump names a real variant: its arch parses and its label is valid for that
-// arch and dtype (the database layer treats both as opaque text). UsageError naming the line.
-void validate_dump_rows(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  for (int no = 1; std::getline(in, line); ++no) {
-    if (line.empty() || no == 1) continue;  // line 1: the format header, checked by load_text
-    nlohmann::json row;
-    try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      continue;  // malformed JSON: load_text reports it with the line number
-    }
-    if (!row.is_object() || !row.contains("label") || !row.contains("arch") || !row.contains("dtype")) continue;
-    const auto where = fmt::format("{} line {}", path, no);
-    try {
-      const ArchInfo arch = ArchInfo::parse(row["arch"].get<std::string>());
-      const auto dtype = parse_dtype(row["dtype"].get<std::string>());
-      if (!dtype) continue;  // load_text names a bad dtype
-      const KernelConfig c = KernelConfig::parse(row["label"].get<std::string>());
-      if (auto why = c.validate(arch, *dtype)) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("{}: {}", where, e.what()));
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError(fmt::format("{}: {}", where, e.what()));
-    }
-  }
-}
-
-void add_db_commands(CLI::App& app) {
-  auto s = std::make_shared<DbArgs>();
-  auto* show = app.add_subcommand("show", "List the winners of a tuning database as a table");
-  show->add_option("--db", s->db, "Database (default: the per-user one)");
-  show->add_option("--arch", s->arch, "Only this arch");
-  show->add_option("--dtype", s->dtype, "Only this dtype");
-  show->final_callback([s] { throw CLI::RuntimeError(run_show(*s)); });
-
-  auto e = std::make_shared<DbArgs>();
-  auto* exp = app.add_subcommand("export", "Export winners (and trials) as JSON, CSV or reviewable text (one JSON row per line)");
-  exp->add_option("--db", e->db, "Database (default: the per-user one)");
-  exp->add_option("--format", e->format, "json, csv or text (one JSON row per line)")->required();
-  exp->add_flag("--trials", e->trials, "Include every trial (json) / export the trial table (csv)");
-  exp->add_option("-o,--out", e->out, "Output file (default: stdout)");
-  exp->final_callback([e] { throw CLI::RuntimeError(run_export(*e)); });
-
-  auto im = std::make_shared<DbArgs>();
-  auto* imp = app.add_subcommand("import", "Build a database from a text dump (export --format text)");
-  imp->add_option("text", im->a, "Text dump, one JSON row per line")->required()->check(CLI::ExistingFile);
-  imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
-  imp->final_callback([im] {
-    refuse_same_file(im->out, im->a, "the text dump being imported");
-    validate_dump_rows(im->a);
-    std::ifstream in(im->a);
-    db::TuningDb::load_text(in, im->out);
-    auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
-    std::cout << fmt::format("imported {} winners into {}\n", db.winners().size(), im->out);
-    throw CLI::RuntimeError(kExitOk);
-  });
-
-  auto m = std::make_shared<DbArgs>();
-  auto* mer = app.add_subcommand("merge", "Merge two databases: per key the faster winner with its provenance");
-  mer->add_option("a", m->a, "First database")->required()->check(CLI::ExistingFile);
-  mer->add_option("b", m->b, "Second database")->required()->check(CLI::ExistingFile);
-  mer->add_option("-o,--out", m->out, "Output database")->required();
-  mer->add_flag("--allow-different-devices", m->allow_devices,
-                "Keep the faster winner even when the two were measured on different devices");
-  mer->add_flag("--overwrite", m->overwrite, "Replace an existing output file");
-  mer->final_callback([m] { throw CLI::RuntimeError(run_merge(*m)); });
 }
 
 }  // namespace amax::cli

@@ -1,8 +1,17 @@
 #pragma once
 // Subcommands of the amax-tune command line. Each add_* registers its options on `app` and returns
 // the subcommand; run_* executes it and returns the process exit code.
-#include <CLI/CLI.hpp>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "amax/dtype.hpp"
 
 namespace amax::cli {
 
@@ -14,13 +23,7 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-#include <functional>
-#include <string>
-#include <vector>
-
-#include "amax/dtype.hpp"
-#include <ostream>
-
+/// `amax-tune emit`.
 void add_emit(CLI::App& app);
 /// `amax-tune [tune] --arch ...`: the default command.
 void add_tune(CLI::App& app);
@@ -32,6 +35,11 @@ void add_db_commands(CLI::App& app);
 std::filesystem::path default_db_path();
 /// Parses a comma-separated dtype list ("fp32,bf16"). UsageError naming the bad item.
 std::vector<DType> parse_dtypes(const std::string& list);
+/// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
+/// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
+/// naming the bad item.
+std::vector<std::uint64_t> parse_sizes(const std::string& text);
+
 /// UsageError when `out` exists and is the same file as `in` (also through links).
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what);
 /// Writes a file through a temporary beside it, renamed into place only after `write` succeeded:

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "../../bench/bench.hpp"
+#include "amax/bench.hpp"
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
 #include "commands.hpp"
@@ -64,7 +64,7 @@ int run_bench(const BenchArgs& a, const std::string& command) {
   bench::BenchOptions o;
   o.dtypes = parse_dtypes(a.dtypes);
   try {
-    if (!a.sizes.empty()) o.sizes = tune::parse_sizes(a.sizes);
+    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }

@@ -1,0 +1,37 @@
+#pragma once
+// Launching a loaded kernel: its launch shape (grid, block, workspace, extra launches) and the
+// launch sequence, written once for both vendors. Building and loading kernels is kernel_cache.hpp.
+#include <cstdint>
+
+#include "amax/backend.hpp"
+#include "amax/kernel_config.hpp"
+
+namespace amax {
+
+struct LoadedKernel;  // kernel_cache.hpp
+
+/// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
+/// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
+/// ceil(n / nvec) + 1 (the unaligned head can add one).
+struct LaunchShape {
+  std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched)
+  std::uint32_t block = 0;
+  std::uint64_t workspace_bytes = 0;  ///< 4 x grid for two_stage/one_pass when grid > 1, else 0
+  bool uses_counter = false;          ///< one_pass with grid > 1
+  bool memset_output = false;         ///< atomic: the output is zeroed first
+  bool finish_kernel = false;         ///< two_stage with grid > 1: a second launch
+  int launches() const noexcept { return (grid ? 1 : 0) + (memset_output ? 1 : 0) + (finish_kernel ? 1 : 0); }
+};
+LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint32_t cu_count);
+
+/// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
+/// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
+/// one and, with more than one block, the finish kernel; one_pass launches once.
+/// workspace: at least shape.workspace_bytes bytes (any content); counter: one 32-bit word that is
+/// 0 (one_pass leaves it 0), needed when shape.uses_counter. Never synchronises or allocates.
+/// Errors: BackendError from the launch.
+void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
+                 std::uint64_t n, float* out, void* workspace, std::uint32_t* counter, NanMode nan_mode,
+                 StreamHandle stream);
+
+}  // namespace amax

@@ -1,0 +1,44 @@
+#include "amax/launch.hpp"
+
+#include <algorithm>
+
+#include "amax/kernel_cache.hpp"
+
+namespace amax {
+
+LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t cu_count) {
+  LaunchShape s;
+  s.block = c.threads;
+  if (n == 0) return s;
+  const std::uint64_t vectors = (n + c.nvec - 1) / c.nvec + 1;
+  const std::uint64_t per_block = std::uint64_t{c.threads} * c.unroll;
+  std::uint64_t grid = (vectors + per_block - 1) / per_block;
+  grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));
+  s.grid = static_cast<std::uint32_t>(grid);
+  s.memset_output = c.strategy == Strategy::atomic;
+  if (c.strategy != Strategy::atomic && s.grid > 1) s.workspace_bytes = 4ull * s.grid;
+  s.uses_counter = c.strategy == Strategy::one_pass && s.grid > 1;
+  s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
+  return s;
+}
+
+void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& shape, const void* in,
+                 std::uint64_t n, float* out, void* workspace, std::uint32_t* counter, NanMode nan_mode,
+                 StreamHandle stream) {
+  if (n == 0 || shape.grid == 0) {  // +0.0 without a zero-sized launch
+    backend.memset32_async(out, 0u, 1, stream);
+    return;
+  }
+  if (shape.memset_output) backend.memset32_async(out, 0u, 1, stream);
+  unsigned long long count = n;
+  unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
+  void* args[] = {&in, &count, &out, &workspace, &counter, &flags};
+  backend.launch(k.main, shape.grid, shape.block, stream, args);
+  if (shape.finish_kernel) {
+    unsigned blocks = shape.grid;
+    void* fargs[] = {&workspace, &blocks, &out};
+    backend.launch(k.finish, 1, shape.block, stream, fargs);
+  }
+}
+
+}  // namespace amax

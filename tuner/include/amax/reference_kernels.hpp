@@ -1,0 +1,26 @@
+#pragma once
+// The reference kernels of the timing protocol (templates/bench_kernels.h): the streaming-read
+// bandwidth ceiling and the empty-launch floor, loaded on a device. Used by the tuner and the bench.
+#include <cstdint>
+#include <memory>
+
+#include "amax/backend.hpp"
+#include "amax/binary_cache.hpp"
+#include "amax/compiler.hpp"
+
+namespace amax {
+
+/// The reference kernels of the timing protocol (render_reference_kernels), loaded on a device.
+struct ReferenceKernels {
+  std::unique_ptr<Module> module;
+  FunctionHandle stream_read = nullptr;  ///< (const void* in, unsigned long long n16, unsigned* sink), 512 threads
+  FunctionHandle empty = nullptr;        ///< ()
+  /// Builds (through the cache) and loads them. Errors: CompileError, BackendError.
+  static ReferenceKernels load(Backend& backend, const JitCompiler& compiler, const BinaryCache& cache);
+  /// Enqueues a streaming read of the first bytes / 16 16-byte vectors at `in` (16-byte aligned):
+  /// 512 threads, 4 loads in flight each, at most 4 blocks per CU. `sink`: one device word,
+  /// practically never written. Errors: BackendError.
+  void launch_stream_read(Backend& backend, const void* in, std::uint64_t bytes, void* sink, StreamHandle stream) const;
+};
+
+}  // namespace amax
