@@ -1,0 +1,78 @@
+#pragma once
+// TransformerEngine's amax, as contenders of `amax-tune bench`: the launch sequences of TE's
+// nvte_compute_amax (NVIDIA main, older NVIDIA and ROCm with NVTE_USE_ATOMIC_AMAX=1, ROCm's
+// default two-stage) around kernels written in this project from TE's published source
+// (templates/bench_kernels.h says what each kernel copies and from which commit). The host side
+// here copies launch_amax_kernel: the alignment check, the grid and the zeroing of the output.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "amax/backend.hpp"
+#include "amax/dtype.hpp"
+
+namespace amax::bench {
+
+/// One of TE's launch sequences for one amax.
+enum class TeSequence : std::uint8_t {
+  /// "TE atomic (zero kernel)": NVIDIA TE main (2026): zero_amax_kernel<<<1, 1>>> zeroes the
+  /// output, then amax_kernel, one atomicMax per block. Two launches.
+  zero_kernel,
+  /// "TE atomic (memset)": NVIDIA TE before the zero kernel (commits 0064fbd645a9, e9a0581d5a81)
+  /// and ROCm TE with NVTE_USE_ATOMIC_AMAX=1: cudaMemsetAsync of the output, then amax_kernel.
+  memset,
+  /// "ROCm TE two-stage": ROCm TE's default: cudaMemsetAsync of the output, amax_kernel writing
+  /// each block's maximum to a workspace, then amax_final_reduce<256> (one block). Three operations.
+  rocm_two_stage,
+};
+
+/// The three sequences, in the order above.
+std::span<const TeSequence> all_te_sequences() noexcept;
+
+/// The contender's name in the bench's tables and CSV ("TE atomic (zero kernel)", ...).
+std::string_view contender_name(TeSequence s) noexcept;
+
+/// How TE launches amax_kernel for n elements of `dtype` at device address `in`
+/// (launch_amax_kernel with CheckAlignment and get_num_aligned_elements). Pure; thread-safe.
+struct TeLaunch {
+  std::uint32_t nvec = 0;      ///< elements per 32-byte vector: 8 (fp32) or 16 (fp16, bf16)
+  bool aligned = false;        ///< in % 32 == 0 and n % nvec == 0: every vector loaded whole
+  std::uint64_t vectors = 0;   ///< ceil((n + (in % 32) / element bytes) / nvec)
+  std::uint32_t grid = 0;      ///< min(ceil(vectors / 512), 65535) blocks of 512 threads; 0 when n == 0
+};
+TeLaunch te_launch(DType dtype, std::uintptr_t in, std::uint64_t n) noexcept;
+
+/// Workspace of rocm_two_stage: one float per block of the largest grid (65535 blocks).
+inline constexpr std::size_t kTeWorkspaceBytes = 65535 * 4;
+
+/// Names of the TE kernels in the reference kernels' module (render_reference_kernels): per dtype
+/// amax_te_<dtype>_{aligned,unaligned} and amax_rocm_te_<dtype>_{aligned,unaligned}, then
+/// amax_te_zero and amax_rocm_te_final_reduce.
+std::vector<std::string> te_kernel_names();
+
+/// The TE kernels of one loaded reference module.
+class TeKernels {
+ public:
+  /// Looks up every entry point of te_kernel_names() in `reference_module` (which must outlive
+  /// this object). Errors: BackendError when one is missing.
+  explicit TeKernels(const Module& reference_module);
+
+  /// Enqueues amax of n elements at `in` (element-aligned device memory) into the fp32 at `out`
+  /// on `stream` with sequence `s`, exactly as TE launches it: the output zeroed first; for
+  /// n == 0 only that. `workspace`: kTeWorkspaceBytes of device memory (rocm_two_stage only; any
+  /// content). NaNs in the input are skipped (fmaxf semantics). Never synchronises.
+  /// Errors: BackendError from a launch.
+  void launch(Backend& backend, TeSequence s, DType dtype, const void* in, std::uint64_t n, float* out,
+              float* workspace, StreamHandle stream) const;
+
+ private:
+  FunctionHandle te_[3][2]{};    // [dtype][aligned]
+  FunctionHandle rocm_[3][2]{};  // [dtype][aligned]
+  FunctionHandle zero_ = nullptr;
+  FunctionHandle final_reduce_ = nullptr;
+};
+
+}  // namespace amax::bench

@@ -1,0 +1,89 @@
+#include "amax/te_contenders.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace amax::bench {
+
+namespace {
+constexpr std::array kSequences{TeSequence::zero_kernel, TeSequence::memset, TeSequence::rocm_two_stage};
+constexpr std::uint32_t kThreads = 512;        // amax_kernel_threads
+constexpr std::uint64_t kMaxBlocks = 65535;    // launch_amax_kernel's max_blocks
+constexpr std::uint32_t kFinalThreads = 256;   // ROCm's FINAL_REDUCE_THREADS
+
+std::string entry(const char* prefix, DType d, bool aligned) {
+  return std::string(prefix) + std::string(to_string(d)) + (aligned ? "_aligned" : "_unaligned");
+}
+}  // namespace
+
+std::span<const TeSequence> all_te_sequences() noexcept { return kSequences; }
+
+std::string_view contender_name(TeSequence s) noexcept {
+  switch (s) {
+    case TeSequence::zero_kernel: return "TE atomic (zero kernel)";
+    case TeSequence::memset: return "TE atomic (memset)";
+    case TeSequence::rocm_two_stage: return "ROCm TE two-stage";
+  }
+  return "?";
+}
+
+TeLaunch te_launch(DType dtype, std::uintptr_t in, std::uint64_t n) noexcept {
+  TeLaunch l;
+  const std::uint32_t bytes = info(dtype).bytes;
+  l.nvec = 32 / bytes;
+  const std::uint64_t misalignment = (in % 32) / bytes;  // in elements
+  l.aligned = in % 32 == 0 && n % l.nvec == 0;
+  if (n == 0) return l;
+  l.vectors = (n + misalignment + l.nvec - 1) / l.nvec;
+  l.grid = static_cast<std::uint32_t>(std::min<std::uint64_t>((l.vectors + kThreads - 1) / kThreads, kMaxBlocks));
+  return l;
+}
+
+std::vector<std::string> te_kernel_names() {
+  std::vector<std::string> out;
+  for (const auto& d : all_dtypes())
+    for (bool aligned : {true, false}) {
+      out.push_back(entry("amax_te_", d.dtype, aligned));
+      out.push_back(entry("amax_rocm_te_", d.dtype, aligned));
+    }
+  out.push_back("amax_te_zero");
+  out.push_back("amax_rocm_te_final_reduce");
+  return out;
+}
+
+TeKernels::TeKernels(const Module& m) {
+  for (const auto& d : all_dtypes())
+    for (bool aligned : {true, false}) {
+      te_[static_cast<int>(d.dtype)][aligned] = m.function(entry("amax_te_", d.dtype, aligned));
+      rocm_[static_cast<int>(d.dtype)][aligned] = m.function(entry("amax_rocm_te_", d.dtype, aligned));
+    }
+  zero_ = m.function("amax_te_zero");
+  final_reduce_ = m.function("amax_rocm_te_final_reduce");
+}
+
+void TeKernels::launch(Backend& b, TeSequence s, DType dtype, const void* in, std::uint64_t n, float* out,
+                       float* workspace, StreamHandle stream) const {
+  const float* noop = nullptr;
+  if (s == TeSequence::zero_kernel) {
+    void* zargs[] = {&out, &noop};
+    b.launch(zero_, 1, 1, stream, zargs);
+  } else {
+    b.memset32_async(out, 0u, 1, stream);
+  }
+  if (n == 0) return;
+  const TeLaunch l = te_launch(dtype, reinterpret_cast<std::uintptr_t>(in), n);
+  unsigned long long count = n, vectors = l.vectors;
+  const int d = static_cast<int>(dtype);
+  if (s != TeSequence::rocm_two_stage) {
+    void* args[] = {&in, &out, &count, &vectors, &noop};
+    b.launch(te_[d][l.aligned], l.grid, kThreads, stream, args);
+    return;
+  }
+  void* args[] = {&in, &out, &workspace, &count, &vectors};
+  b.launch(rocm_[d][l.aligned], l.grid, kThreads, stream, args);
+  int blocks = static_cast<int>(l.grid);
+  void* fargs[] = {&workspace, &out, &blocks};
+  b.launch(final_reduce_, 1, kFinalThreads, stream, fargs);
+}
+
+}  // namespace amax::bench

@@ -1,0 +1,56 @@
+// The bench's kernels (templates/bench_kernels.h: streaming read, empty launch and the
+// TransformerEngine contenders) compile with the real JIT compilers on the CPU machine: NVRTC for
+// sm_90 (the half-precision max in PTX) and sm_75 (its fp32 fallback), hipRTC for gfx90a, with
+// every entry point the bench looks up present and no register spills.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "amax/code_object.hpp"
+#include "amax/compiler.hpp"
+#include "amax/render.hpp"
+#include "amax/te_contenders.hpp"
+
+using namespace amax;
+
+namespace {
+
+struct Target {
+  const char* arch;
+  Vendor vendor;
+};
+
+class BenchKernels : public ::testing::TestWithParam<Target> {};
+
+}  // namespace
+
+TEST_P(BenchKernels, EveryEntryPointCompilesWithoutSpills) {
+  const Target t = GetParam();
+  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
+  if (t.vendor == Vendor::amd && !can_read_amdgpu_code_objects())
+    GTEST_SKIP() << "built without LLVM: cannot read AMD code objects";
+  const auto compiler = make_compiler(t.vendor);
+  CompiledProgram p;
+  try {
+    p = compiler->compile(render_reference_kernels(t.vendor), "amax_reference_kernels", ArchInfo::parse(t.arch));
+  } catch (const CompileError& e) {
+    FAIL() << t.arch << ": " << e.what() << "\n" << e.log();
+  }
+  const auto usage = t.vendor == Vendor::nvidia ? p.usage : amdgpu_resource_usage(p.binary);
+  std::vector<std::string> names = bench::te_kernel_names();
+  names.push_back("amax_stream_read");
+  names.push_back("amax_empty");
+  ASSERT_EQ(names.size(), 16u);  // 3 dtypes x 2 alignments x 2 forms + zero + final reduce + 2 references
+  for (const auto& name : names) {
+    ASSERT_TRUE(usage.count(name)) << name << " missing from the " << t.arch << " resource report";
+    if (name != "amax_empty") EXPECT_GT(usage.at(name).registers, 0) << name;  // AMD: no VGPR for an empty kernel
+    EXPECT_EQ(usage.at(name).spill_stores, 0) << name << " spills";
+    EXPECT_EQ(usage.at(name).spill_loads, 0) << name << " spills";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, BenchKernels,
+                         ::testing::Values(Target{"sm_90", Vendor::nvidia}, Target{"sm_75", Vendor::nvidia},
+                                           Target{"gfx90a", Vendor::amd}),
+                         [](const auto& info) { return std::string(info.param.arch); });
