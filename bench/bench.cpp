@@ -1,5 +1,10 @@
 #include "amax/bench.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,18 +13,20 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "amax/amax_tune.hpp"
 #include "amax/kernel_cache.hpp"
-#include "amax/launch.hpp"
+#include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
-#include "amax/search.hpp"
 #include "amax/tuner.hpp"
-#include "amax/search_space.hpp"
 #include "cub_amax.hpp"
+#include "amax/te_contenders.hpp"
+
+extern char** environ;
 
 namespace amax::bench {
 
@@ -35,9 +42,49 @@ struct Contender {
   std::string name;
   std::string detail;
   std::function<void(const void* in)> call;
+  float* out = nullptr;  ///< where its result lands (checked against the reference); null: none
 };
 
 amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
+
+// The CPU reference of n elements at `host`, in parallel chunks. Every chunk's result is +0.0, a
+// positive finite value, +Inf or the canonical NaN, so the largest bit pattern is the whole's.
+std::uint32_t reference_bits(const std::uint8_t* host, DType d, std::uint64_t n) {
+  const unsigned T = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::uint32_t> part(T, 0);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < T; ++t)
+    pool.emplace_back([&, t] {
+      const std::uint64_t lo = n * t / T, hi = n * (t + 1) / T;
+      part[t] = reference_amax_bits(host + lo * info(d).bytes, d, hi - lo, NanMode::propagate);
+    });
+  for (auto& th : pool) th.join();
+  return *std::max_element(part.begin(), part.end());
+}
+
+// Runs each contender with a result once on `in` (its output pre-filled with a NaN pattern no
+// amax produces) and compares the bits with the CPU reference's. Throws naming the first mismatch.
+void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, const void* in, DType d,
+            std::uint64_t n, std::uint32_t expected) {
+  for (const auto& c : cs) {
+    if (!c.out) continue;
+    b.memset32_async(c.out, 0x7fc0dead, 1, stream);
+    c.call(in);
+    b.synchronize(stream);
+    std::uint32_t got = 0;
+    b.copy_to_host(&got, c.out, 4);
+    if (got != expected)
+      throw std::runtime_error(fmt::format(
+          "{} ({}) gives amax bits {:#010x} for {} n={} where the CPU reference gives {:#010x}: its result is wrong, "
+          "so it is not timed",
+          c.name, c.detail, got, to_string(d), n, expected));
+  }
+}
+
+std::string te_detail(DType d) {
+  const TeLaunch l = te_launch(d, 0, 1);
+  return fmt::format("512 threads, nvec {} (2 x 16 B loads), grid min(ceil(vectors/512), 65535)", l.nvec);
+}
 
 }  // namespace
 
@@ -45,15 +92,15 @@ BenchReport run_bench(const BenchOptions& o) {
   const auto t0 = Clock::now();
   BenchReport rep;
   Vendor vendor{};
-  if (!first_available_vendor(vendor, o.device)) throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
+  if (!first_available_vendor(vendor, o.device))
+    throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
   auto backend = make_backend(vendor, o.device);
   Backend& b = *backend;
   rep.device = b.device();
   std::shared_ptr<const JitCompiler> compiler = make_compiler(vendor);
   KernelCache kernels(b, compiler, BinaryCache(BinaryCache::default_dir()));
   ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
-  const ArchInfo arch = ArchInfo::parse(rep.device.arch);
-  const auto cu = static_cast<std::uint32_t>(rep.device.cu_count);
+  const TeKernels te(*ref.module);
 
   amax_tune::Options opt;
   opt.device = o.device;
@@ -61,9 +108,11 @@ BenchReport run_bench(const BenchOptions& o) {
   if (!o.system_db.empty()) opt.system_db_path = o.system_db;
   amax_tune::Context ctx(opt);
 
-  const std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
+  std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
+  std::sort(sizes.begin(), sizes.end());
   std::uint64_t max_bytes = 0, max_ws = 16, max_cub = 16;
   const DeviceInfo& dev = rep.device;
+  const bool with_cub = have_cub() && vendor == Vendor::nvidia;
   for (DType d : o.dtypes)
     for (auto n : sizes)
       if (const auto why = tune::fit_error(dev, d, n); !why.empty()) throw std::runtime_error(why);
@@ -71,24 +120,26 @@ BenchReport run_bench(const BenchOptions& o) {
     for (auto n : sizes) {
       max_bytes = std::max(max_bytes, n * info(d).bytes);
       max_ws = std::max<std::uint64_t>(max_ws, ctx.workspace_size(api(d), n));
-      for (const auto& te : tune::transformer_engine_baselines(d))
-        max_ws = std::max(max_ws, launch_shape(te, n, cu).workspace_bytes);
-      if (have_cub() && vendor == Vendor::nvidia) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
+      if (with_cub) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
     }
   tune::InputRegion inputs(b, max_bytes + 64);
   void* ws = b.allocate(max_ws);
   void* cub_temp = b.allocate(max_cub);
+  float* te_ws = static_cast<float*>(b.allocate(kTeWorkspaceBytes));
   float* out = static_cast<float*>(b.allocate(64));
-  std::uint32_t* counter = static_cast<std::uint32_t*>(b.allocate(4));
   void* sink = b.allocate(4);
   StreamHandle stream = b.create_stream();
-  b.memset32_async(counter, 0, 1, stream);
   tune::TimingProtocol proto;
-  rep.protocol = proto.describe_interleaved(o.rounds);
+  rep.protocol = proto.describe_interleaved(o.rounds) +
+                 fmt::format(" (a region of {:.1f} GiB); every result checked bit-exact against the CPU reference first",
+                             static_cast<double>(inputs.bytes()) / (1ull << 30));
 
   std::vector<bool> regimes;
   if (o.cold) regimes.push_back(false);
   if (o.warm) regimes.push_back(true);
+  std::set<std::pair<DType, std::uint64_t>> verified;
+  std::vector<std::uint8_t> host;  // the first input slice of the dtype being verified
+  DType host_dtype{};
   std::size_t step = 0, steps = regimes.size() * o.dtypes.size() * sizes.size();
   for (bool warm : regimes)
     for (DType d : o.dtypes)
@@ -97,24 +148,30 @@ BenchReport run_bench(const BenchOptions& o) {
         const std::uint64_t bytes = n * info(d).bytes;
         std::vector<Contender> cs;
         const std::size_t ws_bytes = ctx.workspace_size(api(d), n);
-        cs.push_back({"amax-tune", ctx.explain(api(d), n).label, [&, d, n, ws_bytes](const void* in) {
-                        ctx.compute(in, api(d), n, out, ws, ws_bytes, stream);
-                      }});
-        for (const auto& te : tune::transformer_engine_baselines(d)) {
-          const LoadedKernel& k = kernels.get(te, d);
-          const LaunchShape shape = launch_shape(te, n, cu);
-          cs.push_back({te.strategy == Strategy::atomic ? "TE atomic" : "TE two_stage", te.label(),
-                        [&, shape, n](const void* in) {
-                          launch_amax(b, k, shape, in, n, out + 1, ws, counter, NanMode::propagate, stream);
-                        }});
+        cs.push_back({kAmaxTune, ctx.explain(api(d), n).label,
+                      [&, d, n, ws_bytes](const void* in) { ctx.compute(in, api(d), n, out, ws, ws_bytes, stream); },
+                      out});
+        for (std::size_t k = 0; k < all_te_sequences().size(); ++k) {
+          const TeSequence s = all_te_sequences()[k];
+          cs.push_back({std::string(contender_name(s)), te_detail(d),
+                        [&, s, d, n, k](const void* in) { te.launch(b, s, d, in, n, out + 1 + k, te_ws, stream); },
+                        out + 1 + k});
         }
-        if (have_cub() && vendor == Vendor::nvidia)
-          cs.push_back({"CUB", "DeviceReduce::TransformReduce", [&, d, n](const void* in) {
-                          cub_amax(static_cast<int>(d), in, n, out + 2, cub_temp, max_cub, stream);
-                        }});
-        cs.push_back({"stream read", "",
-                      [&, bytes](const void* in) { ref.launch_stream_read(b, in, bytes, sink, stream); }});
-        cs.push_back({"empty launch", "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }});
+        if (with_cub)
+          cs.push_back({kCub, "DeviceReduce::TransformReduce",
+                        [&, d, n](const void* in) { cub_amax(static_cast<int>(d), in, n, out + 8, cub_temp, max_cub, stream); },
+                        out + 8});
+        cs.push_back({kStreamRead, "", [&, bytes](const void* in) { ref.launch_stream_read(b, in, bytes, sink, stream); }});
+        cs.push_back({kEmptyLaunch, "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }});
+
+        if (verified.insert({d, n}).second) {
+          if (host.empty() || host_dtype != d) {  // sizes ascend: the largest of this dtype once
+            host.assign(sizes.back() * info(d).bytes, 0);
+            b.copy_to_host(host.data(), inputs.base(), host.size());
+            host_dtype = d;
+          }
+          verify(b, stream, cs, inputs.base(), d, n, reference_bits(host.data(), d, n));
+        }
         std::vector<tune::Timed> timed;
         for (const auto& c : cs) timed.push_back({c.call});
         tune::TimingProtocol p = proto;
@@ -130,164 +187,169 @@ BenchReport run_bench(const BenchOptions& o) {
         }
       }
   b.destroy_stream(stream);
-  for (void* p : {ws, cub_temp, static_cast<void*>(out), static_cast<void*>(counter), sink}) b.release(p);
+  for (void* p : {ws, cub_temp, static_cast<void*>(te_ws), static_cast<void*>(out), sink}) b.release(p);
   rep.targets = check_targets(rep.rows);
   rep.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-
-  // ---- files ----
   std::filesystem::create_directories(o.out_dir);
-  {
-    std::ofstream csv(o.out_dir / "bench.csv");
-    csv << "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read\n";
-    std::map<std::tuple<bool, DType, std::uint64_t>, double> ceiling;
-    for (const auto& r : rep.rows)
-      if (r.contender == "stream read") ceiling[{r.warm, r.dtype, r.n}] = r.stats.median_us;
-    for (const auto& r : rep.rows)
-      csv << fmt::format("\"{}\",{},{},{},{},{},{},\"{}\",{:.4f},{:.4f},{},{:.2f},{:.1f}\n", rep.device.name,
-                         rep.device.arch, r.warm ? "warm" : "cold", to_string(r.dtype), r.n, r.n * info(r.dtype).bytes,
-                         r.contender, r.detail, r.stats.median_us, r.stats.spread_us, r.stats.samples, r.gbps(),
-                         100.0 * ceiling[{r.warm, r.dtype, r.n}] / r.stats.median_us);
-  }
-  write_svg(rep.rows, rep.device, o.out_dir / "bench.svg");
+  write_csv(rep.rows, rep.device, o.out_dir / "bench.csv");
   return rep;
 }
 
+void write_csv(const std::vector<Row>& rows, const DeviceInfo& dev, const std::filesystem::path& path) {
+  std::ofstream csv(path);
+  if (!csv) throw std::runtime_error("cannot write " + path.string());
+  csv << "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read\n";
+  std::map<std::tuple<bool, DType, std::uint64_t>, double> ceiling;
+  for (const auto& r : rows)
+    if (r.contender == kStreamRead) ceiling[{r.warm, r.dtype, r.n}] = r.stats.median_us;
+  for (const auto& r : rows) {
+    const auto it = ceiling.find({r.warm, r.dtype, r.n});
+    const std::string pct = it != ceiling.end() && r.stats.median_us > 0
+                                ? fmt::format("{:.1f}", 100.0 * it->second / r.stats.median_us)
+                                : std::string();
+    csv << fmt::format("\"{}\",{},{},{},{},{},\"{}\",\"{}\",{:.4f},{:.4f},{},{:.2f},{}\n", dev.name, dev.arch,
+                       r.warm ? "warm" : "cold", to_string(r.dtype), r.n, r.n * info(r.dtype).bytes, r.contender,
+                       r.detail, r.stats.median_us, r.stats.spread_us, r.stats.samples, r.gbps(), pct);
+  }
+  if (!csv.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
 std::vector<TargetCheck> check_targets(const std::vector<Row>& rows) {
-  std::map<std::tuple<DType, std::uint64_t, std::string>, const Row*> at;
+  std::map<std::tuple<DType, std::uint64_t, std::string>, double> at;
   std::set<std::pair<DType, std::uint64_t>> keys;
+  std::set<DType> dtypes;
   for (const auto& r : rows)
     if (!r.warm) {
-      at[{r.dtype, r.n, r.contender}] = &r;
+      at[{r.dtype, r.n, r.contender}] = r.stats.median_us;
       keys.insert({r.dtype, r.n});
+      dtypes.insert(r.dtype);
     }
-  auto t = [&](DType d, std::uint64_t n, const char* c) -> double {
+  auto t = [&](DType d, std::uint64_t n, const std::string& c) -> double {
     auto it = at.find({d, n, c});
-    return it == at.end() ? 0 : it->second->stats.median_us;
+    return it == at.end() ? 0 : it->second;
   };
+  auto where = [](DType d, std::uint64_t n) { return fmt::format("{} n={}", to_string(d), n); };
+  constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
+  const std::string te_main(contender_name(TeSequence::zero_kernel));
   std::vector<TargetCheck> out;
-  // >= 256 MB: >= 97% of the streaming read, every dtype (the worst size counts).
-  {
-    double worst = INFINITY;
-    std::string where;
-    for (auto [d, n] : keys)
-      if (n * info(d).bytes >= (256ull << 20) && t(d, n, "amax-tune") > 0) {
-        const double pct = 100 * t(d, n, "stream read") / t(d, n, "amax-tune");
-        if (pct < worst) worst = pct, where = fmt::format("{} n={}", to_string(d), n);
-      }
-    if (std::isfinite(worst))
-      out.push_back({">= 256 MB: >= 97% of a streaming read's bandwidth, every dtype",
-                     fmt::format("worst {:.1f}% ({})", worst, where), worst >= 97.0});
-  }
-  // 4 MB - 256 MB: geometric-mean speedup >= 1.2x over TE's atomic config and >= 1.1x over CUB.
-  for (const char* other : {"TE atomic", "CUB"}) {
-    double log_sum = 0;
-    int count = 0;
+
+  // Worst ratio amax-tune / other (or other / amax-tune when `speedup`) over keys whose input bytes
+  // satisfy `in_range`.
+  struct Worst {
+    double value = NAN;
+    std::string at;
+  };
+  auto worst = [&](auto in_range, const std::string& other, bool speedup) {
+    Worst w;
     for (auto [d, n] : keys) {
-      const std::uint64_t bytes = n * info(d).bytes;
-      if (bytes >= (4ull << 20) && bytes <= (256ull << 20) && t(d, n, other) > 0 && t(d, n, "amax-tune") > 0) {
-        log_sum += std::log(t(d, n, other) / t(d, n, "amax-tune"));
-        ++count;
-      }
+      const double me = t(d, n, kAmaxTune), them = t(d, n, other);
+      if (!in_range(n * info(d).bytes) || me <= 0 || them <= 0) continue;
+      const double v = speedup ? them / me : me / them;
+      if (std::isnan(w.value) || (speedup ? v < w.value : v > w.value)) w = {v, where(d, n)};
     }
-    const double need = std::string(other) == "CUB" ? 1.1 : 1.2;
-    if (count)
-      out.push_back({fmt::format("4 MB - 256 MB: >= {:.1f}x {} (geometric mean)", need, other),
-                     fmt::format("{:.3f}x over {} sizes", std::exp(log_sum / count), count),
-                     std::exp(log_sum / count) >= need});
-    else if (std::string(other) == "CUB")
-      out.push_back({"4 MB - 256 MB: >= 1.1x CUB (geometric mean)", "CUB not in this build", false, false});
-  }
-  // <= 1 MB: <= 1.15x an empty launch, >= 2x CUB (worst size).
-  {
-    double worst_empty = 0, worst_cub = INFINITY;
-    std::string we, wc;
-    for (auto [d, n] : keys)
-      if (n * info(d).bytes <= (1ull << 20) && t(d, n, "amax-tune") > 0) {
-        const double r = t(d, n, "amax-tune") / t(d, n, "empty launch");
-        if (r > worst_empty) worst_empty = r, we = fmt::format("{} n={}", to_string(d), n);
-        if (t(d, n, "CUB") > 0) {
-          const double c = t(d, n, "CUB") / t(d, n, "amax-tune");
-          if (c < worst_cub) worst_cub = c, wc = fmt::format("{} n={}", to_string(d), n);
+    return w;
+  };
+
+  if (const Worst w = worst([](std::uint64_t b) { return b >= 256 * MiB; }, kStreamRead, true); !std::isnan(w.value))
+    out.push_back({">= 256 MiB: >= 99% of the streaming read, every dtype",
+                   fmt::format("worst {:.1f}% ({})", 100 * w.value, w.at), w.value >= 0.99});
+  {  // 4-256 MiB: geometric mean over TE main, per dtype; the worst dtype decides.
+    std::string measured;
+    double worst_mean = INFINITY;
+    for (DType d : dtypes) {
+      double log_sum = 0;
+      int count = 0;
+      for (auto [kd, n] : keys)
+        if (kd == d && n * info(d).bytes >= 4 * MiB && n * info(d).bytes <= 256 * MiB && t(d, n, kAmaxTune) > 0 &&
+            t(d, n, te_main) > 0) {
+          log_sum += std::log(t(d, n, te_main) / t(d, n, kAmaxTune));
+          ++count;
         }
-      }
-    if (worst_empty > 0)
-      out.push_back({"<= 1 MB: <= 1.15x the time of an empty kernel launch",
-                     fmt::format("worst {:.2f}x ({})", worst_empty, we), worst_empty <= 1.15});
-    if (std::isfinite(worst_cub))
-      out.push_back({"<= 1 MB: >= 2x CUB", fmt::format("worst {:.2f}x ({})", worst_cub, wc), worst_cub >= 2.0});
-    out.push_back({"<= 1 MB: >= 3x torch", "torch is not measured by this C++ bench", false, false});
+      if (!count) continue;
+      const double mean = std::exp(log_sum / count);
+      worst_mean = std::min(worst_mean, mean);
+      measured += fmt::format("{}{} {:.3f}x ({} sizes)", measured.empty() ? "" : ", ", to_string(d), mean, count);
+    }
+    if (std::isfinite(worst_mean))
+      out.push_back({"4-256 MiB: >= 1.2x " + te_main + " (geometric mean), every dtype", measured, worst_mean >= 1.2});
   }
+  if (const Worst w = worst([](std::uint64_t b) { return b <= 512 * KiB; }, kEmptyLaunch, false); !std::isnan(w.value))
+    out.push_back({"<= 512 KiB: within 1.10x of an empty launch", fmt::format("worst {:.2f}x ({})", w.value, w.at),
+                   w.value <= 1.10});
+  if (const Worst w = worst([](std::uint64_t b) { return b > 512 * KiB && b <= 2 * MiB; }, kEmptyLaunch, false);
+      !std::isnan(w.value))
+    out.push_back({"512 KiB - 2 MiB: within 1.15x of an empty launch", fmt::format("worst {:.2f}x ({})", w.value, w.at),
+                   w.value <= 1.15});
+  if (const Worst w = worst([](std::uint64_t b) { return b >= 4 * MiB && b < 256 * MiB; }, kStreamRead, true);
+      !std::isnan(w.value))
+    out.push_back({"4-256 MiB: >= 90% of the streaming read", fmt::format("worst {:.1f}% ({})", 100 * w.value, w.at),
+                   w.value >= 0.90});
+  {  // no size at which a contender is faster
+    std::vector<std::string> others;
+    for (TeSequence s : all_te_sequences()) others.emplace_back(contender_name(s));
+    others.emplace_back(kCub);
+    Worst all;
+    std::string who;
+    for (const auto& c : others)
+      if (const Worst w = worst([](std::uint64_t) { return true; }, c, true);
+          !std::isnan(w.value) && (std::isnan(all.value) || w.value < all.value))
+        all = w, who = c;
+    if (!std::isnan(all.value))
+      out.push_back({"every size: no TE contender or CUB faster (>= 1.0x)",
+                     fmt::format("worst {:.2f}x over {} ({})", all.value, who, all.at), all.value >= 1.0});
+  }
+  out.push_back({"torch", "not measured by this C++ bench: scripts/bench_torch.py measures it from Python", false, false});
   return out;
 }
 
-void write_svg(const std::vector<Row>& rows, const DeviceInfo& dev, const std::filesystem::path& path) {
-  std::vector<std::pair<bool, DType>> panels;
-  for (const auto& r : rows)
-    if (std::find(panels.begin(), panels.end(), std::pair{r.warm, r.dtype}) == panels.end()) panels.push_back({r.warm, r.dtype});
-  std::vector<std::string> contenders;
-  for (const auto& r : rows)
-    if (r.contender != "empty launch" && std::find(contenders.begin(), contenders.end(), r.contender) == contenders.end())
-      contenders.push_back(r.contender);
-  const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#111111", "#ff7f0e"};
-  const int pw = 420, ph = 300, ml = 60, mt = 50, gap = 40;
-  const int cols = 3, rows_n = static_cast<int>((panels.size() + cols - 1) / cols);
-  const int W = ml + cols * (pw + gap) + 150, H = mt + rows_n * (ph + gap + 30) + 20;
-  std::ofstream f(path);
-  f << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-                   "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
-                   W, H);
-  f << fmt::format("<text x=\"{}\" y=\"24\" font-size=\"16\">amax: GB/s (log) against input bytes (log), {} ({}, {} "
-                   "SMs/CUs)</text>\n",
-                   ml, dev.name, dev.arch, dev.cu_count);
-  const double ymin = std::log10(0.1), ymax = std::log10(10000.0);
-  for (std::size_t p = 0; p < panels.size(); ++p) {
-    const auto [warm, d] = panels[p];
-    const int x0 = ml + static_cast<int>(p % cols) * (pw + gap), y0 = mt + static_cast<int>(p / cols) * (ph + gap + 30);
-    std::vector<const Row*> pr;
-    for (const auto& r : rows)
-      if (r.warm == warm && r.dtype == d) pr.push_back(&r);
-    double xmin = INFINITY, xmax = -INFINITY;
-    for (auto* r : pr) {
-      const double x = std::log2(static_cast<double>(r->n * info(r->dtype).bytes));
-      xmin = std::min(xmin, x), xmax = std::max(xmax, x);
-    }
-    if (xmax <= xmin) xmax = xmin + 1;
-    auto X = [&](double bytes) { return x0 + (std::log2(bytes) - xmin) / (xmax - xmin) * pw; };
-    auto Y = [&](double gbps) {
-      return y0 + ph - (std::log10(std::max(gbps, 0.1)) - ymin) / (ymax - ymin) * ph;
-    };
-    f << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", x0, y0, pw, ph);
-    f << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"13\">{} ({})</text>\n", x0, y0 - 6, to_string(d),
-                     warm ? "warm L2" : "cold");
-    for (double g : {1.0, 10.0, 100.0, 1000.0, 10000.0})
-      f << fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/><text x=\"{}\" y=\"{:.1f}\" "
-                       "text-anchor=\"end\">{:g}</text>\n",
-                       x0, x0 + pw, Y(g), Y(g), x0 - 4, Y(g) + 4, g);
-    for (int e = static_cast<int>(std::ceil(xmin)); e <= static_cast<int>(xmax); e += 4) {
-      const double bytes = std::exp2(e);
-      const std::string lbl = e >= 30 ? fmt::format("{:g} GiB", bytes / (1ull << 30))
-                              : e >= 20 ? fmt::format("{:g} MiB", bytes / (1 << 20))
-                                        : fmt::format("{:g} KiB", bytes / 1024);
-      f << fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{:.1f}\" y=\"{}\" "
-                       "text-anchor=\"middle\">{}</text>\n",
-                       X(bytes), X(bytes), y0, y0 + ph, X(bytes), y0 + ph + 14, lbl);
-    }
-    for (std::size_t c = 0; c < contenders.size(); ++c) {
-      std::string pts;
-      for (auto* r : pr)
-        if (r->contender == contenders[c])
-          pts += fmt::format("{:.1f},{:.1f} ", X(static_cast<double>(r->n * info(r->dtype).bytes)), Y(r->gbps()));
-      f << fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" points=\"{}\"/>\n", colors[c % 6],
-                       contenders[c] == "amax-tune" ? 2.5 : 1.5, pts);
-    }
+namespace {
+// Runs argv (argv[0] looked up on PATH) and returns its exit status, or -1 when it could not be
+// started or did not exit. quiet: its stdout and stderr go to /dev/null.
+int run_program(std::vector<std::string> args, bool quiet) {
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   }
-  const int lx = ml + cols * (pw + gap) - 10;
-  for (std::size_t c = 0; c < contenders.size(); ++c)
-    f << fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text x=\"{}\" "
-                     "y=\"{}\">{}</text>\n",
-                     lx, lx + 20, mt + 20 + 18 * c, mt + 20 + 18 * c, colors[c % 6], lx + 26, mt + 24 + 18 * c,
-                     contenders[c]);
-  f << "</svg>\n";
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+}  // namespace
+
+std::vector<std::filesystem::path> render_plots(const std::filesystem::path& csv, const std::filesystem::path& out_dir,
+                                                std::string& why) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path script = fs::read_symlink("/proc/self/exe", ec).parent_path() / "amax-tune-plot";
+  if (ec || !fs::exists(script)) script = AMAX_SOURCE_PLOT_SCRIPT;
+  const std::string by_hand = fmt::format("{} {} -o {}", script.string(), csv.string(), out_dir.string());
+  if (!fs::exists(script)) {
+    why = "plot script not found (" + script.string() + ")";
+    return {};
+  }
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    if (run_program({python, "-c", "import matplotlib"}, true) != 0) continue;
+    const int rc = run_program({python, script.string(), csv.string(), "-o", out_dir.string(), "--quiet"}, false);
+    if (rc != 0) {
+      why = fmt::format("{} failed (exit {}); run it by hand: {}", script.filename().string(), rc, by_hand);
+      return {};
+    }
+    std::vector<fs::path> files;
+    for (const char* f : {"speedup.png", "speedup.svg", "stream_read.png", "stream_read.svg"})
+      if (fs::exists(out_dir / f)) files.push_back(out_dir / f);
+    return files;
+  }
+  why = "no python3 with matplotlib (Debian: apt-get install python3-matplotlib); then run: " + by_hand;
+  return {};
 }
 
 }  // namespace amax::bench

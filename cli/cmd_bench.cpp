@@ -1,5 +1,7 @@
-// amax-tune bench: tuned dispatch against TransformerEngine's fixed configs, CUB, the streaming-read
-// ceiling and the empty-launch floor, side by side; writes CSV, an SVG plot and a Markdown report.
+// amax-tune bench: tuned dispatch against TransformerEngine's launch sequences (written from its
+// source: bench/te_contenders.hpp), CUB, the streaming-read ceiling and the empty-launch floor, side
+// by side; writes CSV, a Markdown report and (python3 + matplotlib) PNG/SVG plots.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "amax/bench.hpp"
+#include "amax/te_contenders.hpp"
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
 #include "commands.hpp"
@@ -18,7 +21,7 @@ namespace {
 struct BenchArgs {
   std::string dtypes = "fp32,fp16,bf16", sizes, db, system_db, out = "amax-tune-bench", regime = "both";
   int device = 0, rounds = 15;
-  bool quiet = false;
+  bool quiet = false, no_plot = false;
 };
 
 std::string report_markdown(const bench::BenchReport& r, const std::string& command) {
@@ -26,7 +29,7 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
                                "Timing: {}.\n\n",
                                r.device.name, r.device.arch, r.device.cu_count, r.device.l2_bytes >> 20,
                                r.device.driver_version, command, r.wall_s, r.protocol);
-  md += "| target (DESIGN.md section 6) | measured | |\n| --- | --- | --- |\n";
+  md += "| target (DESIGN.md section 7) | measured | |\n| --- | --- | --- |\n";
   for (const auto& t : r.targets)
     md += fmt::format("| {} | {} | {} |\n", t.target, t.measured, !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");
   std::map<std::tuple<bool, DType, std::uint64_t, std::string>, const bench::Row*> at;
@@ -41,21 +44,24 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
   for (auto [warm, d, n] : keys) {
     if (first || warm != warm_prev || d != d_prev) {
       md += fmt::format("\n**{} {}** (time in us; GB/s of amax-tune; speedup = contender time / amax-tune time)\n\n"
-                        "| n | amax-tune us | GB/s | % of stream read | vs TE atomic | vs TE two_stage | vs CUB | empty launch us | variant |\n"
-                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+                        "| n | amax-tune us | GB/s | % of stream read | vs TE (zero kernel) | vs TE (memset) | "
+                        "vs ROCm TE two-stage | vs CUB | empty launch us | variant |\n"
+                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
                         to_string(d), warm ? "warm L2" : "cold");
       first = false, warm_prev = warm, d_prev = d;
     }
-    auto us = [&](const char* c) {
-      auto it = at.find({warm, d, n, c});
+    auto us = [&](std::string_view c) {
+      auto it = at.find({warm, d, n, std::string(c)});
       return it == at.end() ? 0.0 : it->second->stats.median_us;
     };
-    const auto* me = at.at({warm, d, n, "amax-tune"});
+    const auto* me = at.at({warm, d, n, bench::kAmaxTune});
     const double t = me->stats.median_us;
-    auto x = [&](const char* c) { return us(c) > 0 ? fmt::format("{:.2f}x", us(c) / t) : std::string("-"); };
-    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {:.2f} | `{}` |\n", n, t, me->gbps(),
-                      100 * us("stream read") / t, x("TE atomic"), x("TE two_stage"), x("CUB"), us("empty launch"),
-                      me->detail);
+    auto x = [&](std::string_view c) { return us(c) > 0 ? fmt::format("{:.2f}x", us(c) / t) : std::string("-"); };
+    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {} | {:.2f} | `{}` |\n", n, t, me->gbps(),
+                      100 * us(bench::kStreamRead) / t, x(bench::contender_name(bench::TeSequence::zero_kernel)),
+                      x(bench::contender_name(bench::TeSequence::memset)),
+                      x(bench::contender_name(bench::TeSequence::rocm_two_stage)), x(bench::kCub),
+                      us(bench::kEmptyLaunch), me->detail);
   }
   return md;
 }
@@ -82,7 +88,12 @@ int run_bench(const BenchArgs& a, const std::string& command) {
   const auto r = bench::run_bench(o);
   const std::string md = report_markdown(r, command);
   std::ofstream(o.out_dir / "bench.md") << md;
-  std::cout << md << fmt::format("\nwrote {0}/bench.csv, {0}/bench.svg, {0}/bench.md\n", o.out_dir.string());
+  std::cout << md << fmt::format("\nwrote {0}/bench.csv, {0}/bench.md", o.out_dir.string());
+  std::string why = "--no-plot";
+  const auto plots = a.no_plot ? std::vector<std::filesystem::path>{} : bench::render_plots(o.out_dir / "bench.csv", o.out_dir, why);
+  for (const auto& p : plots) std::cout << ", " << p.string();
+  std::cout << "\n";
+  if (plots.empty()) std::cout << "plots not rendered: " << why << "\n";
   return kExitOk;
 }
 
@@ -90,7 +101,7 @@ int run_bench(const BenchArgs& a, const std::string& command) {
 
 void add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  auto* sub = app.add_subcommand("bench", "Benchmark tuned dispatch against TE's configs, CUB and the hardware limits");
+  auto* sub = app.add_subcommand("bench", "Benchmark tuned dispatch against TransformerEngine, CUB and the hardware limits");
   sub->add_option("--dtypes", a->dtypes, "Comma-separated dtypes")->capture_default_str();
   sub->add_option("--sizes", a->sizes, "Element counts as for tune (default 2^10..2^30)");
   sub->add_option("--db", a->db, "User tuning database the dispatch reads (default: the library's)");
@@ -98,7 +109,8 @@ void add_bench(CLI::App& app) {
   sub->add_option("--regime", a->regime, "cold (rotating inputs), warm (same input) or both")->capture_default_str();
   sub->add_option("--rounds", a->rounds, "Interleaved timed batches per contender")->capture_default_str();
   sub->add_option("--device", a->device, "Device ordinal")->capture_default_str();
-  sub->add_option("-o,--out-dir", a->out, "Where bench.csv, bench.svg and bench.md go")->capture_default_str();
+  sub->add_option("-o,--out-dir", a->out, "Where bench.csv, bench.md and the plots go")->capture_default_str();
+  sub->add_flag("--no-plot", a->no_plot, "Do not render the plots (amax-tune-plot renders them from bench.csv later)");
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
   sub->final_callback([a, sub] {
     std::string cmd = "amax-tune bench";

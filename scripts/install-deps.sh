@@ -11,6 +11,8 @@ pkgs=(
   # ROCm 5.2 HIP runtime + hipRTC (compiles for gfx90a without a GPU) and LLVM tooling for AMD
   # code-object metadata (llvm-readelf --notes).
   libamdhip64-dev libhiprtc-builtins5 hipcc llvm
+  # matplotlib renders the bench's plots (scripts/amax-tune-plot; tested on the CPU).
+  python3-matplotlib
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,7 +1,12 @@
 #pragma once
 // `amax-tune bench`: every contender measured side by side in one process with one timing
 // protocol (the tuner's: device events, batches of back-to-back calls, median of interleaved
-// rounds, inputs rotated over more than 4x the L2 in the cold regime).
+// rounds, inputs rotated over the largest input plus 5x the L2 in the cold regime), each
+// contender's result first checked bit for bit against the CPU reference on the same inputs.
+// Contenders: amax-tune (the tuned dispatch through the public API), TransformerEngine's three
+// launch sequences (te_contenders.hpp), CUB (NVIDIA builds with nvcc), the streaming read (the
+// bandwidth ceiling) and an empty launch (the latency floor). torch is measured from Python only
+// (scripts/bench_torch.py), not here.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -21,22 +26,28 @@ struct BenchOptions {
   std::string system_db;                ///< its system DB ("" = library default)
   int device = 0;
   int rounds = 15;                      ///< interleaved timed batches per contender
-  std::filesystem::path out_dir = "amax-tune-bench";  ///< bench.csv, bench.svg, bench.md
+  std::filesystem::path out_dir = "amax-tune-bench";  ///< bench.csv, bench.md, the plots
   bool progress = true;
 };
+
+/// Contender names as they appear in rows, the CSV and the tables.
+inline constexpr const char* kAmaxTune = "amax-tune";
+inline constexpr const char* kStreamRead = "stream read";
+inline constexpr const char* kEmptyLaunch = "empty launch";
+inline constexpr const char* kCub = "CUB";
 
 /// One measurement.
 struct Row {
   DType dtype{};
   bool warm = false;
   std::uint64_t n = 0;
-  std::string contender;  ///< "amax-tune", "TE atomic", "TE two_stage", "CUB", "stream read", "empty launch"
+  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kCub, kStreamRead, kEmptyLaunch
   tune::Stats stats;
-  std::string detail;     ///< the variant label (amax-tune, TE) or empty
+  std::string detail;     ///< the variant label (amax-tune), what the contender runs, or empty
   double gbps() const;    ///< bytes of the input / median, GB/s
 };
 
-/// One target of DESIGN.md section 6 and how it fared.
+/// One target of DESIGN.md section 7 and how it fared.
 struct TargetCheck {
   std::string target;    ///< what DESIGN.md asks
   std::string measured;  ///< the number measured here
@@ -52,15 +63,33 @@ struct BenchReport {
   double wall_s = 0;
 };
 
-/// Runs the bench and writes out_dir/bench.csv, bench.svg (GB/s against size, log axes, one line
-/// per contender, one panel per dtype and regime) and bench.md (tables + targets).
-/// Errors: std::runtime_error (no device), BackendError, CompileError.
+/// Runs the bench and writes out_dir/bench.csv (write_csv). Before timing a (dtype, n), every
+/// contender that produces a result runs once on the first input slice and its fp32 bits must
+/// equal the CPU reference's (the inputs are finite, so TE's NaN-skipping max agrees).
+/// Errors: std::runtime_error (no device; a contender's result differs from the reference, naming
+/// the contender, dtype, n and both bit patterns), BackendError, CompileError.
 BenchReport run_bench(const BenchOptions& options);
 
-/// The targets of DESIGN.md section 6 evaluated on the cold-regime rows of `rows`.
+/// The targets of DESIGN.md section 7 evaluated on the cold-regime rows of `rows` (sizes in bytes
+/// of the input, MiB = 2^20): >= 256 MiB at >= 99% of the streaming read; 4-256 MiB at >= 1.2x
+/// "TE atomic (zero kernel)" (geometric mean, every dtype); <= 512 KiB within 1.10x and up to
+/// 2 MiB within 1.15x of an empty launch; from 4 MiB (below 256 MiB) >= 90% of the streaming read;
+/// no size where a TE contender or CUB is faster; torch (not measured here). Targets without rows
+/// to judge them are left out, except torch. Thread-safe.
 std::vector<TargetCheck> check_targets(const std::vector<Row>& rows);
 
-/// Writes the SVG plot of `rows`. Thread-safe.
-void write_svg(const std::vector<Row>& rows, const DeviceInfo& device, const std::filesystem::path& path);
+/// Writes `rows` as CSV with the header
+/// device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read
+/// (text fields quoted; pct_of_stream_read: the same key's streaming-read time / this time x 100,
+/// empty when the key has no streaming read). Errors: std::runtime_error when the file cannot be
+/// written.
+void write_csv(const std::vector<Row>& rows, const DeviceInfo& device, const std::filesystem::path& path);
+
+/// Renders the plots of a bench.csv into `out_dir` with the plot script (amax-tune-plot: next to
+/// the running executable when installed, else the source tree's scripts/amax-tune-plot) and the
+/// first of `python3` on PATH and /usr/bin/python3 that has matplotlib. Returns the files written,
+/// or an empty list and, in `why`, what is missing and the command to run by hand. Never throws.
+std::vector<std::filesystem::path> render_plots(const std::filesystem::path& csv, const std::filesystem::path& out_dir,
+                                                std::string& why);
 
 }  // namespace amax::bench

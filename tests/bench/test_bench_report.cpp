@@ -1,0 +1,215 @@
+// The bench's host side on the CPU: TE's launch arithmetic, the targets check, the CSV and the
+// plots rendered by scripts/amax-tune-plot (python3 + matplotlib, as installed by
+// scripts/install-deps.sh) from the CSV the bench writes and from the committed docs/bench/bench.csv.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "amax/bench.hpp"
+#include "amax/te_contenders.hpp"
+
+using namespace amax;
+using namespace amax::bench;
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+Row row(DType d, std::uint64_t n, std::string contender, double us, bool warm = false, std::string detail = "") {
+  Row r;
+  r.dtype = d;
+  r.n = n;
+  r.warm = warm;
+  r.contender = std::move(contender);
+  r.stats.median_us = us;
+  r.stats.spread_us = 0.25;
+  r.stats.samples = 15;
+  r.detail = std::move(detail);
+  return r;
+}
+
+const std::string kTeZero(contender_name(TeSequence::zero_kernel));
+const std::string kTeMemset(contender_name(TeSequence::memset));
+const std::string kRocm(contender_name(TeSequence::rocm_two_stage));
+
+struct TempDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("amax-bench-test-" + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+void expect_png(const std::filesystem::path& p) {
+  const std::string s = slurp(p);
+  ASSERT_GT(s.size(), 10000u) << p;
+  EXPECT_EQ(s.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << p;
+  EXPECT_EQ(s.substr(12, 4), "IHDR") << p;
+  EXPECT_EQ(s.substr(s.size() - 8, 4), "IEND") << p;
+}
+
+void expect_svg(const std::filesystem::path& p) {
+  const std::string s = slurp(p);
+  EXPECT_EQ(s.rfind("<?xml", 0), 0u) << p;
+  EXPECT_NE(s.find("<svg "), std::string::npos) << p;
+  EXPECT_EQ(s.substr(s.size() - 7), "</svg>\n") << p;
+}
+
+}  // namespace
+
+TEST(TeLaunch, CopiesLaunchAmaxKernelsArithmetic) {
+  // Aligned: pointer on 32 bytes and n a multiple of nvec.
+  TeLaunch l = te_launch(DType::fp32, 0x10000, 1024);
+  EXPECT_EQ(l.nvec, 8u);
+  EXPECT_TRUE(l.aligned);
+  EXPECT_EQ(l.vectors, 128u);
+  EXPECT_EQ(l.grid, 1u);
+  l = te_launch(DType::bf16, 0x10000, 1u << 20);
+  EXPECT_EQ(l.nvec, 16u);
+  EXPECT_TRUE(l.aligned);
+  EXPECT_EQ(l.vectors, 65536u);
+  EXPECT_EQ(l.grid, 128u);
+  // n not a multiple of nvec: unaligned kernel, one more vector.
+  l = te_launch(DType::fp16, 0x10000, 1000);
+  EXPECT_FALSE(l.aligned);
+  EXPECT_EQ(l.vectors, 63u);  // ceil(1000 / 16)
+  // Pointer 2 bytes past 32: one element of misalignment joins the count.
+  l = te_launch(DType::bf16, 0x10002, 1008);
+  EXPECT_FALSE(l.aligned);
+  EXPECT_EQ(l.vectors, 64u);  // ceil((1008 + 1) / 16)
+  // 16-byte aligned is not enough (TE checks 32 bytes = nvec elements).
+  l = te_launch(DType::fp32, 0x10010, 1024);
+  EXPECT_FALSE(l.aligned);
+  EXPECT_EQ(l.vectors, 129u);  // ceil((1024 + 4) / 8)
+  // The grid stops at 65535 blocks (a grid-stride loop covers the rest).
+  l = te_launch(DType::fp32, 0, 1ull << 30);
+  EXPECT_EQ(l.vectors, 1ull << 27);
+  EXPECT_EQ(l.grid, 65535u);
+  l = te_launch(DType::fp32, 0, 0);
+  EXPECT_EQ(l.grid, 0u);
+  EXPECT_EQ(te_kernel_names().size(), 14u);
+}
+
+TEST(CheckTargets, JudgesEachTargetOnColdRows) {
+  const DType f = DType::fp32;
+  const std::vector<Row> rows = {
+      // 256 KiB: 1.25x an empty launch (misses <= 1.10x)
+      row(f, 1u << 16, kAmaxTune, 5.0), row(f, 1u << 16, kTeZero, 10.0), row(f, 1u << 16, kTeMemset, 8.0),
+      row(f, 1u << 16, kRocm, 12.0), row(f, 1u << 16, kCub, 9.0), row(f, 1u << 16, kEmptyLaunch, 4.0),
+      // 1 MiB: 1.08x an empty launch (meets <= 1.15x), TE (memset) faster (0.93x)
+      row(f, 1u << 18, kAmaxTune, 5.4), row(f, 1u << 18, kTeZero, 10.0), row(f, 1u << 18, kTeMemset, 5.0),
+      row(f, 1u << 18, kRocm, 12.0), row(f, 1u << 18, kCub, 9.0), row(f, 1u << 18, kEmptyLaunch, 5.0),
+      // 4 MiB: 87.5% of the streaming read, 1.5x TE main
+      row(f, 1u << 20, kAmaxTune, 8.0), row(f, 1u << 20, kTeZero, 12.0), row(f, 1u << 20, kTeMemset, 9.0),
+      row(f, 1u << 20, kRocm, 14.0), row(f, 1u << 20, kCub, 16.0), row(f, 1u << 20, kStreamRead, 7.0),
+      // 256 MiB: 99.5% of the streaming read, 1.05x TE main
+      row(f, 1u << 26, kAmaxTune, 60.0), row(f, 1u << 26, kTeZero, 63.0), row(f, 1u << 26, kTeMemset, 63.0),
+      row(f, 1u << 26, kRocm, 66.0), row(f, 1u << 26, kCub, 70.0), row(f, 1u << 26, kStreamRead, 59.7),
+      // warm rows never count
+      row(f, 1u << 16, kAmaxTune, 100.0, true), row(f, 1u << 16, kEmptyLaunch, 1.0, true),
+  };
+  const auto t = check_targets(rows);
+  ASSERT_EQ(t.size(), 7u);
+  EXPECT_EQ(t[0].target, ">= 256 MiB: >= 99% of the streaming read, every dtype");
+  EXPECT_EQ(t[0].measured, "worst 99.5% (fp32 n=67108864)");
+  EXPECT_TRUE(t[0].met);
+  EXPECT_EQ(t[1].target, "4-256 MiB: >= 1.2x TE atomic (zero kernel) (geometric mean), every dtype");
+  EXPECT_EQ(t[1].measured, "fp32 1.255x (2 sizes)");  // sqrt(1.5 x 1.05)
+  EXPECT_TRUE(t[1].met);
+  EXPECT_EQ(t[2].target, "<= 512 KiB: within 1.10x of an empty launch");
+  EXPECT_EQ(t[2].measured, "worst 1.25x (fp32 n=65536)");
+  EXPECT_FALSE(t[2].met);
+  EXPECT_EQ(t[3].target, "512 KiB - 2 MiB: within 1.15x of an empty launch");
+  EXPECT_EQ(t[3].measured, "worst 1.08x (fp32 n=262144)");
+  EXPECT_TRUE(t[3].met);
+  EXPECT_EQ(t[4].target, "4-256 MiB: >= 90% of the streaming read");
+  EXPECT_EQ(t[4].measured, "worst 87.5% (fp32 n=1048576)");
+  EXPECT_FALSE(t[4].met);
+  EXPECT_EQ(t[5].target, "every size: no TE contender or CUB faster (>= 1.0x)");
+  EXPECT_EQ(t[5].measured, "worst 0.93x over TE atomic (memset) (fp32 n=262144)");
+  EXPECT_FALSE(t[5].met);
+  EXPECT_EQ(t[6].target, "torch");
+  EXPECT_FALSE(t[6].measured_ok);
+}
+
+TEST(CheckTargets, LeavesOutTargetsWithoutRows) {
+  const auto t = check_targets({row(DType::bf16, 1024, kAmaxTune, 5.0)});
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].target, "torch");
+}
+
+TEST(WriteCsv, HeaderQuotedTextAndPercentOfTheStreamingRead) {
+  TempDir dir;
+  DeviceInfo dev;
+  dev.name = "Test GPU";
+  dev.arch = "sm_90";
+  Row warm = row(DType::fp32, 1024, kAmaxTune, 3.0, true, "x");
+  warm.stats.spread_us = 0.1;
+  write_csv({row(DType::fp32, 1024, kAmaxTune, 5.0, false, "one_pass.t128.v4.u2.b2cu"),
+             row(DType::fp32, 1024, kStreamRead, 4.0), warm},
+            dev, dir.path / "bench.csv");
+  EXPECT_EQ(slurp(dir.path / "bench.csv"),
+            "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read\n"
+            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"amax-tune\",\"one_pass.t128.v4.u2.b2cu\",5.0000,0.2500,15,0.82,80.0\n"
+            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"stream read\",\"\",4.0000,0.2500,15,1.02,100.0\n"
+            "\"Test GPU\",sm_90,warm,fp32,1024,4096,\"amax-tune\",\"x\",3.0000,0.1000,15,1.37,\n");
+  EXPECT_THROW(write_csv({}, dev, dir.path / "no-such-dir" / "bench.csv"), std::runtime_error);
+}
+
+TEST(RenderPlots, FromTheCsvTheBenchWrites) {
+  TempDir dir;
+  std::vector<Row> rows;
+  for (const auto& d : all_dtypes())
+    for (std::uint64_t n : {1ull << 10, 1ull << 16, 1ull << 22, 1ull << 28}) {
+      const double stream = 4.0 + static_cast<double>(n * d.bytes) / 4.5e6;  // 4.5 TB/s after a 4 us launch
+      rows.push_back(row(d.dtype, n, kAmaxTune, stream * 1.05, false, "atomic.t512.v4.u2.b65535"));
+      rows.push_back(row(d.dtype, n, kTeZero, stream * 1.4));
+      rows.push_back(row(d.dtype, n, kTeMemset, stream * 1.3));
+      rows.push_back(row(d.dtype, n, kRocm, stream * 1.6));
+      rows.push_back(row(d.dtype, n, kCub, stream * 2.0));
+      rows.push_back(row(d.dtype, n, kStreamRead, stream));
+      rows.push_back(row(d.dtype, n, kEmptyLaunch, 4.0));
+    }
+  DeviceInfo dev;
+  dev.name = "Test GPU";
+  dev.arch = "sm_90";
+  write_csv(rows, dev, dir.path / "bench.csv");
+  std::string why;
+  const auto files = render_plots(dir.path / "bench.csv", dir.path / "plots", why);
+  ASSERT_EQ(files.size(), 4u) << why;
+  expect_png(dir.path / "plots" / "speedup.png");
+  expect_png(dir.path / "plots" / "stream_read.png");
+  expect_svg(dir.path / "plots" / "speedup.svg");
+  expect_svg(dir.path / "plots" / "stream_read.svg");
+  // Every contender has a line with its name in the legend (SVG text is drawn as glyphs, but
+  // matplotlib keeps each legend entry's text in a comment).
+  const std::string svg = slurp(dir.path / "plots" / "speedup.svg");
+  for (const auto& name : {kTeZero, kTeMemset, kRocm, std::string(kCub)})
+    EXPECT_NE(svg.find("<!-- " + name + " -->"), std::string::npos) << name;
+}
+
+TEST(RenderPlots, FromTheCommittedBenchCsv) {
+  TempDir dir;
+  std::string why;
+  const auto files = render_plots(AMAX_SOURCE_DIR "/docs/bench/bench.csv", dir.path, why);
+  ASSERT_EQ(files.size(), 4u) << why;
+  expect_png(dir.path / "speedup.png");
+  expect_svg(dir.path / "stream_read.svg");
+}
+
+TEST(RenderPlots, ACsvWithoutTheNeededColumnsIsRefused) {
+  TempDir dir;
+  std::ofstream(dir.path / "bad.csv") << "dtype,n,time\nfp32,1024,5.0\n";
+  std::string why;
+  EXPECT_TRUE(render_plots(dir.path / "bad.csv", dir.path, why).empty());
+  EXPECT_NE(why.find("failed (exit 2)"), std::string::npos) << why;
+  EXPECT_NE(why.find("bad.csv"), std::string::npos) << why;
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "speedup.png"));
+}

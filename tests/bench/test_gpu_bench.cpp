@@ -1,0 +1,124 @@
+// The bench's TransformerEngine contenders on the GPU (label `gpu`): each launch sequence bit-exact
+// against the CPU reference (TE skips NaNs, so the reference in NaN-ignore mode) on every input
+// kind, on the aligned and the unaligned kernel, past the 65535-block grid; then a small bench run
+// end to end (its own verification included).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "amax/reference.hpp"
+#include "amax/reference_kernels.hpp"
+#include "amax/bench.hpp"
+#include "../gpu/gpu_env.hpp"
+#include "amax/te_contenders.hpp"
+
+using namespace amax;
+using namespace amax::bench;
+using amax::test::DeviceBuffer;
+
+namespace {
+
+struct Te {
+  ReferenceKernels ref;
+  TeKernels kernels;
+};
+
+Te& te(test::GpuEnv& env) {
+  static Te t = [&] {
+    ReferenceKernels r = ReferenceKernels::load(*env.backend, *env.compiler, env.kernels->binaries());
+    TeKernels k(*r.module);
+    return Te{std::move(r), k};
+  }();
+  return t;
+}
+
+// Runs the three sequences on n elements at `in` and expects the reference's bits from each.
+int check_all(test::GpuEnv& env, const void* in, DType d, std::uint64_t n, std::uint32_t expected,
+              const std::string& what) {
+  Backend& b = *env.backend;
+  static DeviceBuffer out(b, 16), ws(b, kTeWorkspaceBytes);
+  b.memset32_async(ws.p, 0xabababab, kTeWorkspaceBytes / 4, nullptr);  // arbitrary workspace bytes
+  b.memset32_async(out.p, 0x7fc0dead, 4, nullptr);                        // garbage: a NaN pattern
+  const auto seqs = all_te_sequences();
+  for (std::size_t k = 0; k < seqs.size(); ++k)
+    te(env).kernels.launch(b, seqs[k], d, in, n, out.get<float>(4 * k), ws.get<float>(), nullptr);
+  b.synchronize(nullptr);
+  std::uint32_t got[3];
+  b.copy_to_host(got, out.p, sizeof got);
+  for (std::size_t k = 0; k < seqs.size(); ++k)
+    EXPECT_EQ(got[k], expected) << contender_name(seqs[k]) << " " << what << " (aligned kernel: "
+                                << te_launch(d, reinterpret_cast<std::uintptr_t>(in), n).aligned << ")";
+  return static_cast<int>(seqs.size());
+}
+
+}  // namespace
+
+TEST(GpuBench, TeContendersAreBitExactOnEveryInputKindAndAlignment) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const std::uint64_t big = (1u << 24) + 7;
+  DeviceBuffer in(b, big * 4 + 64);
+  int checked = 0;
+  for (const auto& d : all_dtypes()) {
+    const std::uint64_t nvec = 32 / d.bytes;
+    for (std::uint64_t n : std::vector<std::uint64_t>{0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 255, 511, 4097, 65537,
+                                                      1000003, big})
+      for (std::uint64_t off : std::vector<std::uint64_t>{0, 1, nvec / 2, nvec - 1})
+        for (InputKind kind : all_input_kinds()) {
+          if (n == big && kind != InputKind::random && kind != InputKind::max_last && kind != InputKind::nan_middle)
+            continue;
+          const auto host = make_input(kind, d.dtype, n, 1234 + n + off);
+          if (n) b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
+          const std::uint32_t expected = reference_amax_bits(host.data(), d.dtype, n, NanMode::ignore);
+          checked += check_all(*env, in.get(off * d.bytes), d.dtype, n, expected,
+                               std::string(d.name) + " n=" + std::to_string(n) + " offset " + std::to_string(off) +
+                                   " elements, " + std::string(to_string(kind)));
+          if (HasFailure()) return;
+        }
+  }
+  std::printf("TE contenders: %d sequence x case launches bit-exact\n", checked);
+}
+
+TEST(GpuBench, TeContendersPastTheGridCapWithAnUnalignedTail) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  // bf16: 65535 blocks x 512 threads x 16 elements = 536,862,720 per grid-stride step; 2^29 + 5
+  // elements need a second step and end with a partial vector (unaligned kernel).
+  const std::uint64_t n = (1ull << 29) + 5;
+  ASSERT_EQ(te_launch(DType::bf16, 0, n).grid, 65535u);
+  ASSERT_FALSE(te_launch(DType::bf16, 0, n).aligned);
+  auto host = make_input(InputKind::random, DType::bf16, n, 77);
+  const std::uint16_t top = 0x7f00;  // the largest value, at the last element
+  std::memcpy(host.data() + (n - 1) * 2, &top, 2);
+  DeviceBuffer in(b, n * 2);
+  b.copy_to_device(in.p, host.data(), host.size());
+  const std::uint32_t expected = reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore);
+  ASSERT_EQ(expected, 0x7f000000u);
+  check_all(*env, in.p, DType::bf16, n, expected, "bf16 n=2^29+5, maximum last");
+}
+
+TEST(GpuBench, SmallBenchRunVerifiesAndTimesEveryContender) {
+  AMAX_REQUIRE_GPU();
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-gpu-bench-" + std::to_string(::getpid()));
+  BenchOptions o;
+  o.dtypes = {DType::fp32, DType::bf16};
+  o.sizes = {1024, 1000003, 1u << 22};  // 1000003: TE's unaligned kernel (n % nvec != 0)
+  o.warm = false;
+  o.rounds = 3;
+  o.progress = false;
+  o.user_db = "";
+  o.out_dir = dir;
+  const BenchReport r = run_bench(o);
+  const std::size_t contenders = env->backend->vendor() == Vendor::nvidia ? 7 : 6;  // CUB on NVIDIA
+  ASSERT_EQ(r.rows.size(), 2 * 3 * contenders);
+  for (const auto& row : r.rows) {
+    EXPECT_GT(row.stats.median_us, 0) << row.contender;
+    EXPECT_EQ(row.stats.samples, 3) << row.contender;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "bench.csv"));
+  EXPECT_FALSE(r.targets.empty());
+  std::filesystem::remove_all(dir);
+}
