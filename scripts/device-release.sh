@@ -29,5 +29,5 @@ ctest --test-dir $B -R install --output-on-failure -V > "$R/install.log" 2>&1; l
 grep -E "amax =|explain:|all amax|WRONG" "$R/install.log"
 s=$SECONDS; $T bench --db "" --system-db $B/share/amax-tune/system.db -o "$R/bench" > "$R/bench.txt" 2> "$R/bench.err"
 log "bench rc=$? in $((SECONDS-s)) s"; sed -n '1,12p' "$R/bench.txt"
-cp "$R/bench/bench.svg" "$R/bench/bench.md" "$R/bench/bench.csv" "$R/tune.txt" "$OUT/"
+cp "$R/bench/bench.md" "$R/bench/bench.csv" "$R/bench/"*.png "$R/bench/"*.svg "$R/tune.txt" "$OUT/" 2>/dev/null
 tar czf "$OUT/results.tar.gz" -C "$OUT" r
