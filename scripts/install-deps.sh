@@ -13,6 +13,8 @@ pkgs=(
   libamdhip64-dev libhiprtc-builtins5 hipcc llvm
   # matplotlib renders the bench's plots (scripts/amax-tune-plot; tested on the CPU).
   python3-matplotlib
+  # the amax_tune Python package (python/): pybind11 extension, pip install --no-build-isolation
+  python3-dev python3-pybind11 python3-pip python3-setuptools python3-wheel
 )
 missing=()
 for p in "${pkgs[@]}"; do

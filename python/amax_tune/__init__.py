@@ -1,0 +1,142 @@
+"""amax-tune for Python: ``amax = max |x|`` of a GPU tensor with the tuned kernel of its device,
+dtype and size, on torch's current stream.
+
+    import torch, amax_tune
+    x = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
+    a = amax_tune.amax(x)                       # 0-d float32 tensor on x's device, async
+    a = amax_tune.amax(x, nan="ignore")         # NaNs skipped (TransformerEngine), all-NaN gives +0.0
+    amax_tune.amax(x, out=history[i])           # into a 1-element float32 tensor of x's device
+    print(amax_tune.explain(x))                 # which tuned variant serves this (dtype, n), and why
+    amax_tune.preload(["bf16"], [1 << 20])      # load kernels before torch.cuda.graph capture
+
+Contract (the library's, bit for bit): the largest |x| exactly (denormals kept, |-0.0| = +0.0);
+``nan="propagate"`` (default): any NaN gives NaN (0x7fc00000), as torch.amax(x.abs());
+``nan="ignore"``: NaNs skipped; +-Inf gives +Inf; an empty tensor gives +0.0.
+
+Inputs: torch tensors of float32, float16, bfloat16 on a CUDA (or ROCm) device, and any
+``__dlpack__`` / ``__cuda_array_interface__`` producer (CuPy, JAX), viewed without a copy; the
+result is a torch tensor (``cupy.from_dlpack(result)`` views it back). A contiguous tensor, or a
+permutation of one (a transpose), is reduced in place; any other strided view (a step slice, an
+expand) is first copied with ``x.contiguous()`` (torch's allocator, on the same stream), so the
+result is always the amax of exactly the view's elements. Errors: ValueError for a tensor not on a
+GPU, for ``out`` on another device than x, for a bad ``nan``; TypeError for an unsupported dtype or
+a non-array; :class:`Error` (with ``.status``, a :class:`Status`, and the library's
+``.message``) for every failed C status, e.g. ``NO_DEVICE`` without a GPU, ``NOT_PRELOADED`` when
+a kernel not yet loaded is called during graph capture.
+
+Streams, memory: the work is enqueued on ``torch.cuda.current_stream(x.device)``; nothing
+synchronises. The only allocations are the output and, once per (device, NaN mode, stream), a
+workspace from torch's caching allocator that is kept for the life of the process (captured CUDA
+graphs use its address). A context per (device, NaN mode) is created on first use and lives until
+exit. The library's rules hold: do not replay a captured graph at the same time as other amax work
+on its capture stream.
+
+torch.compile: ``amax`` is the custom op ``torch.ops.amax_tune.amax`` (and ``amax_out``) with fake
+kernels, so ``torch.compile(fullgraph=True)`` keeps it in the graph; eager calls skip the
+dispatcher. Without torch, ``import amax_tune`` works, :func:`explain` and :func:`preload` take
+(dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
+raises ImportError.
+"""
+from . import _C
+from ._errors import Error, Status
+from . import _core
+from ._core import Explanation, context, system_db_path
+
+__version__ = _C.version()
+#: the extension's class over amax_context_t (raw pointers, stream handles and dtype codes as ints)
+Context = _C.Context
+DTYPE_FP32, DTYPE_FP16, DTYPE_BF16 = _C.DTYPE_FP32, _C.DTYPE_FP16, _C.DTYPE_BF16
+
+_C._register_error(Error)
+
+try:
+    import torch as _torch_module  # noqa: F401
+except ImportError as e:
+    _torch = None
+    _torch_missing = str(e)
+else:
+    from . import _torch
+
+__all__ = ["amax", "explain", "preload", "context", "system_db_path", "Context", "Error", "Status",
+           "Explanation", "__version__"]
+
+
+def _no_torch(fn):
+    return ImportError("%s needs PyTorch (its results are torch tensors and its workspace comes from torch's "
+                       "caching allocator), and torch is not importable here (%s); without torch, "
+                       "amax_tune.Context computes on device pointers you allocate" % (fn, _torch_missing))
+
+
+if _torch is not None:
+    amax = _torch.amax
+else:
+    def amax(x, *, nan="propagate", out=None):
+        raise _no_torch("amax_tune.amax")
+
+amax.__doc__ = """amax(x, *, nan="propagate", out=None) -> 0-d torch.float32 tensor on x's device.
+
+x: a torch tensor (or __dlpack__ / __cuda_array_interface__ array) of float32, float16 or bfloat16
+on a GPU, any shape, any strides (see the module's docstring). nan: "propagate" (any NaN gives NaN)
+or "ignore" (NaNs skipped, all-NaN gives +0.0). out: a 1-element float32 tensor on x's device that
+receives the result (and is returned). Asynchronous on torch's current stream of x's device; safe
+under torch.cuda.graph capture once the kernel is loaded (see preload) and under torch.compile.
+Raises ValueError / TypeError naming a bad argument, amax_tune.Error for a failed C status.
+Thread-safe (each call holds the GIL while it enqueues)."""
+
+
+def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate"):
+    """Which variant serves ``amax(x)`` and why: an :class:`Explanation`.
+
+    Either a tensor (or array) ``x``, or ``dtype`` ("fp32", "fp16", "bf16" or a torch dtype), ``n``
+    (elements) and ``device`` (ordinal, default torch's current device, else 0). Raises as
+    :func:`amax` does (``amax_tune.Error`` NO_DEVICE without a GPU).
+    """
+    fn = "amax_tune.explain"
+    nan_mode = _core.nan_code(nan, fn)
+    if x is not None:
+        if dtype is not None or n is not None or device is not None:
+            raise ValueError("%s: give either x or dtype/n/device, not both" % fn)
+        if _torch is None:
+            raise _no_torch(fn + "(x)")
+        return _torch.explain(x, nan_mode)
+    if dtype is None or n is None:
+        raise ValueError("%s: give a tensor x, or dtype and n" % fn)
+    code = _dtype_code(dtype, fn)
+    n = _core.element_count(n, fn)
+    dev = _core._device_ordinal(_default_device() if device is None else device, fn)
+    return _core.explain_code(_core.context_of(dev, nan_mode), code, n)
+
+
+def preload(dtypes, sizes, *, device=None, nan="propagate"):
+    """Compiles (or loads from the kernel cache) every kernel that amax would use for each
+    (dtype, size) pair, so that calls during ``torch.cuda.graph`` capture need no JIT (amax_preload).
+
+    dtypes: names ("fp32", "fp16", "bf16") or torch dtypes; sizes: element counts; device: ordinal
+    (default torch's current device, else 0); nan: the NaN mode of the calls to prepare. Blocking
+    (releases the GIL). Raises amax_tune.Error (NO_DEVICE, COMPILE_FAILED, ...).
+    """
+    fn = "amax_tune.preload"
+    nan_mode = _core.nan_code(nan, fn)
+    if isinstance(dtypes, str) or not hasattr(dtypes, "__iter__"):
+        dtypes = [dtypes]
+    if isinstance(sizes, int):
+        sizes = [sizes]
+    codes = [_dtype_code(d, fn) for d in dtypes]
+    counts = [_core.element_count(n, fn) for n in sizes]
+    dev = _core._device_ordinal(_default_device() if device is None else device, fn)
+    _core.context_of(dev, nan_mode).preload(codes, counts)
+
+
+def _dtype_code(dtype, fn):
+    if _torch is not None:
+        return _torch.dtype_code(dtype, fn)
+    return _core.dtype_code_of_name(dtype, fn)
+
+
+def _default_device():
+    if _torch is not None:
+        try:
+            return _torch.current_device()
+        except Exception:  # torch without CUDA, or no device: the library reports it
+            return 0
+    return 0

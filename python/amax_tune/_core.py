@@ -1,0 +1,120 @@
+"""The torch-free part of the package: dtype and NaN-mode names, the cached contexts, explain and
+preload by (dtype, n)."""
+import dataclasses
+import os
+import threading
+
+from . import _C
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+#: dtype names accepted wherever a dtype is given as a string (torch dtypes too, when torch is there)
+DTYPE_CODES = {
+    "fp32": _C.DTYPE_FP32, "float32": _C.DTYPE_FP32, "float": _C.DTYPE_FP32,
+    "fp16": _C.DTYPE_FP16, "float16": _C.DTYPE_FP16, "half": _C.DTYPE_FP16,
+    "bf16": _C.DTYPE_BF16, "bfloat16": _C.DTYPE_BF16,
+}
+DTYPE_NAMES = {_C.DTYPE_FP32: "fp32", _C.DTYPE_FP16: "fp16", _C.DTYPE_BF16: "bf16"}
+NAN_MODES = {"propagate": _C.NAN_PROPAGATE, "ignore": _C.NAN_IGNORE}
+SOURCES = {0: "override", 1: "user_db", 2: "system_db", 3: "default"}
+
+
+def nan_code(nan, fn):
+    code = NAN_MODES.get(nan) if isinstance(nan, str) else None
+    if code is None:
+        raise ValueError("%s: nan=%r is not a NaN mode; use 'propagate' (any NaN gives NaN, torch.amax) "
+                         "or 'ignore' (NaNs skipped, all-NaN gives +0.0, TransformerEngine)" % (fn, nan))
+    return code
+
+
+def system_db_path():
+    """The shipped database this package passes to the library: ``None`` when $AMAX_TUNE_SYSTEM_DB
+    is set (the library reads it) or when the package holds no ``data/system.db`` (the library's own
+    rule: ``<prefix>/share/amax-tune/system.db`` next to libamax_tune)."""
+    if os.environ.get("AMAX_TUNE_SYSTEM_DB"):
+        return None
+    bundled = os.path.join(_PKG_DIR, "data", "system.db")
+    return bundled if os.path.isfile(bundled) else None
+
+
+_contexts = {}
+_lock = threading.Lock()
+#: called with each new context (the torch layer installs its workspace allocator here)
+_on_new_context = []
+
+
+def context(device=0, nan="propagate"):
+    """The package's context of (device ordinal, NaN mode), created on first use and kept for the
+    life of the process (work in flight and captured CUDA graphs may use it up to exit).
+
+    The user database is the library's default ($AMAX_TUNE_DB, else
+    ~/.local/share/amax-tune/tuning.db), the system database :func:`system_db_path`. Raises
+    :class:`amax_tune.Error` (``NO_DEVICE`` without a GPU). Thread-safe.
+    """
+    return context_of(_device_ordinal(device, "amax_tune.context"), nan_code(nan, "amax_tune.context"))
+
+
+def context_of(device, nan_mode):
+    key = device * 2 + nan_mode
+    c = _contexts.get(key)
+    if c is not None:
+        return c
+    with _lock:
+        c = _contexts.get(key)
+        if c is None:
+            c = _C.Context(device, nan_mode, None, system_db_path(), None)
+            for hook in _on_new_context:
+                hook(c)
+            _C._keep_forever(c)
+            _contexts[key] = c
+    return c
+
+
+def _device_ordinal(device, fn):
+    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+        raise ValueError("%s: device=%r is not a device ordinal (an int >= 0)" % (fn, device))
+    return device
+
+
+def dtype_code_of_name(dtype, fn):
+    code = DTYPE_CODES.get(dtype.lower()) if isinstance(dtype, str) else None
+    if code is None:
+        raise TypeError("%s: dtype %r is not supported; supported: fp32, fp16, bf16 (or the torch dtypes "
+                        "torch.float32, torch.float16, torch.bfloat16)" % (fn, dtype))
+    return code
+
+
+def element_count(n, fn):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n >= 1 << 64:
+        raise ValueError("%s: n=%r is not an element count (an int, 0 <= n < 2**64)" % (fn, n))
+    return n
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """What amax_explain reports for (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
+    'default'), ``label`` (the variant), ``tuned_n`` (the tuned size of the entry, 0 for defaults),
+    ``expected_us`` / ``expected_gbps`` (the entry's measurement at tuned_n, 0 when unknown),
+    ``grid`` (blocks for this n), ``launches`` (1 or 2), ``workspace_bytes``, ``detail`` (a
+    sentence: which entry, measured where and when, or why a fallback). ``str()`` gives label,
+    source and detail."""
+    dtype: str
+    n: int
+    source: str
+    label: str
+    tuned_n: int
+    expected_us: float
+    expected_gbps: float
+    grid: int
+    launches: int
+    workspace_bytes: int
+    detail: str
+
+    def __str__(self):
+        return "%s (%s): %s" % (self.label, self.source, self.detail)
+
+
+def explain_code(ctx, code, n):
+    d = ctx.explain(code, n)
+    d["source"] = SOURCES.get(d["source"], str(d["source"]))
+    return Explanation(dtype=DTYPE_NAMES[code], n=n, **d)

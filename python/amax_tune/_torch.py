@@ -1,0 +1,178 @@
+"""The PyTorch layer: amax on torch tensors (and __dlpack__ / __cuda_array_interface__ producers),
+the torch.library custom ops amax_tune::amax and amax_tune::amax_out with fake kernels, and the
+workspace allocator (torch's caching allocator). Imported only where torch is importable."""
+import torch
+
+from . import _C
+from . import _core
+
+_Tensor = torch.Tensor
+_F32 = torch.float32
+_U8 = torch.uint8
+_empty = torch.empty
+_is_compiling = torch.compiler.is_compiling
+_DTYPES = {torch.float32: _C.DTYPE_FP32, torch.float16: _C.DTYPE_FP16, torch.bfloat16: _C.DTYPE_BF16}
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream  # what Inductor's generated code calls
+except AttributeError:  # pragma: no cover (older torch, or a build without CUDA)
+    def _raw_stream(device):
+        return torch.cuda.current_stream(device).cuda_stream
+try:
+    _dispatch_modes = torch._C._len_torch_dispatch_stack
+except AttributeError:  # pragma: no cover
+    def _dispatch_modes():
+        return 0
+
+
+_is_capturing = torch.cuda.is_current_stream_capturing
+
+
+def _install_allocator(ctx):
+    """Workspace of a context from torch's caching allocator. Outside graph capture: one buffer
+    per stream handle, grown by powers of two and kept for the context's life (a captured graph
+    keeps using the address it captured, so a buffer is never handed back). During capture (the
+    stream's buffer missing or too small): a buffer of the graph's memory pool for that one call,
+    released after it as torch's own temporaries are (stream-ordered reuse inside the graph)."""
+    held = []
+    device = ctx.device
+
+    def allocate(nbytes, stream):
+        t = _empty(nbytes, dtype=_U8, device=device)
+        if _is_capturing():
+            return t.data_ptr(), t  # released by _C right after amax_compute has enqueued
+        held.append(t)
+        return t.data_ptr(), None
+
+    ctx.set_workspace_allocator(allocate)
+
+
+_core._on_new_context.append(_install_allocator)
+
+
+def dtype_code(dtype, fn):
+    """Code of a torch dtype or a dtype name; TypeError naming it otherwise."""
+    code = _DTYPES.get(dtype)
+    if code is None:
+        if isinstance(dtype, str):
+            return _core.dtype_code_of_name(dtype, fn)
+        raise TypeError("%s: dtype %s is not supported; supported: torch.float32, torch.float16, torch.bfloat16"
+                        % (fn, dtype))
+    return code
+
+
+def as_tensor(x, fn):
+    """x itself when it is a torch tensor; a zero-copy torch view of a __dlpack__ producer (CuPy,
+    JAX; torch.from_dlpack hands the producer torch's current stream to order its work) or of a
+    __cuda_array_interface__ producer (torch.as_tensor; the caller orders the producer's stream)."""
+    if isinstance(x, _Tensor):
+        return x
+    if hasattr(x, "__dlpack__"):
+        return torch.from_dlpack(x)
+    if hasattr(x, "__cuda_array_interface__"):
+        return torch.as_tensor(x)
+    raise TypeError("%s: x must be a torch.Tensor or an array with __dlpack__ or __cuda_array_interface__ "
+                    "(CuPy, JAX, Numba), got %s" % (fn, type(x).__qualname__))
+
+
+def _check_input(x, fn):
+    """(device ordinal, dtype code) of a tensor amax can take; ValueError / TypeError naming it."""
+    if x.device.type != "cuda":
+        raise ValueError("%s: x is on device '%s'; amax-tune computes on CUDA/ROCm devices (move it with "
+                         "x.cuda())" % (fn, x.device))
+    code = _DTYPES.get(x.dtype)
+    if code is None:
+        raise TypeError("%s: x has dtype %s; supported: torch.float32, torch.float16, torch.bfloat16"
+                        % (fn, x.dtype))
+    return x.device.index, code
+
+
+def _check_out(out, device, fn):
+    if not isinstance(out, _Tensor):
+        raise TypeError("%s: out must be a torch.Tensor, got %s" % (fn, type(out).__qualname__))
+    if out.dtype != _F32:
+        raise TypeError("%s: out has dtype %s; it must be torch.float32" % (fn, out.dtype))
+    if out.numel() != 1:
+        raise ValueError("%s: out has %d elements (shape %s); it must hold exactly one"
+                         % (fn, out.numel(), tuple(out.shape)))
+    if out.device.type != "cuda" or out.device.index != device:
+        raise ValueError("%s: out is on device '%s' but x is on 'cuda:%d'; they must be on the same device"
+                         % (fn, out.device, device))
+
+
+def _dense(x):
+    """True when x's elements are exactly the x.numel() consecutive elements from x.data_ptr() in
+    some order (contiguous, or a permutation of a contiguous tensor such as a transpose): amax does
+    not depend on order, so such a view is reduced in place."""
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(x.shape, x.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def compute(x, nan_mode, out, fn="amax_tune.amax"):
+    """Enqueues amax of the torch tensor x on torch's current stream of x's device; returns out (a
+    new 0-d fp32 tensor when None)."""
+    dev = x.get_device()
+    code = _DTYPES.get(x.dtype)
+    if dev < 0 or code is None:
+        dev, code = _check_input(x, fn)  # raises
+    if not x.is_contiguous() and not _dense(x):
+        x = x.contiguous()  # a strided view (a slice with a step, an expand): its elements copied, exact
+    if out is None:
+        out = _empty((), dtype=_F32, device=x.device)
+    else:
+        _check_out(out, dev, fn)
+    ctx = _core._contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
+    ctx.compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
+    return out
+
+
+# --- torch.library custom ops: what torch.compile sees (the eager path calls compute directly) ---
+
+@torch.library.custom_op("amax_tune::amax", mutates_args=())
+def _amax_op(x: torch.Tensor, nan_ignore: bool) -> torch.Tensor:
+    return compute(x, int(nan_ignore), None)
+
+
+@_amax_op.register_fake
+def _amax_fake(x, nan_ignore):
+    _check_input(x, "amax_tune.amax")
+    return x.new_empty((), dtype=_F32)
+
+
+@torch.library.custom_op("amax_tune::amax_out", mutates_args=("out",))
+def _amax_out_op(x: torch.Tensor, out: torch.Tensor, nan_ignore: bool) -> None:
+    compute(x, int(nan_ignore), out)
+
+
+@_amax_out_op.register_fake
+def _amax_out_fake(x, out, nan_ignore):
+    dev, _ = _check_input(x, "amax_tune.amax")
+    _check_out(out, dev, "amax_tune.amax")
+
+
+def amax(x, *, nan="propagate", out=None):
+    nan_mode = _core.nan_code(nan, "amax_tune.amax")
+    if type(x) is not _Tensor or _is_compiling() or _dispatch_modes():
+        if not isinstance(x, _Tensor):
+            x = as_tensor(x, "amax_tune.amax")
+        if type(x) is not _Tensor or _is_compiling() or _dispatch_modes():
+            # tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
+            if out is None:
+                return torch.ops.amax_tune.amax(x, nan_mode == _C.NAN_IGNORE)
+            torch.ops.amax_tune.amax_out(x, out, nan_mode == _C.NAN_IGNORE)
+            return out
+    return compute(x, nan_mode, out)
+
+
+def explain(x, nan_mode):
+    x = as_tensor(x, "amax_tune.explain")
+    dev, code = _check_input(x, "amax_tune.explain")
+    return _core.explain_code(_core.context_of(dev, nan_mode), code, x.numel())
+
+
+def current_device():
+    return torch.cuda.current_device()

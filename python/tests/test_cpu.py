@@ -1,0 +1,134 @@
+"""CPU tests of the amax_tune package (CTest python.cpu; plain unittest, pytest runs it too).
+
+What a machine without a GPU can check: the import, the version, the bundled library and database,
+the status table, argument errors named before any device work, and amax_tune.Error carrying
+AMAX_STATUS_NO_DEVICE with the library's message. Where a GPU is present the no-GPU tests skip
+(the GPU suite, test_gpu.py, covers that machine).
+"""
+import os
+import unittest
+
+import amax_tune
+from amax_tune import _C
+
+
+def _mapped_libraries(name):
+    with open("/proc/self/maps") as f:
+        return sorted({line.split()[-1] for line in f if name in line})
+
+
+def _has_gpu():
+    try:
+        amax_tune.context(0)
+        return True
+    except amax_tune.Error as e:
+        if e.status != amax_tune.Status.NO_DEVICE:
+            raise
+        return False
+
+
+HAS_GPU = _has_gpu()
+try:
+    import torch  # noqa: F401
+    HAS_TORCH = True
+except ImportError:
+    HAS_TORCH = False
+
+
+class ImportAndVersion(unittest.TestCase):
+    def test_version_is_the_library_version(self):
+        self.assertEqual(amax_tune.__version__, _C.version())
+        expected = os.environ.get("AMAX_EXPECTED_VERSION")
+        if expected:  # set by CTest: the project's VERSION
+            self.assertEqual(amax_tune.__version__, expected)
+        self.assertRegex(amax_tune.__version__, r"^\d+\.\d+\.\d+$")
+
+    def test_library_and_database_come_from_the_package(self):
+        pkg = os.path.dirname(os.path.abspath(amax_tune.__file__))
+        self.assertEqual(os.path.dirname(os.path.abspath(_C.__file__)), pkg)
+        libs = _mapped_libraries("libamax_tune")
+        self.assertEqual(libs, [os.path.join(pkg, "libamax_tune.so.0")], "loaded without LD_LIBRARY_PATH")
+        db = amax_tune.system_db_path()
+        if os.environ.get("AMAX_TUNE_SYSTEM_DB"):
+            self.assertIsNone(db)
+        else:
+            self.assertEqual(db, os.path.join(pkg, "data", "system.db"))
+            with open(db, "rb") as f:
+                self.assertEqual(f.read(16), b"SQLite format 3\x00")
+
+    def test_status_names_match_the_library(self):
+        for s in amax_tune.Status:
+            self.assertEqual(_C.status_string(int(s)), "AMAX_STATUS_" + s.name)
+        self.assertEqual(int(amax_tune.Status.NO_DEVICE), 7)
+        self.assertEqual(len(amax_tune.Status), 12)
+
+    def test_error_carries_status_name_number_and_message(self):
+        e = amax_tune.Error(7, "no GPU device 0", "amax_context_create")
+        self.assertIs(e.status, amax_tune.Status.NO_DEVICE)
+        self.assertEqual(e.status_name, "AMAX_STATUS_NO_DEVICE")
+        self.assertEqual(e.message, "no GPU device 0")
+        self.assertEqual(str(e), "amax_context_create: AMAX_STATUS_NO_DEVICE (7): no GPU device 0")
+        self.assertIsInstance(e, RuntimeError)
+        unknown = amax_tune.Error(99, "later status")
+        self.assertEqual(unknown.status, 99)
+        self.assertEqual(str(unknown), "AMAX_STATUS_99 (99): later status")
+
+
+class ArgumentErrors(unittest.TestCase):
+    """Named before any device work, so the same on every machine."""
+
+    def test_bad_nan_mode(self):
+        with self.assertRaisesRegex(ValueError, r"nan='fast' is not a NaN mode; use 'propagate'"):
+            amax_tune.explain(dtype="bf16", n=10, nan="fast")
+        with self.assertRaisesRegex(ValueError, r"amax_tune.context: nan='IGNORE'"):
+            amax_tune.context(0, nan="IGNORE")
+
+    def test_bad_dtype(self):
+        with self.assertRaisesRegex(TypeError, r"amax_tune.preload: dtype 'fp64' is not supported"):
+            amax_tune.preload(["fp64"], [1024])
+        with self.assertRaisesRegex(TypeError, r"amax_tune.explain: dtype 'int8' is not supported"):
+            amax_tune.explain(dtype="int8", n=1)
+
+    def test_bad_sizes_and_devices(self):
+        with self.assertRaisesRegex(ValueError, r"amax_tune.preload: n=-1 is not an element count"):
+            amax_tune.preload(["bf16"], [-1])
+        with self.assertRaisesRegex(ValueError, r"amax_tune.explain: n=2.5 is not an element count"):
+            amax_tune.explain(dtype="fp32", n=2.5)
+        with self.assertRaisesRegex(ValueError, r"amax_tune.context: device=-1 is not a device ordinal"):
+            amax_tune.context(-1)
+        with self.assertRaisesRegex(ValueError, r"give either x or dtype/n/device, not both"):
+            amax_tune.explain(object(), dtype="fp32", n=1)
+
+    @unittest.skipIf(HAS_TORCH, "torch is importable here")
+    def test_amax_without_torch_says_so(self):
+        with self.assertRaisesRegex(ImportError, r"amax_tune.amax needs PyTorch .* torch is not importable"):
+            amax_tune.amax(object())
+
+
+@unittest.skipIf(HAS_GPU, "a GPU is present (python.gpu covers this machine)")
+class WithoutGpu(unittest.TestCase):
+    def assertNoDevice(self, fn, *args, **kwargs):
+        with self.assertRaises(amax_tune.Error) as cm:
+            fn(*args, **kwargs)
+        e = cm.exception
+        self.assertIs(e.status, amax_tune.Status.NO_DEVICE)
+        self.assertEqual(e.function, "amax_context_create")
+        self.assertTrue(e.message.startswith("no GPU device 0 ("), e.message)
+        self.assertIn("amax_context_create: AMAX_STATUS_NO_DEVICE (7): no GPU device 0", str(e))
+        return e
+
+    def test_context(self):
+        self.assertNoDevice(amax_tune.context, 0)
+        self.assertNoDevice(amax_tune.Context, 0, 0)
+
+    def test_explain_and_preload(self):
+        self.assertNoDevice(amax_tune.explain, dtype="bf16", n=1 << 20)
+        self.assertNoDevice(amax_tune.preload, ["fp32", "bf16"], [1000, 1 << 20])
+
+    def test_message_names_the_device_backends(self):
+        e = self.assertNoDevice(amax_tune.Context, 0, 1, "", "", "")
+        self.assertRegex(e.message, r"NVIDIA: |AMD: |without .*backend")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,397 @@
+"""GPU tests of the amax_tune package (CTest python.gpu, label gpu; or directly:
+``python3 python/tests/test_gpu.py`` / ``python3 -m pytest python/tests/test_gpu.py``).
+
+Needs torch with a CUDA (or ROCm) device; exits 77 (CTest: skipped) without them when run as a
+script. Every result is compared bit for bit (``.view(torch.int32)``) with torch on the same
+tensor: ``torch.amax(x.abs())`` for nan="propagate" (a NaN result must be the library's
+0x7fc00000), and the NaN-free maximum (NaNs replaced by +0.0, so all-NaN gives +0.0) for
+nan="ignore". CuPy and JAX inputs are tested where those are importable.
+"""
+import os
+import sys
+import threading
+import unittest
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX must leave torch its memory
+
+try:
+    import torch
+except ImportError as e:
+    torch = None
+    SKIP = "torch is not importable (%s)" % e
+else:
+    SKIP = None if torch.cuda.is_available() else "torch sees no CUDA device"
+
+import amax_tune
+
+NAN_BITS = 0x7FC00000
+DTYPES = [] if torch is None else [torch.float32, torch.float16, torch.bfloat16]
+KINDS = ["random", "max_first", "max_last", "max_middle", "max_in_vector", "all_negative", "negative_zero",
+         "pos_inf", "neg_inf", "nan_first", "nan_middle", "nan_last", "nan_and_inf", "all_nan", "denormals"]
+SIZES = [0, 1, 2, 7, 31, 33, 255, 1000, 4097, 65537, 1_000_003, (1 << 24) + 7]
+OFFSETS = [0, 1, 3]
+
+
+def bits(t):
+    """The fp32 bits of a 0-d / 1-element tensor, as a Python int (0..2^32-1)."""
+    return int(t.reshape(()).float().view(torch.int32).item()) & 0xFFFFFFFF
+
+
+def reference_bits(x, nan):
+    """Expected bits of amax_tune.amax(x, nan=nan), from torch alone."""
+    if x.numel() == 0:
+        return 0
+    a = x.abs().float()
+    if nan == "ignore":
+        a = torch.where(torch.isnan(a), torch.zeros_like(a), a)
+    r = torch.amax(a)
+    return NAN_BITS if torch.isnan(r).item() else bits(r)
+
+
+def _int_view_dtype(dtype):
+    return torch.int32 if dtype == torch.float32 else torch.int16
+
+
+def _nan_value(dtype, g):
+    """A NaN of dtype with a random payload and sign, as a 1-element tensor."""
+    exp = {torch.float32: (0x7F800000, 0x7FFFFF), torch.float16: (0x7C00, 0x3FF), torch.bfloat16: (0x7F80, 0x7F)}
+    base, mant = exp[dtype]
+    payload = int(torch.randint(1, mant + 1, (1,), generator=g).item())
+    sign = int(torch.randint(0, 2, (1,), generator=g).item())
+    word = base | payload
+    if sign:
+        word |= 0x80000000 if dtype == torch.float32 else 0x8000
+    if dtype != torch.float32 and word >= 0x8000:
+        word -= 0x10000  # int16 view
+    if dtype == torch.float32 and word >= 0x80000000:
+        word -= 1 << 32
+    return torch.tensor([word], dtype=_int_view_dtype(dtype)).view(dtype)
+
+
+def make_input(kind, dtype, n, seed=1):
+    """n elements of one adversarial kind (runtime/include/amax/reference.hpp's list), on the GPU."""
+    g = torch.Generator().manual_seed(seed * 7919 + n)
+    if n == 0:
+        return torch.empty(0, dtype=dtype, device="cuda")
+    span = 10 if dtype == torch.float16 else 30
+    if kind == "denormals":
+        hi = {torch.float32: 0x7FFFFF, torch.float16: 0x3FF, torch.bfloat16: 0x7F}[dtype]
+        words = torch.randint(1, hi + 1, (n,), generator=g, dtype=torch.int64)
+        sign = torch.randint(0, 2, (n,), generator=g, dtype=torch.int64)
+        words = words | (sign << (31 if dtype == torch.float32 else 15))
+        if dtype == torch.float32:
+            words = torch.where(words >= 1 << 31, words - (1 << 32), words)
+        else:
+            words = torch.where(words >= 1 << 15, words - (1 << 16), words)
+        return words.to(_int_view_dtype(dtype)).view(dtype).cuda()
+    if kind == "random":
+        v = torch.randn(n, generator=g) * torch.exp2(torch.randint(-span, span, (n,), generator=g).float())
+        return v.to(dtype).cuda()
+    v = (torch.rand(n, generator=g) - 0.5)  # |v| <= 0.5
+    if kind == "all_negative":
+        v = -(v.abs() + 0.25)
+        v[n // 3] = -0.875  # the maximum |x|, negative
+    elif kind == "negative_zero":
+        v = torch.full((n,), -0.0)
+    v = v.to(dtype)
+    at = {"max_first": 0, "max_last": n - 1, "max_middle": n // 2,
+          "max_in_vector": min(n - 1, (n // 2) // 8 * 8 + 5)}
+    if kind in at:
+        v[at[kind]] = -3.0 if (n % 2) else 3.0
+    elif kind == "pos_inf":
+        v[n // 3] = float("inf")
+    elif kind == "neg_inf":
+        v[n - 1] = float("-inf")
+    elif kind in ("nan_first", "nan_middle", "nan_last"):
+        v[{"nan_first": 0, "nan_middle": n // 2, "nan_last": n - 1}[kind]] = _nan_value(dtype, g)[0]
+    elif kind == "nan_and_inf":
+        v[n // 4] = _nan_value(dtype, g)[0]
+        v[(3 * n) // 4] = float("-inf")
+    elif kind == "all_nan":
+        v = torch.cat([_nan_value(dtype, g) for _ in range(min(n, 64))]).repeat((n + 63) // 64)[:n]
+    return v.cuda()
+
+
+def placed(values, offset, guard):
+    """values copied into a larger buffer at `offset`, surrounded by `guard` (a large finite value:
+    a read outside the view shows as a wrong maximum)."""
+    buf = torch.full((values.numel() + offset + 5,), guard, dtype=values.dtype, device="cuda")
+    view = buf[offset:offset + values.numel()]
+    view.copy_(values)
+    return view
+
+
+def guard_of(dtype):
+    return 60000.0 if dtype == torch.float16 else 1e30
+
+
+@unittest.skipIf(SKIP, SKIP)
+class BitExact(unittest.TestCase):
+    def test_adversarial_inputs_both_nan_modes(self):
+        cases = 0
+        for dtype in DTYPES:
+            for n in SIZES:
+                for kind in KINDS:
+                    values = make_input(kind, dtype, n)
+                    for offset in OFFSETS:
+                        x = placed(values, offset, guard_of(dtype))
+                        for nan in ("propagate", "ignore"):
+                            got = amax_tune.amax(x, nan=nan)
+                            self.assertEqual(got.shape, ())
+                            self.assertEqual(got.dtype, torch.float32)
+                            self.assertEqual(got.device, x.device)
+                            want = reference_bits(x, nan)
+                            self.assertEqual(bits(got), want, "%s n=%d %s offset=%d nan=%s: %#010x != %#010x"
+                                             % (dtype, n, kind, offset, nan, bits(got), want))
+                            cases += 1
+        print("\nbit-exact: %d cases (%d dtypes x %d sizes x %d kinds x %d offsets x 2 NaN modes)"
+              % (cases, len(DTYPES), len(SIZES), len(KINDS), len(OFFSETS)), file=sys.stderr)
+
+    def test_large_tensor(self):
+        x = torch.randn((1 << 28) + 3, device="cuda").to(torch.bfloat16)
+        x[-1] = -1000.0
+        self.assertEqual(bits(amax_tune.amax(x)), bits(torch.tensor(1000.0)))
+        self.assertEqual(bits(amax_tune.amax(x)), reference_bits(x, "propagate"))
+
+    def test_zero_d_and_empty(self):
+        self.assertEqual(amax_tune.amax(torch.tensor(-2.5, device="cuda")).item(), 2.5)
+        self.assertEqual(bits(amax_tune.amax(torch.empty(0, 3, device="cuda"))), 0)
+
+    def test_out(self):
+        hist = torch.full((8,), -1.0, device="cuda")
+        x = torch.randn(100000, device="cuda", dtype=torch.float16)
+        r = amax_tune.amax(x, out=hist[3:4])
+        self.assertEqual(r.data_ptr(), hist[3:4].data_ptr())
+        self.assertEqual(bits(hist[3]), reference_bits(x, "propagate"))
+        self.assertEqual(hist[torch.arange(8, device="cuda") != 3].tolist(), [-1.0] * 7)
+        amax_tune.amax(x, out=hist[0])  # a 0-d view works too
+        self.assertEqual(bits(hist[0]), reference_bits(x, "propagate"))
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Views(unittest.TestCase):
+    """The amax of exactly the view's elements, never of the memory around it."""
+
+    def check(self, view, what):
+        for nan in ("propagate", "ignore"):
+            self.assertEqual(bits(amax_tune.amax(view, nan=nan)), reference_bits(view, nan), what)
+
+    def test_views(self):
+        base = torch.randn(64, 257, device="cuda")
+        base[0, 1] = 1e6  # outside the step slices below and every column but 1
+        base[63, 256] = -5e5
+        self.check(base.t(), "transpose (dense, reduced in place)")
+        self.check(base[:, ::2], "step slice (copied)")
+        self.check(base[1:, 2], "one column")
+        self.check(base[::3, 5:200:7], "2-D step slice")
+        self.check(base.view(8, 8, 257).permute(2, 0, 1), "3-D permutation")
+        self.check(base[5].expand(4, 257), "expand (stride 0)")
+        self.check(base[:, 2:], "rows of a narrower slice (non-contiguous rows)")
+        self.assertEqual(amax_tune.amax(base[:, ::2]).item(), float(base[:, ::2].abs().max().item()))
+        self.assertNotEqual(amax_tune.amax(base[:, ::2]).item(), 1e6)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Errors(unittest.TestCase):
+    def test_bad_inputs_are_named(self):
+        with self.assertRaisesRegex(ValueError, r"x is on device 'cpu'"):
+            amax_tune.amax(torch.ones(4))
+        with self.assertRaisesRegex(TypeError, r"x has dtype torch.float64"):
+            amax_tune.amax(torch.ones(4, device="cuda", dtype=torch.float64))
+        with self.assertRaisesRegex(TypeError, r"x must be a torch.Tensor or an array .* got list"):
+            amax_tune.amax([1.0, 2.0])
+        with self.assertRaisesRegex(ValueError, r"nan='none' is not a NaN mode"):
+            amax_tune.amax(torch.ones(4, device="cuda"), nan="none")
+        x = torch.ones(4, device="cuda")
+        with self.assertRaisesRegex(TypeError, r"out has dtype torch.float16"):
+            amax_tune.amax(x, out=torch.empty(1, device="cuda", dtype=torch.float16))
+        with self.assertRaisesRegex(ValueError, r"out has 2 elements"):
+            amax_tune.amax(x, out=torch.empty(2, device="cuda"))
+        with self.assertRaisesRegex(ValueError, r"out is on device 'cpu' but x is on 'cuda:0'"):
+            amax_tune.amax(x, out=torch.empty(1))
+        if torch.cuda.device_count() > 1:
+            with self.assertRaisesRegex(ValueError, r"out is on device 'cuda:1' but x is on 'cuda:0'"):
+                amax_tune.amax(x, out=torch.empty(1, device="cuda:1"))
+
+    def test_c_status_becomes_error(self):
+        ctx = amax_tune.context(0)
+        out = torch.empty((), device="cuda")
+        x = torch.ones(16, device="cuda", dtype=torch.float16)
+        with self.assertRaises(amax_tune.Error) as cm:  # an odd address for 2-byte elements
+            ctx.compute(x.data_ptr() + 1, amax_tune.DTYPE_FP16, 8, out.data_ptr(), 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.MISALIGNED_POINTER)
+        self.assertEqual(cm.exception.function, "amax_compute")
+        self.assertIn("not aligned", cm.exception.message)
+        with self.assertRaises(amax_tune.Error) as cm:
+            ctx.compute_with_workspace(x.data_ptr(), amax_tune.DTYPE_FP16, 1 << 22, out.data_ptr(), 0, 0, 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.WORKSPACE_TOO_SMALL)
+        self.assertIn("workspace of 0 bytes (NULL) is too small", cm.exception.message)
+        with self.assertRaises(amax_tune.Error) as cm:
+            ctx.compute(x.data_ptr(), 7, 16, out.data_ptr(), 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.UNKNOWN_DTYPE)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Explain(unittest.TestCase):
+    def test_explain(self):
+        x = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
+        e = amax_tune.explain(x)
+        self.assertIn(e.source, ("override", "user_db", "system_db", "default"))
+        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass)\.t\d+\.v\d+\.u\d+\.b")
+        self.assertEqual(e.workspace_bytes, amax_tune.context(0).workspace_size(amax_tune.DTYPE_BF16, 1 << 20))
+        self.assertEqual((e.dtype, e.n), ("bf16", 1 << 20))
+        self.assertIn(e.label, str(e))
+        self.assertEqual(amax_tune.explain(dtype=torch.bfloat16, n=1 << 20, device=0), e)
+        if not os.environ.get("AMAX_TUNE_DB") and e.source == "system_db":
+            self.assertIn(amax_tune.system_db_path() or "system.db", e.detail)
+        print("\nexplain(bf16, 2^20): %s" % e, file=sys.stderr)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Streams(unittest.TestCase):
+    def test_current_stream_and_several_streams(self):
+        streams = [torch.cuda.Stream() for _ in range(4)]
+        xs = [torch.randn(n, device="cuda") for n in (1000, 70000, 1 << 20, 3 << 20)]
+        torch.cuda.synchronize()
+        outs = []
+        for s, x in zip(streams, xs):
+            with torch.cuda.stream(s):
+                outs.append([amax_tune.amax(x) for _ in range(10)])
+        torch.cuda.synchronize()
+        for x, rs in zip(xs, outs):
+            for r in rs:
+                self.assertEqual(bits(r), reference_bits(x, "propagate"))
+        held = amax_tune.context(0).workspaces()
+        for s in streams:
+            self.assertIn(s.cuda_stream, held)  # each stream its own workspace
+
+    def test_threads_with_their_own_streams(self):
+        errors = []
+
+        def work(i):
+            try:
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    for k in range(20):
+                        x = torch.randn(1000 + 4099 * k * (i + 1), device="cuda", dtype=torch.bfloat16)
+                        x[k] = 77.0
+                        r = amax_tune.amax(x, nan="ignore" if i % 2 else "propagate")
+                        s.synchronize()
+                        if r.item() != 77.0:
+                            errors.append((i, k, r.item()))
+            except Exception as e:  # reported below
+                errors.append((i, repr(e)))
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+
+
+@unittest.skipIf(SKIP, SKIP)
+class CudaGraphs(unittest.TestCase):
+    def test_capture_and_replay_with_new_data(self):
+        for dtype, n, nan in ((torch.bfloat16, 1 << 20, "propagate"), (torch.float32, 3_000_001, "ignore"),
+                              (torch.float16, 5000, "propagate")):
+            amax_tune.preload([dtype], [n, n - 1], nan=nan)
+            x = torch.zeros(n, device="cuda", dtype=dtype)
+            hist = torch.zeros(4, device="cuda")
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = amax_tune.amax(x, nan=nan)
+                amax_tune.amax(x[1:], nan=nan, out=hist[1:2])
+            for trial in range(4):
+                x.copy_(make_input(KINDS[trial * 3 + 1], dtype, n, seed=trial))
+                g.replay()
+                torch.cuda.synchronize()
+                self.assertEqual(bits(y), reference_bits(x, nan), (dtype, n, nan, trial))
+                self.assertEqual(bits(hist[1]), reference_bits(x[1:], nan), (dtype, n, nan, trial))
+
+    def test_fake_tensor_mode(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        real = torch.empty(1000, device="cuda", dtype=torch.bfloat16)
+        mode = FakeTensorMode()
+        fx = mode.from_tensor(real)
+        with mode:
+            r = amax_tune.amax(fx)  # a tensor subclass: through the op, to its fake kernel
+        self.assertEqual((tuple(r.shape), r.dtype, r.device.type), ((), torch.float32, "cuda"))
+        self.assertIsNot(type(r), torch.Tensor)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Compile(unittest.TestCase):
+    def test_fullgraph(self):
+        torch._dynamo.reset()
+
+        def f(x, hist):
+            a = amax_tune.amax(x * 2)
+            b = amax_tune.amax(x, nan="ignore")
+            amax_tune.amax(x[::2], out=hist[0:1])
+            return a, b, hist
+
+        explanation = torch._dynamo.explain(f)(torch.randn(4096, device="cuda"), torch.zeros(2, device="cuda"))
+        self.assertEqual(explanation.graph_break_count, 0, explanation.break_reasons)
+        cf = torch.compile(f, fullgraph=True)
+        for n, dtype in ((4096, torch.float32), (1 << 20, torch.bfloat16), (65537, torch.float16)):
+            x = make_input("nan_middle", dtype, n)
+            hist = torch.zeros(2, device="cuda")
+            a, b, h = cf(x, hist)
+            self.assertEqual(bits(a), reference_bits(x * 2, "propagate"))
+            self.assertEqual(bits(b), reference_bits(x, "ignore"))
+            self.assertEqual(bits(hist[0]), reference_bits(x[::2], "propagate"))
+            self.assertEqual(h.data_ptr(), hist.data_ptr())
+
+    def test_reduce_overhead_cudagraphs(self):
+        torch._dynamo.reset()
+        amax_tune.preload(["bf16"], [1 << 16])
+        cf = torch.compile(lambda x: amax_tune.amax(x.relu()), mode="reduce-overhead", fullgraph=True)
+        for trial in range(5):
+            x = torch.randn(1 << 16, device="cuda", dtype=torch.bfloat16)
+            x[trial * 100] = 50.0 + trial
+            self.assertEqual(cf(x).item(), 50.0 + trial)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class OtherProducers(unittest.TestCase):
+    def test_cupy(self):
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not importable")
+        for dtype in (cupy.float32, cupy.float16):
+            a = (cupy.random.standard_normal(1_000_003) * 3).astype(dtype)
+            a[500_000] = -40.0
+            r = amax_tune.amax(a)
+            self.assertIsInstance(r, torch.Tensor)
+            self.assertEqual(r.item(), 40.0)
+            self.assertEqual(bits(r), reference_bits(torch.from_dlpack(a), "propagate"))
+            self.assertEqual(float(cupy.from_dlpack(r)), 40.0)  # the result back in CuPy, zero-copy
+
+            class OnlyCai:  # a producer with __cuda_array_interface__ and no __dlpack__
+                def __init__(self, arr):
+                    self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+            self.assertEqual(amax_tune.amax(OnlyCai(a)).item(), 40.0)
+            self.assertEqual(amax_tune.amax(a[::3]).item(), float(cupy.abs(a[::3]).max()))
+
+    def test_jax(self):
+        try:
+            import jax
+            import jax.numpy as jnp
+            gpu = [d for d in jax.devices() if d.platform == "gpu"]
+        except Exception as e:
+            self.skipTest("jax with a GPU is not available (%s)" % e)
+        if not gpu:
+            self.skipTest("jax sees no GPU")
+        a = jax.device_put(jnp.arange(-1000, 999, dtype=jnp.bfloat16), gpu[0])
+        r = amax_tune.amax(a)
+        self.assertEqual(r.item(), 1000.0)
+
+
+if __name__ == "__main__":
+    if SKIP:
+        print("SKIP: %s" % SKIP)
+        sys.exit(77)
+    unittest.main(verbosity=2)
