@@ -155,7 +155,7 @@ def _amax_out_fake(x, out, nan_ignore):
 
 
 def amax(x, *, nan="propagate", out=None):
-    nan_mode = _core.nan_code(nan, "amax_tune.amax")
+    nan_mode = _C.NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, "amax_tune.amax")
     if type(x) is not _Tensor or _is_compiling() or _dispatch_modes():
         if not isinstance(x, _Tensor):
             x = as_tensor(x, "amax_tune.amax")

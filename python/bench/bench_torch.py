@@ -4,7 +4,8 @@ events around batches of back-to-back calls lasting >= 200 us, cold inputs (each
 reads another slice; the slices lie spread over a region of several GiB and together exceed 5x the
 L2), the median of 15 interleaved rounds. Results are checked bit for bit against torch first.
 
-Contenders, per (dtype, n): ``amax_tune.amax(x)`` (a new 0-d output per call, as a user calls it),
+Contenders, per (dtype, n): ``amax_tune.Context.compute`` on precomputed pointers (the binding's
+floor), ``amax_tune.amax(x)`` (a new 0-d output per call, as a user calls it),
 ``amax_tune.amax(x, out=o)`` (a preallocated output), ``torch.amax(x.abs())`` and
 ``torch.linalg.vector_norm(x, inf)``; for lists of tensors: a loop of ``amax_tune.amax`` (or
 ``amax_tune.amax_multi`` where it exists) against ``torch._foreach_norm(xs, inf)``. Per call: the
@@ -29,7 +30,14 @@ INF = float("inf")
 
 
 def contenders(out):
+    ctx = amax_tune.context(out.get_device())
+    codes = {torch.float32: amax_tune.DTYPE_FP32, torch.float16: amax_tune.DTYPE_FP16,
+             torch.bfloat16: amax_tune.DTYPE_BF16}
+    raw_stream = torch.cuda.current_stream(out.device).cuda_stream
+    out_ptr = out.data_ptr()
     return {
+        # the binding's floor: the C call alone (pointers and the stream handle precomputed)
+        "amax_tune_raw": lambda x: ctx.compute(x.data_ptr(), codes[x.dtype], x.numel(), out_ptr, raw_stream),
         "amax_tune": lambda x: amax_tune.amax(x),
         "amax_tune_out": lambda x: amax_tune.amax(x, out=out),
         "torch_amax_abs": lambda x: torch.amax(x.abs()),
@@ -160,12 +168,16 @@ def main():
         del region
         torch.cuda.empty_cache()
 
-    print("\n%-9s %10s %10s %9s %9s %11s %12s %9s %10s %10s" % (
-        "dtype", "n", "bytes", "amax us", "out= us", "amax(abs)", "vector_norm", "speedup", "host amax", "host torch"))
+    print("\nus per call (device events); speedup = the faster torch contender / amax_tune.amax; host = us "
+          "of host time per call (raw: the C call alone)")
+    print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s" % (
+        "dtype", "n", "bytes", "amax", "out=", "amax(abs)", "vector_norm", "speedup", "host raw", "host amax",
+        "host abs", "host norm"))
     for dtype, n, nbytes, med, host, speedup in summary:
-        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %10.2f %10.2f" % (
+        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %9.2f %9.2f %9.2f %9.2f" % (
             str(dtype).replace("torch.", ""), n, nbytes, med["amax_tune"], med["amax_tune_out"], med["torch_amax_abs"],
-            med["torch_vector_norm"], speedup, host["amax_tune"], host["torch_amax_abs"]))
+            med["torch_vector_norm"], speedup, host["amax_tune_raw"], host["amax_tune"], host["torch_amax_abs"],
+            host["torch_vector_norm"]))
     lists = [r for r in rows if r["kind"] == "list"]
     if lists:
         print("\nlists of 8 tensors (us per list):")
