@@ -37,6 +37,8 @@ dispatcher. Without torch, ``import amax_tune`` works, :func:`explain` and :func
 (dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
 raises ImportError.
 """
+import contextlib
+
 from . import _C
 from ._errors import Error, Status
 from . import _core
@@ -104,7 +106,8 @@ def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate"):
     code = _dtype_code(dtype, fn)
     n = _core.element_count(n, fn)
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
-    return _core.explain_code(_core.context_of(dev, nan_mode), code, n)
+    with _on_device(dev):
+        return _core.explain_code(_core.context_of(dev, nan_mode), code, n)
 
 
 def preload(dtypes, sizes, *, device=None, nan="propagate"):
@@ -124,13 +127,27 @@ def preload(dtypes, sizes, *, device=None, nan="propagate"):
     codes = [_dtype_code(d, fn) for d in dtypes]
     counts = [_core.element_count(n, fn) for n in sizes]
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
-    _core.context_of(dev, nan_mode).preload(codes, counts)
+    with _on_device(dev):
+        _core.context_of(dev, nan_mode).preload(codes, counts)
 
 
 def _dtype_code(dtype, fn):
     if _torch is not None:
         return _torch.dtype_code(dtype, fn)
     return _core.dtype_code_of_name(dtype, fn)
+
+
+def _on_device(dev):
+    if _torch is not None and _torch_has_cuda():
+        return _torch.on_device(dev)
+    return contextlib.nullcontext()
+
+
+def _torch_has_cuda():
+    try:
+        return _torch.torch.cuda.is_available()
+    except Exception:
+        return False
 
 
 def _default_device():

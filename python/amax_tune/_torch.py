@@ -19,6 +19,10 @@ except AttributeError:  # pragma: no cover (older torch, or a build without CUDA
     def _raw_stream(device):
         return torch.cuda.current_stream(device).cuda_stream
 try:
+    _current_device = torch._C._cuda_getDevice
+except AttributeError:  # pragma: no cover
+    _current_device = torch.cuda.current_device
+try:
     _dispatch_modes = torch._C._len_torch_dispatch_stack
 except AttributeError:  # pragma: no cover
     def _dispatch_modes():
@@ -125,6 +129,11 @@ def compute(x, nan_mode, out, fn="amax_tune.amax"):
         out = _empty((), dtype=_F32, device=x.device)
     else:
         _check_out(out, dev, fn)
+    if _current_device() != dev:
+        # the library makes x's device current for its driver calls; torch's current device stays
+        with torch.cuda.device(dev):
+            _core.context_of(dev, nan_mode).compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
+        return out
     ctx = _core._contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
     ctx.compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
     return out
@@ -171,8 +180,15 @@ def amax(x, *, nan="propagate", out=None):
 def explain(x, nan_mode):
     x = as_tensor(x, "amax_tune.explain")
     dev, code = _check_input(x, "amax_tune.explain")
-    return _core.explain_code(_core.context_of(dev, nan_mode), code, x.numel())
+    with on_device(dev):
+        return _core.explain_code(_core.context_of(dev, nan_mode), code, x.numel())
 
 
 def current_device():
     return torch.cuda.current_device()
+
+
+def on_device(dev):
+    """torch.cuda.device(dev): keeps torch's current device what it was across library calls
+    (which make their device's context current)."""
+    return torch.cuda.device(dev)

@@ -290,6 +290,21 @@ class Streams(unittest.TestCase):
         self.assertEqual(errors, [])
 
 
+@unittest.skipIf(SKIP or torch.cuda.device_count() < 2, SKIP or "one GPU")
+class TwoDevices(unittest.TestCase):
+    def test_tensor_on_another_device_than_the_current_one(self):
+        torch.cuda.set_device(0)
+        x = torch.randn(1 << 20, device="cuda:1")
+        x[12345] = -99.0
+        r = amax_tune.amax(x)
+        self.assertEqual(r.device, x.device)
+        self.assertEqual(r.item(), 99.0)
+        self.assertEqual(torch.cuda.current_device(), 0)  # torch's current device left as it was
+        self.assertEqual(torch.empty(1, device="cuda").device.index, 0)
+        self.assertEqual(amax_tune.explain(x).n, 1 << 20)
+        self.assertEqual(torch.cuda.current_device(), 0)
+
+
 @unittest.skipIf(SKIP, SKIP)
 class CudaGraphs(unittest.TestCase):
     def test_capture_and_replay_with_new_data(self):
