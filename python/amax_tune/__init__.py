@@ -33,7 +33,8 @@ on its capture stream.
 
 torch.compile: ``amax`` is the custom op ``torch.ops.amax_tune.amax`` (and ``amax_out``) with fake
 kernels, so ``torch.compile(fullgraph=True)`` keeps it in the graph; eager calls skip the
-dispatcher. Without torch, ``import amax_tune`` works, :func:`explain` and :func:`preload` take
+dispatcher. Autograd: the result is a constant (no gradient flows to x), as FP8 recipes treat a
+scale's amax. Without torch, ``import amax_tune`` works, :func:`explain` and :func:`preload` take
 (dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
 raises ImportError.
 """

@@ -152,6 +152,13 @@ def _amax_fake(x, nan_ignore):
     return x.new_empty((), dtype=_F32)
 
 
+def _amax_backward(ctx, grad):
+    return None, None  # a constant for autograd, as FP8 recipes treat a scale's amax: no gradient to x
+
+
+_amax_op.register_autograd(_amax_backward)
+
+
 @torch.library.custom_op("amax_tune::amax_out", mutates_args=("out",))
 def _amax_out_op(x: torch.Tensor, out: torch.Tensor, nan_ignore: bool) -> None:
     compute(x, int(nan_ignore), out)

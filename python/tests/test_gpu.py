@@ -358,6 +358,14 @@ class Compile(unittest.TestCase):
             self.assertEqual(bits(hist[0]), reference_bits(x[::2], "propagate"))
             self.assertEqual(h.data_ptr(), hist.data_ptr())
 
+    def test_requires_grad_input_gives_no_gradient(self):
+        torch._dynamo.reset()
+        w = torch.randn(1000, device="cuda", requires_grad=True)
+        self.assertFalse(amax_tune.amax(w).requires_grad)  # eager: the result is a constant
+        cf = torch.compile(lambda w: (w * amax_tune.amax(w)).sum(), fullgraph=True)
+        cf(w).backward()  # amax is a constant for autograd: d/dw (w * c).sum() = c
+        self.assertEqual(bits(w.grad[0]), bits(w.detach().abs().amax()))
+
     def test_reduce_overhead_cudagraphs(self):
         torch._dynamo.reset()
         amax_tune.preload(["bf16"], [1 << 16])
