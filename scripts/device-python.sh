@@ -27,6 +27,13 @@ try:
 except ImportError:
     problems.append("pybind11 is not importable (pip install pybind11, or Debian python3-pybind11)")
 try:
+    import setuptools
+    v = tuple(int(p) for p in setuptools.__version__.split(".")[:2])
+    if v < (70, 1):
+        import wheel  # older setuptools build wheels through the wheel package
+except ImportError as e:
+    problems.append("setuptools (>= 70.1, or older with wheel) is missing: %s" % e)
+try:
     import torch
     print("torch", torch.__version__, "cuda", torch.version.cuda, "device:",
           torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)

@@ -7,6 +7,7 @@ from . import _C
 from . import _core
 
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 _F32 = torch.float32
 _U8 = torch.uint8
 _empty = torch.empty
@@ -172,11 +173,13 @@ def _amax_out_fake(x, out, nan_ignore):
 
 def amax(x, *, nan="propagate", out=None):
     nan_mode = _C.NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, "amax_tune.amax")
-    if type(x) is not _Tensor or _is_compiling() or _dispatch_modes():
+    t = type(x)
+    if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
         if not isinstance(x, _Tensor):
             x = as_tensor(x, "amax_tune.amax")
-        if type(x) is not _Tensor or _is_compiling() or _dispatch_modes():
-            # tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
+        t = type(x)
+        if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
+            # other tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
             if out is None:
                 return torch.ops.amax_tune.amax(x, nan_mode == _C.NAN_IGNORE)
             torch.ops.amax_tune.amax_out(x, out, nan_mode == _C.NAN_IGNORE)

@@ -362,6 +362,8 @@ class Compile(unittest.TestCase):
         torch._dynamo.reset()
         w = torch.randn(1000, device="cuda", requires_grad=True)
         self.assertFalse(amax_tune.amax(w).requires_grad)  # eager: the result is a constant
+        p = torch.nn.Parameter(w.detach().clone())
+        self.assertEqual(bits(amax_tune.amax(p)), bits(w.detach().abs().amax()))  # a weight, eagerly
         cf = torch.compile(lambda w: (w * amax_tune.amax(w)).sum(), fullgraph=True)
         cf(w).backward()  # amax is a constant for autograd: d/dw (w * c).sum() = c
         self.assertEqual(bits(w.grad[0]), bits(w.detach().abs().amax()))
