@@ -63,9 +63,9 @@ class CMakeBuild(build_ext):
 
     def build_extension(self, ext):
         build_dir = Path(os.environ.get("AMAX_TUNE_BUILD_DIR") or ROOT / "build-python").resolve()
-        python = Path(sys.executable).resolve()
+        python = os.path.abspath(sys.executable)
         cache = cmake_cache(build_dir)
-        args = ["-DAMAX_BUILD_PYTHON=ON", "-DPython3_EXECUTABLE=%s" % python]
+        args = ["-DAMAX_BUILD_PYTHON=ON", "-DPython3_EXECUTABLE=%s" % python]  # a venv's own, not resolved
         try:
             import pybind11
             if Path(pybind11.get_cmake_dir()).is_dir():
@@ -77,7 +77,7 @@ class CMakeBuild(build_ext):
             generator = ["-G", "Ninja"] if shutil.which("ninja") else []
             run(["cmake", "-S", ROOT, "-B", build_dir, *generator, "-DCMAKE_BUILD_TYPE=Release",
                  "-DAMAX_BUILD_TESTS=OFF", "-DAMAX_BUILD_BENCHMARKS=OFF", *args])
-        elif (Path(cache.get("Python3_EXECUTABLE", "/")).resolve() != python
+        elif (os.path.abspath(cache.get("Python3_EXECUTABLE", "/")) != python
               or cache.get("AMAX_BUILD_PYTHON") not in ("ON", "AUTO") or "pybind11_DIR" not in cache
               or cache.get("pybind11_DIR", "").endswith("NOTFOUND")):
             run(["cmake", build_dir, *args])  # an existing tree: add the package for this interpreter

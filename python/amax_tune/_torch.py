@@ -12,6 +12,7 @@ _F32 = torch.float32
 _U8 = torch.uint8
 _empty = torch.empty
 _is_compiling = torch.compiler.is_compiling
+_NAN_PROPAGATE, _NAN_IGNORE = _C.NAN_PROPAGATE, _C.NAN_IGNORE  # plain ints (what torch.compile traces)
 _DTYPES = {torch.float32: _C.DTYPE_FP32, torch.float16: _C.DTYPE_FP16, torch.bfloat16: _C.DTYPE_BF16}
 
 try:
@@ -172,7 +173,7 @@ def _amax_out_fake(x, out, nan_ignore):
 
 
 def amax(x, *, nan="propagate", out=None):
-    nan_mode = _C.NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, "amax_tune.amax")
+    nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, "amax_tune.amax")
     t = type(x)
     if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
         if not isinstance(x, _Tensor):
@@ -181,8 +182,8 @@ def amax(x, *, nan="propagate", out=None):
         if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
             # other tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
             if out is None:
-                return torch.ops.amax_tune.amax(x, nan_mode == _C.NAN_IGNORE)
-            torch.ops.amax_tune.amax_out(x, out, nan_mode == _C.NAN_IGNORE)
+                return torch.ops.amax_tune.amax(x, nan_mode == _NAN_IGNORE)
+            torch.ops.amax_tune.amax_out(x, out, nan_mode == _NAN_IGNORE)
             return out
     return compute(x, nan_mode, out)
 
