@@ -37,6 +37,11 @@ dispatcher. Autograd: the result is a constant (no gradient flows to x), as FP8 
 scale's amax. Without torch, ``import amax_tune`` works, :func:`explain` and :func:`preload` take
 (dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
 raises ImportError.
+
+Not yet here, because the C API has them not yet: ``amax_and_scale(x, fp8_format, epsilon=0,
+pow2=False) -> (amax, scale, scale_inv)`` over the fused amax + scale call, and
+``amax_multi(tensors)`` over the multi-tensor call; they will follow ``amax``'s conventions (the
+same cached contexts, current stream, workspace allocator, custom ops with fake kernels).
 """
 import contextlib
 
