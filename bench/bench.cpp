@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "amax/amax_tune.hpp"
+#include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
@@ -45,7 +46,6 @@ struct Contender {
   float* out = nullptr;  ///< where its result lands (checked against the reference); null: none
 };
 
-amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
 
 // The CPU reference of n elements at `host`, in parallel chunks. Every chunk's result is +0.0, a
 // positive finite value, +Inf or the canonical NaN, so the largest bit pattern is the whole's.
@@ -119,7 +119,7 @@ BenchReport run_bench(const BenchOptions& o) {
   for (DType d : o.dtypes)
     for (auto n : sizes) {
       max_bytes = std::max(max_bytes, n * info(d).bytes);
-      max_ws = std::max<std::uint64_t>(max_ws, ctx.workspace_size(api(d), n));
+      max_ws = std::max<std::uint64_t>(max_ws, ctx.workspace_size(to_c(d), n));
       if (with_cub) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
     }
   tune::InputRegion inputs(b, max_bytes + 64);
@@ -147,9 +147,9 @@ BenchReport run_bench(const BenchOptions& o) {
         ++step;
         const std::uint64_t bytes = n * info(d).bytes;
         std::vector<Contender> cs;
-        const std::size_t ws_bytes = ctx.workspace_size(api(d), n);
-        cs.push_back({kAmaxTune, ctx.explain(api(d), n).label,
-                      [&, d, n, ws_bytes](const void* in) { ctx.compute(in, api(d), n, out, ws, ws_bytes, stream); },
+        const std::size_t ws_bytes = ctx.workspace_size(to_c(d), n);
+        cs.push_back({kAmaxTune, ctx.explain(to_c(d), n).label,
+                      [&, d, n, ws_bytes](const void* in) { ctx.compute(in, to_c(d), n, out, ws, ws_bytes, stream); },
                       out});
         for (std::size_t k = 0; k < all_te_sequences().size(); ++k) {
           const TeSequence s = all_te_sequences()[k];

@@ -73,11 +73,11 @@ void BM_PlanCacheHit(benchmark::State& state) {
   auto make = [&](std::uint64_t n) {
     return [&, n] { return std::make_unique<Plan>(Plan{t.choose(DType::fp16, n).config, {}}); };
   };
-  for (auto n : sizes) cache.get(1, n, make(n));
+  for (auto n : sizes) cache.get(DType::fp16, n, make(n));
   std::size_t i = 0;
   for (auto _ : state) {
     const std::uint64_t n = sizes[i++ & 7];
-    benchmark::DoNotOptimize(&cache.get(1, n, make(n)));
+    benchmark::DoNotOptimize(&cache.get(DType::fp16, n, make(n)));
   }
 }
 BENCHMARK(BM_PlanCacheHit)->Threads(1)->Threads(2);

@@ -26,7 +26,7 @@ int run_show(const DbArgs& a) {
   db::WinnerFilter f;
   if (!a.arch.empty()) f.arch = a.arch;
   if (!a.dtype.empty()) {
-    auto d = db::parse_dtype(a.dtype);
+    auto d = dtype_from_name(a.dtype);
     if (!d) throw UsageError("unknown dtype '" + a.dtype + "' (expected fp32, fp16 or bf16)");
     f.dtype = *d;
   }
@@ -36,7 +36,7 @@ int run_show(const DbArgs& a) {
                            "device, measured");
   for (const auto& r : rows)
     std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
-                             db::to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
+                             to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
                              db::describe_device(r.provenance), r.provenance.timestamp);
   return kExitOk;
 }

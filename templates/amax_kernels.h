@@ -5,7 +5,9 @@
 //   AMAX_NVEC         elements per vector load (AMAX_NVEC * AMAX_ELEM_BYTES <= 16)
 //   AMAX_UNROLL       vector loads in flight per thread per iteration
 //   AMAX_ELEM_BYTES   4 (fp32) or 2 (fp16, bf16)
-//   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16
+//   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16 (each defined too)
+//   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
+//   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
 //   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE or AMAX_STRATEGY_ONE_PASS
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
@@ -32,16 +34,11 @@
 // launched with one block of AMAX_THREADS threads.
 // atomic requires *out == +0.0 before the launch (the launcher memsets it).
 
-#define AMAX_DTYPE_FP32 0
-#define AMAX_DTYPE_FP16 1
-#define AMAX_DTYPE_BF16 2
 #define AMAX_STRATEGY_ATOMIC 0
 #define AMAX_STRATEGY_TWO_STAGE 1
 #define AMAX_STRATEGY_ONE_PASS 2
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
-#define AMAX_FP32_INF 0x7f800000u
-#define AMAX_FP32_QNAN 0x7fc00000u
 #define AMAX_FLAG_IGNORE_NAN 1u
 
 #if AMAX_THREADS % AMAX_WAVE_SIZE != 0
@@ -75,15 +72,10 @@ AMAX_DEVICE unsigned amax_load_element(const unsigned char* p) {
 AMAX_DEVICE unsigned amax_acc_to_fp32_bits(unsigned acc) { return acc; }
 #else
 // Accumulator: two 16-bit lanes, each the sign-cleared element bits seen in that lane.
-#if AMAX_DTYPE == AMAX_DTYPE_BF16
-#define AMAX_INF16 0x7f80u
-#else
-#define AMAX_INF16 0x7c00u
-#endif
 template <bool IGNORE_NAN>
 AMAX_DEVICE unsigned amax_fold_word(unsigned acc, unsigned w) {
   w &= 0x7fff7fffu;
-  if (IGNORE_NAN) w = amax_zero_above_u16x2(w, AMAX_INF16 | (AMAX_INF16 << 16));
+  if (IGNORE_NAN) w = amax_zero_above_u16x2(w, AMAX_ELEM_INF | (AMAX_ELEM_INF << 16));
   return amax_max_u16x2(acc, w);
 }
 AMAX_DEVICE unsigned amax_load_element(const unsigned char* p) {

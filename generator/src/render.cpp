@@ -24,6 +24,15 @@ std::string to_hex(std::uint64_t h) {
   return std::string(buf);
 }
 
+namespace {
+/// `0x7f80u`: an unsigned C literal.
+std::string hex_literal(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%xu", static_cast<unsigned>(v));
+  return buf;
+}
+}  // namespace
+
 std::string_view generator_version() noexcept { return AMAX_VERSION; }
 
 const std::string& template_hash() {
@@ -53,9 +62,6 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   const char* strategy_macro = c.strategy == Strategy::atomic      ? "AMAX_STRATEGY_ATOMIC"
                                : c.strategy == Strategy::two_stage ? "AMAX_STRATEGY_TWO_STAGE"
                                                                    : "AMAX_STRATEGY_ONE_PASS";
-  const char* dtype_macro = dtype == DType::fp32   ? "AMAX_DTYPE_FP32"
-                            : dtype == DType::fp16 ? "AMAX_DTYPE_FP16"
-                                                   : "AMAX_DTYPE_BF16";
   std::string s;
   s.reserve(16384);
   s += "// amax-tune generated kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) +
@@ -68,7 +74,12 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_NVEC " + std::to_string(c.nvec) + "\n";
   s += "#define AMAX_UNROLL " + std::to_string(c.unroll) + "\n";
   s += "#define AMAX_ELEM_BYTES " + std::to_string(info(dtype).bytes) + "\n";
-  s += std::string("#define AMAX_DTYPE ") + dtype_macro + "\n";
+  for (const DTypeInfo& d : all_dtypes())
+    s += "#define " + std::string(d.macro) + " " + std::to_string(index(d.dtype)) + "\n";
+  s += "#define AMAX_DTYPE " + std::string(info(dtype).macro) + "\n";
+  s += "#define AMAX_ELEM_INF " + hex_literal(info(dtype).inf_abs_bits) + "\n";
+  s += "#define AMAX_FP32_INF " + hex_literal(info(DType::fp32).inf_abs_bits) + "\n";
+  s += "#define AMAX_FP32_QNAN " + hex_literal(info(DType::fp32).quiet_nan_bits()) + "\n";
   s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";

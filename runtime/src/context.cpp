@@ -16,6 +16,7 @@
 #include "amax/amax_tune.h"
 #include "amax/backend.hpp"
 #include "amax/dispatch.hpp"
+#include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
 #include "amax/paths.hpp"
@@ -36,17 +37,8 @@ struct Failure {
 };
 [[noreturn]] void fail(amax_status_t s, std::string m) { throw Failure{s, std::move(m)}; }
 
-std::optional<DType> to_dtype(amax_dtype_t d) {
-  switch (d) {
-    case AMAX_DTYPE_FP32: return DType::fp32;
-    case AMAX_DTYPE_FP16: return DType::fp16;
-    case AMAX_DTYPE_BF16: return DType::bf16;
-  }
-  return std::nullopt;
-}
-
 DType need_dtype(amax_dtype_t d) {
-  auto t = to_dtype(d);
+  auto t = from_c(d);
   if (!t) fail(AMAX_STATUS_UNKNOWN_DTYPE, fmt::format("unknown dtype {} (expected AMAX_DTYPE_FP32 = 0, "
                                                       "AMAX_DTYPE_FP16 = 1 or AMAX_DTYPE_BF16 = 2)", static_cast<int>(d)));
   return *t;
@@ -104,7 +96,7 @@ struct amax_context {
   }
 
   Plan& plan(DType d, std::uint64_t n) {
-    return plans.get(static_cast<int>(d), n, [&] { return make_plan(d, n); });
+    return plans.get(d, n, [&] { return make_plan(d, n); });
   }
 
   // The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the

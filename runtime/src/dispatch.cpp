@@ -44,7 +44,7 @@ void DispatchTables::warn(std::string m) {
 }
 
 const std::vector<TableEntry>& DispatchTables::table(Source which, DType d) const {
-  return (which == Source::user_db ? user_ : system_)[static_cast<int>(d)];
+  return (which == Source::user_db ? user_ : system_)[index(d)];
 }
 
 std::size_t DispatchTables::load(Source which, const std::string& path) {
@@ -66,22 +66,18 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
   std::set<std::string> stale_fields;
   std::string first_invalid;
   for (const auto& r : rows) {
-    const auto d = parse_dtype(db::to_string(r.key.dtype));
+    const DType d = r.key.dtype;
     std::optional<std::string> why;
     KernelConfig c;
-    if (!d) {
-      why = "unknown dtype";
-    } else {
-      try {
-        c = KernelConfig::parse(r.winner.label);
-        why = c.validate(arch_, *d);
-      } catch (const std::invalid_argument& e) {
-        why = e.what();
-      }
+    try {
+      c = KernelConfig::parse(r.winner.label);
+      why = c.validate(arch_, d);
+    } catch (const std::invalid_argument& e) {
+      why = e.what();
     }
     if (!why && !(r.winner.median_us > 0)) why = fmt::format("time {} us is not positive", r.winner.median_us);
     if (why) {
-      if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", db::to_string(r.key.dtype), r.key.n, *why);
+      if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
       continue;
     }
     if (auto f = db::stale_fields(r.provenance, current); !f.empty()) {
@@ -89,7 +85,7 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
       for (auto s : f) stale_fields.insert(std::string(s));
       continue;
     }
-    out[static_cast<int>(*d)].push_back(TableEntry{
+    out[index(d)].push_back(TableEntry{
         c, r.key.n, r.winner.median_us, r.winner.gbps, db::same_device(r.provenance, current),
         fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
     ++kept;
@@ -134,8 +130,8 @@ Choice DispatchTables::choose(DType d, std::uint64_t n) const {
     c.strategy = *force_strategy_;
     return {c, Source::override_env, nullptr};
   }
-  if (const TableEntry* e = nearest_entry(user_[static_cast<int>(d)], n)) return {e->config, Source::user_db, e};
-  if (const TableEntry* e = nearest_entry(system_[static_cast<int>(d)], n)) return {e->config, Source::system_db, e};
+  if (const TableEntry* e = nearest_entry(user_[index(d)], n)) return {e->config, Source::user_db, e};
+  if (const TableEntry* e = nearest_entry(system_[index(d)], n)) return {e->config, Source::system_db, e};
   return {builtin_default(arch_, d, n), Source::builtin_default, nullptr};
 }
 

@@ -128,4 +128,22 @@ TEST(DType, NamesRoundTrip) {
   EXPECT_EQ(parse_dtype("half"), DType::fp16);
   EXPECT_FALSE(parse_dtype("fp8"));
   EXPECT_EQ(info(DType::fp16).bytes, 2u);
+  EXPECT_EQ(dtype_from_name("bf16"), DType::bf16);
+  EXPECT_FALSE(dtype_from_name("bfloat16"));  // exact canonical names only
+  EXPECT_EQ(kDTypeCount, all_dtypes().size());
+  for (std::size_t i = 0; i < kDTypeCount; ++i) EXPECT_EQ(index(all_dtypes()[i].dtype), i);
+}
+
+TEST(DType, BitPatternsDeriveFromTheTable) {
+  EXPECT_EQ(info(DType::fp32).inf_abs_bits, 0x7f800000u);
+  EXPECT_EQ(info(DType::fp16).inf_abs_bits, 0x7c00u);
+  EXPECT_EQ(info(DType::bf16).inf_abs_bits, 0x7f80u);
+  EXPECT_EQ(info(DType::fp32).sign_bit(), 0x80000000u);
+  EXPECT_EQ(info(DType::fp16).sign_bit(), 0x8000u);
+  EXPECT_EQ(info(DType::fp32).quiet_nan_bits(), 0x7fc00000u);
+  EXPECT_EQ(info(DType::fp16).quiet_nan_bits(), 0x7e00u);
+  EXPECT_EQ(info(DType::bf16).quiet_nan_bits(), 0x7fc0u);
+  EXPECT_EQ(info(DType::fp32).max_pow2_bits(), 0x7f000000u);  // 2^127
+  EXPECT_EQ(info(DType::fp16).max_pow2_bits(), 0x7800u);      // 2^15
+  EXPECT_EQ(info(DType::bf16).max_pow2_bits(), 0x7f00u);      // 2^127
 }

@@ -20,6 +20,20 @@ TEST(Render, HeaderNamesLabelHashAndVersion) {
   EXPECT_NE(s.find("#define AMAX_STRATEGY AMAX_STRATEGY_TWO_STAGE\n"), std::string::npos);
 }
 
+TEST(Render, DTypeDefinesComeFromTheTable) {
+  KernelConfig c{Strategy::one_pass, 256, 8, 1, {}};
+  const std::string bf = render_source(c, DType::bf16, Vendor::nvidia);
+  for (const char* line : {"#define AMAX_DTYPE_FP32 0\n", "#define AMAX_DTYPE_FP16 1\n", "#define AMAX_DTYPE_BF16 2\n",
+                           "#define AMAX_DTYPE AMAX_DTYPE_BF16\n", "#define AMAX_ELEM_BYTES 2\n",
+                           "#define AMAX_ELEM_INF 0x7f80u\n", "#define AMAX_FP32_INF 0x7f800000u\n",
+                           "#define AMAX_FP32_QNAN 0x7fc00000u\n"})
+    EXPECT_NE(bf.find(line), std::string::npos) << line;
+  EXPECT_NE(render_source(c, DType::fp16, Vendor::amd).find("#define AMAX_ELEM_INF 0x7c00u\n"), std::string::npos);
+  const std::string f32 = render_source(KernelConfig{Strategy::one_pass, 256, 4, 1, {}}, DType::fp32, Vendor::nvidia);
+  EXPECT_NE(f32.find("#define AMAX_ELEM_INF 0x7f800000u\n"), std::string::npos);
+  EXPECT_NE(f32.find("#define AMAX_ELEM_BYTES 4\n"), std::string::npos);
+}
+
 TEST(Render, TemplateHashIsSixteenHexDigits) {
   EXPECT_TRUE(std::regex_match(template_hash(), std::regex("[0-9a-f]{16}")));
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "amax/amax_tune.hpp"
+#include "amax/dtype_c.hpp"
 #include "amax/reference.hpp"
 #include "gpu_env.hpp"
 
@@ -16,7 +17,6 @@ using amax::test::DeviceBuffer;
 
 namespace {
 
-amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
 
 amax_tune::Options options(amax_nan_mode_t mode = AMAX_NAN_PROPAGATE) {
   amax_tune::Options o;
@@ -53,15 +53,15 @@ TEST(GpuRuntime, TunedDispatchIsBitExactOverRandomSizesAndOffsets) {
       const auto host = make_input(kind, d.dtype, n, seed);
       b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
       b.memset32_async(out.p, 0x7f800000u, 1, nullptr);  // garbage: +Inf
-      const std::size_t need = ctx.workspace_size(api(d.dtype), n);
+      const std::size_t need = ctx.workspace_size(to_c(d.dtype), n);
       ASSERT_GE(need, 4u);
       ASSERT_LE(need, ws.bytes);
-      ctx.compute(in.get(off * d.bytes), api(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
+      ctx.compute(in.get(off * d.bytes), to_c(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
       b.synchronize(nullptr);
       const auto mm = mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
       ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d.dtype, n, mm))
           << d.name << " n=" << n << " offset=" << off << " " << to_string(kind) << " seed=" << seed << " via "
-          << ctx.explain(api(d.dtype), n).label;
+          << ctx.explain(to_c(d.dtype), n).label;
       ++checked;
     }
   }
@@ -134,7 +134,7 @@ TEST(GpuRuntime, SeveralThreadsWithTheirOwnStreams) {
         const auto host = make_input(InputKind::max_in_vector, d, n, rng());
         b.synchronize(s);  // the previous call has read its input
         b.copy_to_device(in.p, host.data(), host.size());
-        ctx.compute(in.p, api(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+        ctx.compute(in.p, to_c(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
         expect.push_back(reference_amax_bits(host.data(), d, n, NanMode::propagate));
       }
       b.synchronize(s);

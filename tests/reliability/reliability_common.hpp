@@ -91,6 +91,6 @@ inline KeyRecord make_key_record(const std::string& device, std::uint64_t n, std
 
 /// The key sizes a simulated tuner works through: @p count keys starting at @p first (n = first,
 /// first + 1, ...), fp32 on sm_90.
-inline db::TuningKey key_at(std::uint64_t n) { return db::TuningKey{kArch, db::Dtype::fp32, n}; }
+inline db::TuningKey key_at(std::uint64_t n) { return db::TuningKey{kArch, DType::fp32, n}; }
 
 }  // namespace amax::reliability

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "amax/amax_tune.hpp"
+#include "amax/dtype_c.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/reference.hpp"
 #include "gpu_env.hpp"
@@ -19,7 +20,6 @@ namespace {
 
 using amax::test::DeviceBuffer;
 
-amax_dtype_t api(DType d) { return static_cast<amax_dtype_t>(static_cast<int>(d)); }
 
 /// Checks amax of random inputs of every dtype at several sizes against the CPU reference;
 /// returns the number of cases.
@@ -32,15 +32,15 @@ int check_bit_exact(amax_tune::Context& ctx, Backend& b, std::mt19937_64& rng, a
       const auto host = make_input(kind, d.dtype, n, rng());
       b.copy_to_device(in.p, host.data(), host.size());
       b.memset32_async(out.p, 0x7f800000u, 1, nullptr);
-      const std::size_t need = ctx.workspace_size(api(d.dtype), n);
+      const std::size_t need = ctx.workspace_size(to_c(d.dtype), n);
       EXPECT_LE(need, ws.bytes);
-      ctx.compute(in.p, api(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
+      ctx.compute(in.p, to_c(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
       b.synchronize(nullptr);
       std::uint32_t bits = 0;
       b.copy_to_host(&bits, out.p, 4);
       EXPECT_EQ(bits, reference_amax_bits(host.data(), d.dtype, n, NanMode::propagate))
-          << d.name << " n=" << n << " " << to_string(kind) << " via " << ctx.explain(api(d.dtype), n).label;
-      EXPECT_EQ(ctx.explain(api(d.dtype), n).source, expect_source);
+          << d.name << " n=" << n << " " << to_string(kind) << " via " << ctx.explain(to_c(d.dtype), n).label;
+      EXPECT_EQ(ctx.explain(to_c(d.dtype), n).source, expect_source);
       ++cases;
     }
   }
@@ -67,7 +67,7 @@ TEST_F(GpuReliabilityTest, DamagedDatabasesStillGiveBitExactAmax) {
         db::TuningDb t = db::TuningDb::open(p);
         for (int i = 0; i < 6; ++i) {
           const db::Trial tr{"atomic.t512.v4.u4.buncapped", db::TrialStatus::ok, "", 2.0, 0.1, 25, 100.0, 32, 0};
-          t.record_key(db::TuningKey{env->arch.name, db::Dtype::fp32, 1ull << (10 + 3 * i)},
+          t.record_key(db::TuningKey{env->arch.name, DType::fp32, 1ull << (10 + 3 * i)},
                        db::Provenance{"x", env->arch.name, 1, "", "c", "h", "t", "", ""}, std::span(&tr, 1),
                        db::Winner{tr.label, 2.0, 100.0});
         }

@@ -160,7 +160,7 @@ TEST_F(ReadOnlyHomeTest, RuntimeReadsAndTunerDegradesToMemory) {
       o.memory_fallback = true;
       db::TuningDb m = db::TuningDb::open(p, db::OpenMode::ReadWrite, o);
       if (!m.in_memory() || m.journal_mode() != "memory") return 15;
-      if (m.finished_keys(kArch, db::Dtype::fp32, provenance("NVIDIA H200")).size() != 5) return 16;  // resumes
+      if (m.finished_keys(kArch, DType::fp32, provenance("NVIDIA H200")).size() != 5) return 16;  // resumes
       const KeyRecord r = make_key_record("NVIDIA H200", 77777, 240);
       m.record_key(key_at(77777), provenance("NVIDIA H200"), r.trials, r.winner);
       if (m.winners().size() != 6 || m.integrity_check() != std::vector<std::string>{"ok"}) return 17;

@@ -64,7 +64,7 @@ TEST_F(StaleTest, StaleRowsAreNeverChosenAndStaleKeysAreExactlyTheOnesToRetune) 
     std::size_t expect_kept = 0, expect_stale = 0;
     std::set<std::string> expect_fields;
     for (int k = 0; k < kKeys; ++k) {
-      const db::Dtype dt = rng() % 2 ? db::Dtype::fp32 : db::Dtype::bf16;
+      const DType dt = rng() % 2 ? DType::fp32 : DType::bf16;
       const db::TuningKey key{kArch, dt, 1ull << (6 + rng() % 28)};
       if (rows.count(key)) continue;
       for (std::size_t v = 0; v < vs.size(); ++v) {
@@ -158,7 +158,7 @@ TEST_F(StaleTest, UpgradeRetunesExactlyTheStaleKeys) {
   const auto stale = t.stale_keys(now);
   ASSERT_EQ(stale.size(), static_cast<std::size_t>(kKeys));
   EXPECT_EQ(stale[0].changed, (std::vector<std::string>{"template_hash", "tool_version"}));
-  EXPECT_TRUE(t.finished_keys(kArch, db::Dtype::fp32, now).empty()) << "a normal resume re-tunes them too";
+  EXPECT_TRUE(t.finished_keys(kArch, DType::fp32, now).empty()) << "a normal resume re-tunes them too";
   for (const auto& s : stale) {
     const KeyRecord r = make_key_record("NVIDIA H200", s.key.n, 240);
     t.record_key(s.key, now, r.trials, r.winner);

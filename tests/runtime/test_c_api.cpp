@@ -7,6 +7,7 @@
 #include "amax/amax_tune.h"
 #include "amax/amax_tune.hpp"
 #include "amax/backend.hpp"
+#include "amax/dtype_c.hpp"
 
 TEST(CApi, NullArgumentsGetTheirOwnStatusAndMessage) {
   EXPECT_EQ(amax_context_create(nullptr, nullptr), AMAX_STATUS_NULL_POINTER);
@@ -63,4 +64,14 @@ TEST(CApi, StatusStringsAndVersion) {
   EXPECT_STREQ(amax_status_string(AMAX_STATUS_WORKSPACE_TOO_SMALL), "AMAX_STATUS_WORKSPACE_TOO_SMALL");
   EXPECT_STREQ(amax_status_string(static_cast<amax_status_t>(99)), "AMAX_STATUS_UNKNOWN");
   EXPECT_STREQ(amax_version(), "0.1.0");
+}
+
+TEST(CApi, DTypeConversionIsTheTable) {
+  for (const auto& d : amax::all_dtypes()) {
+    EXPECT_EQ(static_cast<int>(amax::to_c(d.dtype)), static_cast<int>(amax::index(d.dtype)));
+    EXPECT_EQ(amax::from_c(amax::to_c(d.dtype)), d.dtype);
+  }
+  EXPECT_EQ(amax::from_c(AMAX_DTYPE_BF16), amax::DType::bf16);
+  EXPECT_FALSE(amax::from_c(static_cast<amax_dtype_t>(3)));
+  EXPECT_FALSE(amax::from_c(static_cast<amax_dtype_t>(-1)));
 }

@@ -124,7 +124,7 @@ TEST_F(Dispatch, SameDeviceRowsArePreferredOverAnotherSkuOfTheArch) {
   {
     auto d = db::TuningDb::open(dir / "mixed.db");
     const db::Trial tr{"one_pass.t1024.v4.u1.b2cu", db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
-    d.record_key(db::TuningKey{"sm_90", db::Dtype::fp32, 4096}, prov(), std::span(&tr, 1),
+    d.record_key(db::TuningKey{"sm_90", DType::fp32, 4096}, prov(), std::span(&tr, 1),
                  db::Winner{"one_pass.t1024.v4.u1.b2cu", 2.0, 1.0});
   }
   EXPECT_EQ(t.load(Source::user_db, (dir / "mixed.db").string()), 2u);

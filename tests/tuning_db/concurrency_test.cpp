@@ -114,7 +114,7 @@ TEST_F(ConcurrencyTest, ReaderProcessesDuringWrites) {
       const std::size_t now = db.winners().size();
       if (now < last || now < 1) return 4;  // committed rows never disappear
       last = now;
-      if (!db.lookup_nearest("sm_90", Dtype::fp32, 1)) return 5;
+      if (!db.lookup_nearest("sm_90", DType::fp32, 1)) return 5;
     }
     return 0;
   });
@@ -149,7 +149,7 @@ TEST_F(ConcurrencyTest, ThreadsWithSharedAndSeparateConnections) {
         TuningDb& db = own ? *own : shared;
         for (int k = 0; k < 10; ++k) {
           record_simple(db, key(static_cast<std::uint64_t>(t * 100 + k + 1)), h200(), "x", 1.0);
-          (void)db.lookup_nearest("sm_90", Dtype::fp32, 1000);
+          (void)db.lookup_nearest("sm_90", DType::fp32, 1000);
         }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "thread %d: %s\n", t, e.what());

@@ -133,7 +133,7 @@ TEST_F(ExportTest, DumpLoadRoundTripIsExact) {
     mi.arch = "gfx942:sramecc+:xnack-";
     mi.cu_count = 304;
     for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 20, (std::uint64_t{1} << 62) + 1}) {
-      for (Dtype d : {Dtype::fp32, Dtype::bf16, Dtype::fp16}) {
+      for (DType d : {DType::fp32, DType::bf16, DType::fp16}) {
         Trial a = ok_trial("a.t" + std::to_string(n), 0.1 + 0.2, 1e-300);
         a.spread_us = 123456.789;
         Trial b = failed_trial("b", TrialStatus::wrong_result, "tab\there, newline\nthere, nul-free");
@@ -196,7 +196,7 @@ TEST_F(ExportTest, LoadTextAcceptsOlderDumpsAndCrlf) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].trial.spill_bytes, -1);  // not in a version-1 dump: the default
   EXPECT_EQ(rows[0].trial.median_us, 2.0);
-  EXPECT_EQ(rows[0].key, key(7, Dtype::fp16));
+  EXPECT_EQ(rows[0].key, key(7, DType::fp16));
 }
 
 struct BadText {

@@ -95,7 +95,7 @@ inline Trial failed_trial(std::string label, TrialStatus status, std::string rea
   return t;
 }
 
-inline TuningKey key(std::uint64_t n, Dtype dtype = Dtype::fp32, std::string arch = "sm_90") {
+inline TuningKey key(std::uint64_t n, DType dtype = DType::fp32, std::string arch = "sm_90") {
   return TuningKey{std::move(arch), dtype, n};
 }
 

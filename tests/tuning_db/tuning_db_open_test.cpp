@@ -131,7 +131,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   const fs::path p = file("v1.db");
   raw_exec(p, kV1Schema);
   const std::string before = read_bytes(p);
-  const TuningKey k{"gfx942", Dtype::bf16, 4096};
+  const TuningKey k{"gfx942", DType::bf16, 4096};
   Trial expected_trial;
   expected_trial.label = "two_stage.t256.v8.u4.b8cu";
   expected_trial.median_us = 4.25;
@@ -384,7 +384,7 @@ TEST_F(OpenTest, ForcedImmutableWalFileInReadOnlyDirectoryCreatesNoCompanions) {
   {
     const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly, opts);
     ASSERT_EQ(db.winners().size(), 1u);
-    EXPECT_EQ(db.lookup_nearest("sm_90", Dtype::fp32, 1000)->winner.label, "atomic.t256");
+    EXPECT_EQ(db.lookup_nearest("sm_90", DType::fp32, 1000)->winner.label, "atomic.t256");
     EXPECT_EQ(listing(sys), std::vector<std::string>{"amax.db"});
   }
   EXPECT_EQ(listing(sys), std::vector<std::string>{"amax.db"});

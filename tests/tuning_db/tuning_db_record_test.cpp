@@ -25,7 +25,7 @@ class RecordTest : public TempDirTest {
 };
 
 TEST_F(RecordTest, EveryFieldReadsBackExactly) {
-  const TuningKey k{"gfx942:sramecc+:xnack-", Dtype::bf16, (std::uint64_t{1} << 40) + 3};
+  const TuningKey k{"gfx942:sramecc+:xnack-", DType::bf16, (std::uint64_t{1} << 40) + 3};
   Provenance p;
   p.device_name = "AMD Instinct MI300X";
   p.arch = "gfx942:sramecc+:xnack-";
@@ -123,7 +123,7 @@ TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
   const std::vector<Case> cases{
       {"n=0", key(0), good, w, "key.n = 0"},
       {"n too big", key(std::numeric_limits<std::uint64_t>::max()), good, w, "exceeds 2^63-1"},
-      {"empty arch", key(1, Dtype::fp32, ""), good, w, "key.arch is empty"},
+      {"empty arch", key(1, DType::fp32, ""), good, w, "key.arch is empty"},
       {"nan", key(1), {nan_trial}, std::nullopt, "median_us = nan"},
       {"inf", key(1), {inf_gbps}, std::nullopt, "gbps = inf"},
       {"ok with reason", key(1), {ok_with_reason}, std::nullopt, "reason must be empty"},
@@ -158,31 +158,31 @@ TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
 TEST_F(RecordTest, ResumeFinishedKeysMatchIdentity) {
   const Provenance p = h200();
   for (std::uint64_t n : {4096u, 1024u, 65536u}) record_simple(db(), key(n), p, "a", 1.0);
-  record_simple(db(), key(2048, Dtype::fp16), p, "a", 1.0);
-  record_simple(db(), key(512, Dtype::fp32, "sm_80"), p, "a", 1.0);
+  record_simple(db(), key(2048, DType::fp16), p, "a", 1.0);
+  record_simple(db(), key(512, DType::fp32, "sm_80"), p, "a", 1.0);
   record_simple(db(), key(8192), h200("oldhash"), "a", 1.0);
   db().record_key(key(16384), p, std::vector<Trial>{failed_trial("a", TrialStatus::compile_failed, "x")},
                   std::nullopt);
 
-  const auto fin = db().finished_keys("sm_90", Dtype::fp32, p);
+  const auto fin = db().finished_keys("sm_90", DType::fp32, p);
   EXPECT_EQ(fin, (std::vector<TuningKey>{key(1024), key(4096), key(65536)}));
   // Timestamp, driver and timing protocol do not matter for resume.
   Provenance later = p;
   later.timestamp = "2030-01-01T00:00:00Z";
   later.driver_version = "new driver";
-  EXPECT_EQ(db().finished_keys("sm_90", Dtype::fp32, later).size(), 3u);
+  EXPECT_EQ(db().finished_keys("sm_90", DType::fp32, later).size(), 3u);
   // Another device, compiler or tool version: nothing is finished.
   for (auto change : {+[](Provenance& q) { q.device_name = "NVIDIA H100"; }, +[](Provenance& q) { q.cu_count = 114; },
                       +[](Provenance& q) { q.compiler = "nvrtc 13.1"; }, +[](Provenance& q) { q.tool_version = "0.2"; },
                       +[](Provenance& q) { q.arch = "sm_90a"; }}) {
     Provenance q = p;
     change(q);
-    EXPECT_TRUE(db().finished_keys("sm_90", Dtype::fp32, q).empty());
+    EXPECT_TRUE(db().finished_keys("sm_90", DType::fp32, q).empty());
     EXPECT_FALSE(db().has_winner(key(1024), q));
   }
-  EXPECT_EQ(db().finished_keys("sm_90", Dtype::fp32, h200("oldhash")), std::vector<TuningKey>{key(8192)});
-  EXPECT_EQ(db().finished_keys("sm_90", Dtype::fp16, p), std::vector<TuningKey>{key(2048, Dtype::fp16)});
-  EXPECT_TRUE(db().finished_keys("sm_90", Dtype::bf16, p).empty());
+  EXPECT_EQ(db().finished_keys("sm_90", DType::fp32, h200("oldhash")), std::vector<TuningKey>{key(8192)});
+  EXPECT_EQ(db().finished_keys("sm_90", DType::fp16, p), std::vector<TuningKey>{key(2048, DType::fp16)});
+  EXPECT_TRUE(db().finished_keys("sm_90", DType::bf16, p).empty());
   EXPECT_TRUE(db().has_winner(key(1024), p));
   EXPECT_FALSE(db().has_winner(key(16384), p));  // all variants failed: not finished
   EXPECT_FALSE(db().has_winner(key(std::numeric_limits<std::uint64_t>::max()), p));
@@ -193,10 +193,10 @@ class LookupTest : public RecordTest {
   void SetUp() override {
     RecordTest::SetUp();
     for (std::uint64_t n : {1024u, 4096u, 65536u}) record_simple(db(), key(n), h200(), "fp32_" + std::to_string(n), 1.0);
-    record_simple(db(), key(2048, Dtype::fp16), h200(), "fp16_2048", 1.0);
-    record_simple(db(), key(2048, Dtype::fp32, "sm_80"), h200(), "sm80_2048", 1.0);
+    record_simple(db(), key(2048, DType::fp16), h200(), "fp16_2048", 1.0);
+    record_simple(db(), key(2048, DType::fp32, "sm_80"), h200(), "sm80_2048", 1.0);
   }
-  std::string nearest(std::uint64_t n, Dtype d = Dtype::fp32, const std::string& arch = "sm_90") {
+  std::string nearest(std::uint64_t n, DType d = DType::fp32, const std::string& arch = "sm_90") {
     const auto w = db().lookup_nearest(arch, d, n);
     return w ? w->winner.label : "none";
   }
@@ -215,18 +215,18 @@ TEST_F(LookupTest, NearestInLog2WithTiesToTheLargerN) {
   EXPECT_EQ(nearest(0), "fp32_1024");
   EXPECT_EQ(nearest(std::uint64_t{1} << 40), "fp32_65536");
   EXPECT_EQ(nearest(std::numeric_limits<std::uint64_t>::max()), "fp32_65536");
-  const auto w = db().lookup_nearest("sm_90", Dtype::fp32, 3000);
+  const auto w = db().lookup_nearest("sm_90", DType::fp32, 3000);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->key, key(4096));  // the matched key is returned, not the query
 }
 
 TEST_F(LookupTest, OtherArchAndDtypeNeverMatch) {
-  EXPECT_EQ(nearest(1024, Dtype::fp16), "fp16_2048");
-  EXPECT_EQ(nearest(1 << 20, Dtype::fp16), "fp16_2048");
-  EXPECT_EQ(nearest(1024, Dtype::bf16), "none");
-  EXPECT_EQ(nearest(65536, Dtype::fp32, "sm_80"), "sm80_2048");
-  EXPECT_EQ(nearest(1024, Dtype::fp32, "sm_90a"), "none");
-  EXPECT_EQ(nearest(1024, Dtype::fp32, "sm_9"), "none");
+  EXPECT_EQ(nearest(1024, DType::fp16), "fp16_2048");
+  EXPECT_EQ(nearest(1 << 20, DType::fp16), "fp16_2048");
+  EXPECT_EQ(nearest(1024, DType::bf16), "none");
+  EXPECT_EQ(nearest(65536, DType::fp32, "sm_80"), "sm80_2048");
+  EXPECT_EQ(nearest(1024, DType::fp32, "sm_90a"), "none");
+  EXPECT_EQ(nearest(1024, DType::fp32, "sm_9"), "none");
 }
 
 TEST_F(LookupTest, SeveralWinnersAtOneNPreferNewestThenCurrentDeviceAndFreshBuild) {
@@ -243,22 +243,22 @@ TEST_F(LookupTest, SeveralWinnersAtOneNPreferNewestThenCurrentDeviceAndFreshBuil
   // Without a current provenance: the newest row at that n.
   EXPECT_EQ(nearest(1 << 20), "h200_stale");
   // With the running H200 build: the stale row is skipped, the same device preferred.
-  const auto w = db().lookup_nearest("sm_90", Dtype::fp32, 1 << 20, h200());
+  const auto w = db().lookup_nearest("sm_90", DType::fp32, 1 << 20, h200());
   ASSERT_TRUE(w);
   EXPECT_EQ(w->winner.label, "h200_old_build");
   // On an H100 with the current build: its own row.
   Provenance cur_h100 = h100();
-  EXPECT_EQ(db().lookup_nearest("sm_90", Dtype::fp32, 1 << 20, cur_h100)->winner.label, "h100");
+  EXPECT_EQ(db().lookup_nearest("sm_90", DType::fp32, 1 << 20, cur_h100)->winner.label, "h100");
   // A device without rows of its own gets the nearest fresh row of any device.
   Provenance other = h200();
   other.device_name = "NVIDIA GH200";
-  const auto o = db().lookup_nearest("sm_90", Dtype::fp32, 1 << 20, other);
+  const auto o = db().lookup_nearest("sm_90", DType::fp32, 1 << 20, other);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->winner.label, "h100");  // newest fresh row at n = 2^20 (h200_old_build is older)
   // A build whose compiler changed: every row is stale -> none.
   Provenance newer = h200();
   newer.compiler = "nvrtc 14.0";
-  EXPECT_FALSE(db().lookup_nearest("sm_90", Dtype::fp32, 1 << 20, newer));
+  EXPECT_FALSE(db().lookup_nearest("sm_90", DType::fp32, 1 << 20, newer));
 }
 
 TEST_F(RecordTest, StaleKeysAreExactlyTheOnesToReTune) {
@@ -278,25 +278,25 @@ TEST_F(RecordTest, StaleKeysAreExactlyTheOnesToReTune) {
   p6.driver_version = "1.0";
   p6.timestamp = "2020-01-01T00:00:00Z";
   record_simple(db(), key(6), p6, "a", 1.0);  // driver / time do not make rows stale
-  record_simple(db(), key(7, Dtype::bf16, "sm_90"), h200("older"), "a", 1.0);
+  record_simple(db(), key(7, DType::bf16, "sm_90"), h200("older"), "a", 1.0);
 
   const auto stale = db().stale_keys(cur);
-  EXPECT_EQ(stale, (std::vector<StaleKey>{{key(7, Dtype::bf16), {"template_hash"}},
+  EXPECT_EQ(stale, (std::vector<StaleKey>{{key(7, DType::bf16), {"template_hash"}},
                                           {key(1), {"template_hash"}},
                                           {key(4), {"compiler", "tool_version"}}}));
   // From the point of view of the "old" build, the new rows are the stale ones.
   EXPECT_EQ(db().stale_keys(h200("old")),
-            (std::vector<StaleKey>{{key(7, Dtype::bf16), {"template_hash"}},
+            (std::vector<StaleKey>{{key(7, DType::bf16), {"template_hash"}},
                                    {key(2), {"template_hash"}},
                                    {key(4), {"compiler", "template_hash", "tool_version"}},
                                    {key(6), {"template_hash"}}}));
 }
 
 TEST_F(RecordTest, WinnersFilterAndOrder) {
-  record_simple(db(), key(64, Dtype::fp32, "sm_90"), h200(), "a", 1.0);
-  record_simple(db(), key(32, Dtype::fp32, "sm_90"), h200(), "b", 1.0);
-  record_simple(db(), key(16, Dtype::bf16, "sm_90"), h200(), "c", 1.0);
-  record_simple(db(), key(8, Dtype::fp32, "gfx942"), h200(), "d", 1.0);
+  record_simple(db(), key(64, DType::fp32, "sm_90"), h200(), "a", 1.0);
+  record_simple(db(), key(32, DType::fp32, "sm_90"), h200(), "b", 1.0);
+  record_simple(db(), key(16, DType::bf16, "sm_90"), h200(), "c", 1.0);
+  record_simple(db(), key(8, DType::fp32, "gfx942"), h200(), "d", 1.0);
   auto labels = [](const std::vector<WinnerRow>& rows) {
     std::string out;
     for (const auto& r : rows) out += r.winner.label;
@@ -304,8 +304,8 @@ TEST_F(RecordTest, WinnersFilterAndOrder) {
   };
   EXPECT_EQ(labels(db().winners()), "dcba");  // gfx942 < sm_90; bf16 < fp32; n ascending
   EXPECT_EQ(labels(db().winners({"sm_90", std::nullopt})), "cba");
-  EXPECT_EQ(labels(db().winners({std::nullopt, Dtype::fp32})), "dba");
-  EXPECT_EQ(labels(db().winners({"sm_90", Dtype::bf16})), "c");
+  EXPECT_EQ(labels(db().winners({std::nullopt, DType::fp32})), "dba");
+  EXPECT_EQ(labels(db().winners({"sm_90", DType::bf16})), "c");
   EXPECT_EQ(labels(db().winners({"sm_80", std::nullopt})), "");
   EXPECT_TRUE(db().trials(key(12345)).empty());
 }

@@ -1,4 +1,4 @@
-// Tests of the value types: Dtype, TrialStatus, the field lists, Provenance rules, DbError.
+// Tests of the value types: DType, TrialStatus, the field lists, Provenance rules, DbError.
 #include "test_util.hpp"
 
 #include <cmath>
@@ -7,15 +7,16 @@
 namespace amax::db::test {
 namespace {
 
-TEST(Dtype, NamesRoundTrip) {
-  EXPECT_EQ(to_string(Dtype::fp32), "fp32");
-  EXPECT_EQ(to_string(Dtype::fp16), "fp16");
-  EXPECT_EQ(to_string(Dtype::bf16), "bf16");
-  for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16}) EXPECT_EQ(parse_dtype(to_string(d)), d);
-  EXPECT_EQ(parse_dtype("FP32"), std::nullopt);
-  EXPECT_EQ(parse_dtype(""), std::nullopt);
-  EXPECT_EQ(dtype_bytes(Dtype::fp32), 4u);
-  EXPECT_EQ(dtype_bytes(Dtype::bf16), 2u);
+TEST(DType, NamesRoundTrip) {
+  EXPECT_EQ(to_string(DType::fp32), "fp32");
+  EXPECT_EQ(to_string(DType::fp16), "fp16");
+  EXPECT_EQ(to_string(DType::bf16), "bf16");
+  for (DType d : {DType::fp32, DType::fp16, DType::bf16}) EXPECT_EQ(dtype_from_name(to_string(d)), d);
+  EXPECT_EQ(dtype_from_name("FP32"), std::nullopt);
+  EXPECT_EQ(dtype_from_name(""), std::nullopt);
+  EXPECT_EQ(dtype_from_name("float32"), std::nullopt);  // the database stores canonical names only
+  EXPECT_EQ(info(DType::fp32).bytes, 4u);
+  EXPECT_EQ(info(DType::bf16).bytes, 2u);
   const std::string msg = expect_db_error(ErrorKind::InvalidArgument, [] { (void)dtype_from_string("fp64"); });
   EXPECT_NE(msg.find("'fp64'"), std::string::npos) << msg;
 }
@@ -129,8 +130,8 @@ TEST(Provenance, TimestampFormat) {
 TEST(TuningKey, OrderAndText) {
   EXPECT_EQ(to_string(key(1024)), "sm_90/fp32/n=1024");
   EXPECT_LT(key(2), key(10));
-  EXPECT_LT(key(10, Dtype::fp32, "gfx942"), key(2));
-  EXPECT_LT(key(10, Dtype::bf16), key(2, Dtype::fp16));  // dtype by name, like SQL ORDER BY
+  EXPECT_LT(key(10, DType::fp32, "gfx942"), key(2));
+  EXPECT_LT(key(10, DType::bf16), key(2, DType::fp16));  // dtype by name, like SQL ORDER BY
 }
 
 TEST(DbError, CarriesKindPathAndCode) {

@@ -29,8 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-db::Dtype to_db(DType d) { return db::dtype_from_string(to_string(d)); }
-
 std::string fmt_duration(double s) {
   const int t = static_cast<int>(std::lround(s));
   return fmt::format("{}:{:02}", t / 60, t % 60);
@@ -110,7 +108,7 @@ class Session {
     if (o_.stale_only) {
       for (const auto& s : db_->stale_keys(current_))
         for (DType d : o_.dtypes)
-          if (s.key.arch == arch_.name && to_string(d) == db::to_string(s.key.dtype)) wanted.emplace_back(d, s.key.n);
+          if (s.key.arch == arch_.name && d == s.key.dtype) wanted.emplace_back(d, s.key.n);
     } else {
       const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
       for (DType d : o_.dtypes)
@@ -120,13 +118,13 @@ class Session {
     for (auto [d, n] : wanted)
       if (const auto why = fit_error(dev, d, n); !why.empty()) throw TuneError(why);
     for (auto [d, n] : wanted) {
-      const db::TuningKey key{arch_.name, to_db(d), n};
+      const db::TuningKey key{arch_.name, d, n};
       if (!o_.retune && !o_.stale_only && db_->has_winner(key, current_)) {
         KeyResult k;
         k.dtype = d;
         k.n = n;
         k.resumed = true;
-        for (auto& w : db_->winners(db::WinnerFilter{arch_.name, to_db(d)}))
+        for (auto& w : db_->winners(db::WinnerFilter{arch_.name, d}))
           if (w.key.n == n && db::same_identity(w.provenance, current_)) k.stored = w;
         report_.keys.push_back(std::move(k));
       } else {

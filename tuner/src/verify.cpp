@@ -50,10 +50,10 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
 
 namespace {
 
-// A value for the verification: the element bits of 2^(emax-1) (well above every region value,
+// A value for the verification: the element bits of 2^emax, the largest finite power of two (well above every region value,
 // which are all < 2) and a NaN with a payload, in the dtype's own format.
-std::uint32_t big_bits(DType d) { return d == DType::fp32 ? 0x7f000000u : d == DType::bf16 ? 0x7f00u : 0x7800u; }
-std::uint32_t nan_bits(DType d) { return d == DType::fp32 ? 0xffc00123u : d == DType::bf16 ? 0xffc1u : 0xfe01u; }
+std::uint32_t big_bits(DType d) { return info(d).max_pow2_bits(); }
+std::uint32_t nan_bits(DType d) { return info(d).sign_bit() | info(d).quiet_nan_bits() | 1u; }
 
 const char* nan_name(NanMode m) { return m == NanMode::ignore ? "ignore" : "propagate"; }
 

@@ -167,7 +167,7 @@ struct EnumCodec {
 };
 
 template <>
-struct Codec<Dtype> : EnumCodec<Dtype, &to_string, &parse_dtype> {};
+struct Codec<DType> : EnumCodec<DType, &amax::to_string, &amax::dtype_from_name> {};
 template <>
 struct Codec<TrialStatus> : EnumCodec<TrialStatus, &to_string, &parse_trial_status> {};
 

@@ -3,26 +3,11 @@
 
 namespace amax::db {
 
-std::string_view to_string(Dtype dtype) noexcept {
-  switch (dtype) {
-    case Dtype::fp32: return "fp32";
-    case Dtype::fp16: return "fp16";
-    case Dtype::bf16: return "bf16";
-  }
-  return "invalid";
-}
-
-std::optional<Dtype> parse_dtype(std::string_view text) noexcept {
-  for (Dtype d : {Dtype::fp32, Dtype::fp16, Dtype::bf16}) {
-    if (text == to_string(d)) return d;
-  }
-  return std::nullopt;
-}
-
-Dtype dtype_from_string(std::string_view text) {
-  if (auto d = parse_dtype(text)) return *d;
-  throw DbError(ErrorKind::InvalidArgument,
-                "unknown dtype '" + std::string(text) + "' (expected fp32, fp16 or bf16)");
+DType dtype_from_string(std::string_view text) {
+  if (auto d = dtype_from_name(text)) return *d;
+  std::string expected;
+  for (const auto& d : all_dtypes()) expected += (expected.empty() ? "" : ", ") + std::string(d.name);
+  throw DbError(ErrorKind::InvalidArgument, "unknown dtype '" + std::string(text) + "' (expected " + expected + ")");
 }
 
 std::string to_string(const TuningKey& key) {

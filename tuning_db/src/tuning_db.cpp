@@ -563,7 +563,7 @@ std::vector<std::string> TuningDb::integrity_check() const {
 // ---------------------------------------------------------------------------------------------
 // queries
 
-std::vector<TuningKey> TuningDb::finished_keys(std::string_view arch, Dtype dtype, const Provenance& provenance) const {
+std::vector<TuningKey> TuningDb::finished_keys(std::string_view arch, DType dtype, const Provenance& provenance) const {
   Impl& im = impl();
   return im.run("listing finished keys", [&] {
     SQLite::Statement q(*im.db, "SELECT n FROM winners WHERE arch = ? AND dtype = ? AND " +
@@ -655,7 +655,7 @@ std::vector<TrialRow> TuningDb::all_trials() const {
 
 namespace {
 
-std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch, Dtype dtype, std::uint64_t n,
+std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch, DType dtype, std::uint64_t n,
                                 const Provenance* current) {
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   return im.run("looking up the nearest winner", [&]() -> std::optional<WinnerRow> {
@@ -713,11 +713,11 @@ std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch,
 
 }  // namespace
 
-std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, Dtype dtype, std::uint64_t n) const {
+std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, DType dtype, std::uint64_t n) const {
   return lookup(impl(), arch, dtype, n, nullptr);
 }
 
-std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, Dtype dtype, std::uint64_t n,
+std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, DType dtype, std::uint64_t n,
                                                   const Provenance& current) const {
   return lookup(impl(), arch, dtype, n, &current);
 }

@@ -83,7 +83,7 @@ class DispatchTables {
   void warn(std::string message);
   ArchInfo arch_;
   DispatchIdentity id_;
-  std::array<std::vector<TableEntry>, 3> user_{}, system_{};
+  std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;
   std::vector<std::string> warnings_;

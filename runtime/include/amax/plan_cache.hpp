@@ -7,9 +7,11 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "amax/dtype.hpp"
+
 namespace amax {
 
-/// Plans keyed by dtype (0..2) and element count. Thread-safety: get() may be called from any
+/// Plans keyed by dtype and element count. Thread-safety: get() may be called from any
 /// number of threads; plans are never evicted, so returned references stay valid.
 template <class Plan>
 class PlanCache {
@@ -17,8 +19,8 @@ class PlanCache {
   /// The plan of (dtype, n); on a miss `make()` (returning std::unique_ptr<Plan>) builds it
   /// outside the lock, and the first inserted plan wins if two threads race.
   template <class Make>
-  Plan& get(int dtype, std::uint64_t n, Make&& make) {
-    auto& m = maps_[dtype];
+  Plan& get(DType dtype, std::uint64_t n, Make&& make) {
+    auto& m = maps_[index(dtype)];
     {
       std::shared_lock lock(mu_);
       if (auto it = m.find(n); it != m.end()) return *it->second;
@@ -30,7 +32,7 @@ class PlanCache {
 
  private:
   std::shared_mutex mu_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<Plan>> maps_[3];
+  std::unordered_map<std::uint64_t, std::unique_ptr<Plan>> maps_[kDTypeCount];
 };
 
 }  // namespace amax

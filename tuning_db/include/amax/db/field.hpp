@@ -30,7 +30,7 @@ enum FieldRole : unsigned {
 ///
 /// @tparam Owner  the struct (e.g. Provenance)
 /// @tparam T      the member's type: std::string, std::int64_t, std::uint64_t, double, or an
-///                enum with to_string()/parse functions known to the codec (Dtype, TrialStatus)
+///                enum with to_string()/parse functions known to the codec (DType, TrialStatus)
 ///
 /// The default value of a member (used for rows written by an older schema that lacked the
 /// column, and for text-dump lines of such rows) is the member's default initializer in Owner.

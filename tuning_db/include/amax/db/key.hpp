@@ -2,6 +2,7 @@
 #pragma once
 
 #include <amax/db/field.hpp>
+#include <amax/dtype.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,25 +13,14 @@
 
 namespace amax::db {
 
-/// Element type of the reduced tensor. Stored as text ("fp32", "fp16", "bf16") so that new
-/// types (fp8 formats) need no schema change.
-enum class Dtype { fp32, fp16, bf16 };
+/// The element type is amax::DType (amax/dtype.hpp), stored as its canonical name ("fp32",
+/// "fp16", "bf16": amax::to_string / amax::dtype_from_name) so that new types (fp8 formats) need
+/// no schema change.
+using amax::DType;
 
-/// "fp32", "fp16" or "bf16". Thread-safe, never throws.
-[[nodiscard]] std::string_view to_string(Dtype dtype) noexcept;
-
-/// Parses "fp32", "fp16", "bf16" (exact, lower case); std::nullopt for anything else.
-/// Thread-safe, never throws.
-[[nodiscard]] std::optional<Dtype> parse_dtype(std::string_view text) noexcept;
-
-/// Parses like parse_dtype(). @throws DbError(InvalidArgument) naming @p text and the accepted
-/// values. Thread-safe.
-[[nodiscard]] Dtype dtype_from_string(std::string_view text);
-
-/// Size in bytes of one element of @p dtype (4 for fp32, 2 for fp16/bf16). Thread-safe.
-[[nodiscard]] constexpr std::size_t dtype_bytes(Dtype dtype) noexcept {
-  return dtype == Dtype::fp32 ? 4u : 2u;
-}
+/// Parses a canonical dtype name exactly (amax::dtype_from_name: lower case, no aliases).
+/// @throws DbError(InvalidArgument) naming @p text and the accepted values. Thread-safe.
+[[nodiscard]] DType dtype_from_string(std::string_view text);
 
 /// What a tuning result is for: one architecture, one element type, one element count.
 ///
@@ -39,7 +29,7 @@ struct TuningKey {
   /// GPU architecture as a target ID: "sm_90", "gfx942", "gfx942:sramecc+:xnack-". Non-empty.
   std::string arch;
   /// Element type.
-  Dtype dtype = Dtype::fp32;
+  DType dtype = DType::fp32;
   /// Element count, 1 <= n <= 2^63-1 (SQLite integers are signed 64-bit).
   std::uint64_t n = 0;
 
@@ -56,7 +46,7 @@ struct TuningKey {
 /// The fields of TuningKey, listed once. SQL columns: arch, dtype, n (no prefix).
 inline constexpr std::tuple key_fields{
     Field<TuningKey, std::string>{"arch", &TuningKey::arch, "GPU target ID, e.g. sm_90 or gfx942:sramecc+:xnack-"},
-    Field<TuningKey, Dtype>{"dtype", &TuningKey::dtype, "element type: fp32, fp16 or bf16"},
+    Field<TuningKey, DType>{"dtype", &TuningKey::dtype, "element type: fp32, fp16 or bf16"},
     Field<TuningKey, std::uint64_t>{"n", &TuningKey::n, "element count (1 .. 2^63-1)"},
 };
 static_assert(aggregate_arity<TuningKey>() == std::tuple_size_v<decltype(key_fields)>,

@@ -170,7 +170,7 @@ class TuningDb {
   /// Keys of @p arch and @p dtype that have a winner with the identity of @p provenance (same
   /// device, arch, CU count, compiler, template hash, tool version): what a resumed run skips.
   /// Sorted by n ascending. @throws DbError (Locked, Io, Corrupt).
-  [[nodiscard]] std::vector<TuningKey> finished_keys(std::string_view arch, Dtype dtype,
+  [[nodiscard]] std::vector<TuningKey> finished_keys(std::string_view arch, DType dtype,
                                                      const Provenance& provenance) const;
 
   /// Whether @p key has a winner with the identity of @p provenance. @throws DbError.
@@ -191,13 +191,13 @@ class TuningDb {
   /// minimal; a tie goes to the larger m). Among several winners at that m (several devices or
   /// setups), the most recent timestamp wins. Other arches/dtypes never match. n == 0 behaves
   /// like the smallest n. std::nullopt when there is none. @throws DbError.
-  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, Dtype dtype,
+  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
                                                         std::uint64_t n) const;
 
   /// As above, for the runtime of a known build and device: rows stale against @p current
   /// (stale_fields() non-empty) are ignored, and if any remaining row was measured on the
   /// same device as @p current (same_device()), only such rows are considered.
-  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, Dtype dtype,
+  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
                                                         std::uint64_t n,
                                                         const Provenance& current) const;
 

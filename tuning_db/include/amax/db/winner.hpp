@@ -49,7 +49,7 @@ struct WinnerRow {
 /// Selects winners by arch and/or dtype; an empty member matches everything. Plain value type.
 struct WinnerFilter {
   std::optional<std::string> arch;  ///< exact key arch (target ID) to match
-  std::optional<Dtype> dtype;       ///< dtype to match
+  std::optional<DType> dtype;       ///< dtype to match
 };
 
 }  // namespace amax::db
