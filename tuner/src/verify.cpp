@@ -50,8 +50,9 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
 
 namespace {
 
-// A value for the verification: the element bits of 2^emax, the largest finite power of two (well above every region value,
-// which are all < 2) and a NaN with a payload, in the dtype's own format.
+// Values for the verification, in the dtype's own format and derived from its table entry: the
+// largest finite power of two (well above every region value, which are all < 2) and a negative
+// quiet NaN with payload 1.
 std::uint32_t big_bits(DType d) { return info(d).max_pow2_bits(); }
 std::uint32_t nan_bits(DType d) { return info(d).sign_bit() | info(d).quiet_nan_bits() | 1u; }
 
