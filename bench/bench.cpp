@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -43,7 +44,8 @@ struct Contender {
   std::string name;
   std::string detail;
   std::function<void(const void* in)> call;
-  float* out = nullptr;  ///< where its result lands (checked against the reference); null: none
+  float* out = nullptr;    ///< where its result lands (checked against the reference); null: none
+  float* scale = nullptr;  ///< where its e4m3 scale lands (checked against te_scale_from_amax); null: none
 };
 
 
@@ -78,6 +80,17 @@ void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, c
           "{} ({}) gives amax bits {:#010x} for {} n={} where the CPU reference gives {:#010x}: its result is wrong, "
           "so it is not timed",
           c.name, c.detail, got, to_string(d), n, expected));
+    if (!c.scale) continue;
+    float amax = 0, want = 0;
+    std::memcpy(&amax, &expected, 4);
+    want = te_scale_from_amax(amax, 448.f, false, 0.f);
+    std::uint32_t got_scale = 0, want_scale = 0;
+    b.copy_to_host(&got_scale, c.scale, 4);
+    std::memcpy(&want_scale, &want, 4);
+    if (got_scale != want_scale)
+      throw std::runtime_error(fmt::format("{} gives scale bits {:#010x} for {} n={} where compute_scale_from_amax "
+                                           "on the CPU gives {:#010x}: not timed",
+                                           c.name, got_scale, to_string(d), n, want_scale));
   }
 }
 
@@ -157,6 +170,12 @@ BenchReport run_bench(const BenchOptions& o) {
                         [&, s, d, n, k](const void* in) { te.launch(b, s, d, in, n, out + 1 + k, te_ws, stream); },
                         out + 1 + k});
         }
+        cs.push_back({kTeScaleStep, "zero kernel, amax_kernel, compute_scale_from_amax_kernel (e4m3)",
+                      [&, d, n](const void* in) {
+                        te.launch(b, TeSequence::zero_kernel, d, in, n, out + 4, te_ws, stream);
+                        te.launch_scale(b, out + 4, out + 5, 448.f, false, 0.f, stream);
+                      },
+                      out + 4, out + 5});
         if (with_cub)
           cs.push_back({kCub, "DeviceReduce::TransformReduce",
                         [&, d, n](const void* in) { cub_amax(static_cast<int>(d), in, n, out + 8, cub_temp, max_cub, stream); },
@@ -298,7 +317,7 @@ std::vector<TargetCheck> check_targets(const std::vector<Row>& rows) {
       out.push_back({"every size: no TE contender or CUB faster (>= 1.0x)",
                      fmt::format("worst {:.2f}x over {} ({})", all.value, who, all.at), all.value >= 1.0});
   }
-  out.push_back({"torch", "not measured by this C++ bench: scripts/bench_torch.py measures it from Python", false, false});
+  out.push_back({"torch", "not measured by this C++ bench: python/bench/bench_torch.py measures it from Python", false, false});
   return out;
 }
 

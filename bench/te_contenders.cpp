@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
 namespace amax::bench {
 
@@ -48,6 +51,7 @@ std::vector<std::string> te_kernel_names() {
     }
   out.push_back("amax_te_zero");
   out.push_back("amax_rocm_te_final_reduce");
+  out.push_back("amax_te_scale_from_amax");
   return out;
 }
 
@@ -59,6 +63,28 @@ TeKernels::TeKernels(const Module& m) {
     }
   zero_ = m.function("amax_te_zero");
   final_reduce_ = m.function("amax_rocm_te_final_reduce");
+  scale_ = m.function("amax_te_scale_from_amax");
+}
+
+float te_scale_from_amax(float amax, float max_fp8, bool force_pow2, float epsilon) noexcept {
+  if (amax < epsilon) amax = epsilon;
+  if (std::isinf(amax) || amax == 0.f || std::isnan(amax)) return 1.f;
+  float scale = max_fp8 / amax;
+  if (std::isinf(scale)) scale = std::numeric_limits<float>::max();
+  if (force_pow2) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &scale, 4);
+    bits &= 0xff800000u;
+    std::memcpy(&scale, &bits, 4);
+  }
+  return scale;
+}
+
+void TeKernels::launch_scale(Backend& b, const float* amax, float* scale, float max_fp8, bool force_pow2,
+                             float epsilon, StreamHandle stream) const {
+  const float* noop = nullptr;
+  void* args[] = {&amax, &scale, &max_fp8, &force_pow2, &epsilon, &noop};
+  b.launch(scale_, 1, 1, stream, args);
 }
 
 void TeKernels::launch(Backend& b, TeSequence s, DType dtype, const void* in, std::uint64_t n, float* out,

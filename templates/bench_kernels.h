@@ -231,3 +231,26 @@ extern "C" __global__ void amax_rocm_te_final_reduce(const float* AMAX_RESTRICT 
   const float block = amax_te_block_max<256 / AMAX_WAVE_SIZE>(val, threadIdx.x / AMAX_WAVE_SIZE);
   if (threadIdx.x == 0) *amax = block;
 }
+
+// compute_scale_from_amax_kernel<<<1, 1>>> of TE's current_scaling.cu with the rules of
+// transformer_engine/common/recipe/recipe_common.cuh (commit 01c24fe0c2db): amax below epsilon
+// becomes epsilon; an infinite, zero or NaN amax gives scale 1; else scale = max_fp8 / amax
+// rounded to nearest (TE's __fdiv_rn; NVRTC here compiles without fast math, so `/` is the same);
+// an infinite scale becomes the largest finite fp32 (value_for_inf = FLT_MAX); force_pow_2_scales
+// keeps only the sign and exponent bits. The third launch of TE's amax -> scale step.
+extern "C" __global__ void __launch_bounds__(1)
+    amax_te_scale_from_amax(const float* amax_ptr, float* scale_ptr, float max_fp8, bool force_pow_2_scales,
+                            float epsilon, const float* noop) {
+  if (noop != 0 && noop[0] == 1.0f) return;
+  float amax = *amax_ptr;
+  if (amax < epsilon) amax = epsilon;  // a NaN amax compares false and stays NaN
+  const unsigned abs_bits = __float_as_uint(amax) & 0x7fffffffu;
+  if (abs_bits >= 0x7f800000u || amax == 0.f) {  // infinite, NaN or zero
+    *scale_ptr = 1.f;
+    return;
+  }
+  float scale = max_fp8 / amax;
+  if ((__float_as_uint(scale) & 0x7fffffffu) == 0x7f800000u) scale = 3.40282346638528859812e+38f;
+  if (force_pow_2_scales) scale = __uint_as_float(__float_as_uint(scale) & 0xff800000u);
+  *scale_ptr = scale;
+}

@@ -21,6 +21,8 @@ struct Target {
   Vendor vendor;
 };
 
+void PrintTo(const Target& t, std::ostream* os) { *os << t.arch; }
+
 class BenchKernels : public ::testing::TestWithParam<Target> {};
 
 }  // namespace
@@ -41,7 +43,7 @@ TEST_P(BenchKernels, EveryEntryPointCompilesWithoutSpills) {
   std::vector<std::string> names = bench::te_kernel_names();
   names.push_back("amax_stream_read");
   names.push_back("amax_empty");
-  ASSERT_EQ(names.size(), 16u);  // 3 dtypes x 2 alignments x 2 forms + zero + final reduce + 2 references
+  ASSERT_EQ(names.size(), 17u);  // 3 dtypes x 2 alignments x 2 forms + zero + final reduce + scale + 2 references
   for (const auto& name : names) {
     ASSERT_TRUE(usage.count(name)) << name << " missing from the " << t.arch << " resource report";
     if (name != "amax_empty") {  // AMD gives an empty kernel no VGPR

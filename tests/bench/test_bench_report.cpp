@@ -5,8 +5,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "amax/bench.hpp"
@@ -94,7 +97,28 @@ TEST(TeLaunch, CopiesLaunchAmaxKernelsArithmetic) {
   EXPECT_EQ(l.grid, 65535u);
   l = te_launch(DType::fp32, 0, 0);
   EXPECT_EQ(l.grid, 0u);
-  EXPECT_EQ(te_kernel_names().size(), 14u);
+  EXPECT_EQ(te_kernel_names().size(), 15u);
+}
+
+TEST(TeScaleFromAmax, FollowsComputeScaleFromAmaxCaseByCase) {
+  const float e4m3 = 448.f, fmax = std::numeric_limits<float>::max();
+  auto bits = [](float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  };
+  EXPECT_EQ(te_scale_from_amax(2.f, e4m3, false, 0.f), 224.f);
+  EXPECT_EQ(te_scale_from_amax(3.f, e4m3, false, 0.f), 448.f / 3.f);
+  EXPECT_EQ(te_scale_from_amax(3.f, e4m3, true, 0.f), 128.f);           // 149.33 -> 2^7
+  EXPECT_EQ(te_scale_from_amax(0.f, e4m3, false, 0.f), 1.f);            // zero amax
+  EXPECT_EQ(te_scale_from_amax(INFINITY, e4m3, false, 0.f), 1.f);       // infinite amax
+  EXPECT_EQ(te_scale_from_amax(NAN, e4m3, false, 0.f), 1.f);            // NaN amax
+  EXPECT_EQ(te_scale_from_amax(NAN, e4m3, false, 1e-3f), 1.f);          // NaN is not below epsilon
+  EXPECT_EQ(te_scale_from_amax(1e-6f, e4m3, false, 1e-3f), 448.f / 1e-3f);  // below epsilon
+  EXPECT_EQ(te_scale_from_amax(0.f, e4m3, false, 1e-3f), 448.f / 1e-3f);    // zero, then epsilon
+  EXPECT_EQ(bits(te_scale_from_amax(1e-45f, e4m3, false, 0.f)), bits(fmax));  // denormal: inf -> FLT_MAX
+  EXPECT_EQ(bits(te_scale_from_amax(1e-45f, e4m3, true, 0.f)), 0x7f000000u);  // FLT_MAX, pow2: 2^127
+  EXPECT_EQ(te_scale_from_amax(57344.f, 57344.f, false, 0.f), 1.f);     // e5m2 at its maximum
 }
 
 TEST(CheckTargets, JudgesEachTargetOnColdRows) {
@@ -174,6 +198,7 @@ TEST(RenderPlots, FromTheCsvTheBenchWrites) {
       rows.push_back(row(d.dtype, n, kTeMemset, stream * 1.3));
       rows.push_back(row(d.dtype, n, kRocm, stream * 1.6));
       rows.push_back(row(d.dtype, n, kCub, stream * 2.0));
+      rows.push_back(row(d.dtype, n, kTeScaleStep, stream * 1.5 + 4.0));
       rows.push_back(row(d.dtype, n, kStreamRead, stream));
       rows.push_back(row(d.dtype, n, kEmptyLaunch, 4.0));
     }
@@ -193,6 +218,9 @@ TEST(RenderPlots, FromTheCsvTheBenchWrites) {
   const std::string svg = slurp(dir.path / "plots" / "speedup.svg");
   for (const auto& name : {kTeZero, kTeMemset, kRocm, std::string(kCub)})
     EXPECT_NE(svg.find("<!-- " + name + " -->"), std::string::npos) << name;
+  // TE's amax -> scale step is not an amax-only contender: no line in either plot.
+  EXPECT_EQ(svg.find(kTeScaleStep), std::string::npos);
+  EXPECT_EQ(slurp(dir.path / "plots" / "stream_read.svg").find(kTeScaleStep), std::string::npos);
 }
 
 TEST(RenderPlots, FromTheCommittedBenchCsv) {

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -112,7 +113,7 @@ TEST(GpuBench, SmallBenchRunVerifiesAndTimesEveryContender) {
   o.user_db = "";
   o.out_dir = dir;
   const BenchReport r = run_bench(o);
-  const std::size_t contenders = env->backend->vendor() == Vendor::nvidia ? 7 : 6;  // CUB on NVIDIA
+  const std::size_t contenders = env->backend->vendor() == Vendor::nvidia ? 8 : 7;  // CUB on NVIDIA
   ASSERT_EQ(r.rows.size(), 2 * 3 * contenders);
   for (const auto& row : r.rows) {
     EXPECT_GT(row.stats.median_us, 0) << row.contender;
@@ -121,4 +122,43 @@ TEST(GpuBench, SmallBenchRunVerifiesAndTimesEveryContender) {
   EXPECT_TRUE(std::filesystem::exists(dir / "bench.csv"));
   EXPECT_FALSE(r.targets.empty());
   std::filesystem::remove_all(dir);
+}
+
+TEST(GpuBench, TeScaleKernelMatchesComputeScaleFromAmaxOnTheCpu) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  DeviceBuffer amax(b, 4), scale(b, 4);
+  const float amaxes[] = {2.f, 3.f, 0.f, INFINITY, NAN, 1e-6f, 1e-45f, 1e-30f, 448.f, 57344.f, 1.5e38f};
+  int checked = 0;
+  for (float a : amaxes)
+    for (float max_fp8 : {448.f, 57344.f, 240.f})
+      for (bool pow2 : {false, true})
+        for (float eps : {0.f, 1e-3f}) {
+          b.copy_to_device(amax.p, &a, 4);
+          b.memset32_async(scale.p, 0x7fc0dead, 1, nullptr);
+          te(*env).kernels.launch_scale(b, amax.get<float>(), scale.get<float>(), max_fp8, pow2, eps, nullptr);
+          b.synchronize(nullptr);
+          std::uint32_t got = 0, want = 0;
+          b.copy_to_host(&got, scale.p, 4);
+          const float w = te_scale_from_amax(a, max_fp8, pow2, eps);
+          std::memcpy(&want, &w, 4);
+          EXPECT_EQ(got, want) << "amax " << a << " max_fp8 " << max_fp8 << " pow2 " << pow2 << " eps " << eps;
+          ++checked;
+        }
+  // TE's three-launch step on a tensor: zero kernel, amax kernel, scale kernel.
+  const std::uint64_t n = 1000003;
+  const auto host = make_input(InputKind::max_in_vector, DType::bf16, n, 5);
+  DeviceBuffer in(b, n * 2);
+  b.copy_to_device(in.p, host.data(), host.size());
+  te(*env).kernels.launch(b, TeSequence::zero_kernel, DType::bf16, in.p, n, amax.get<float>(), nullptr, nullptr);
+  te(*env).kernels.launch_scale(b, amax.get<float>(), scale.get<float>(), 448.f, false, 0.f, nullptr);
+  b.synchronize(nullptr);
+  float got_amax = 0, got_scale = 0;
+  b.copy_to_host(&got_amax, amax.p, 4);
+  b.copy_to_host(&got_scale, scale.p, 4);
+  std::uint32_t amax_bits;
+  std::memcpy(&amax_bits, &got_amax, 4);
+  EXPECT_EQ(amax_bits, reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore));
+  EXPECT_EQ(got_scale, te_scale_from_amax(got_amax, 448.f, false, 0.f));
+  std::printf("TE scale kernel: %d cases bit-exact\n", checked);
 }

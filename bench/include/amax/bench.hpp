@@ -5,8 +5,9 @@
 // contender's result first checked bit for bit against the CPU reference on the same inputs.
 // Contenders: amax-tune (the tuned dispatch through the public API), TransformerEngine's three
 // launch sequences (te_contenders.hpp), CUB (NVIDIA builds with nvcc), the streaming read (the
-// bandwidth ceiling) and an empty launch (the latency floor). torch is measured from Python only
-// (scripts/bench_torch.py), not here.
+// bandwidth ceiling) and an empty launch (the latency floor); and TE's three-launch amax -> scale
+// step (kTeScaleStep), the baseline of the fused amax + scale to come. torch is measured from Python only
+// (python/bench/bench_torch.py), not here.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -35,13 +36,17 @@ inline constexpr const char* kAmaxTune = "amax-tune";
 inline constexpr const char* kStreamRead = "stream read";
 inline constexpr const char* kEmptyLaunch = "empty launch";
 inline constexpr const char* kCub = "CUB";
+/// TE's three-launch amax -> scale step of FP8 current scaling (zero kernel, amax kernel,
+/// compute_scale_from_amax kernel; e4m3, epsilon 0): the baseline of the fused amax + scale of
+/// DESIGN.md section 6. Not an amax-only contender: the speedup plot and the targets leave it out.
+inline constexpr const char* kTeScaleStep = "TE amax+scale (3 launches)";
 
 /// One measurement.
 struct Row {
   DType dtype{};
   bool warm = false;
   std::uint64_t n = 0;
-  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kCub, kStreamRead, kEmptyLaunch
+  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kTeScaleStep, kCub, kStreamRead, kEmptyLaunch
   tune::Stats stats;
   std::string detail;     ///< the variant label (amax-tune), what the contender runs, or empty
   double gbps() const;    ///< bytes of the input / median, GB/s

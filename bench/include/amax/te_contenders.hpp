@@ -50,8 +50,15 @@ inline constexpr std::size_t kTeWorkspaceBytes = 65535 * 4;
 
 /// Names of the TE kernels in the reference kernels' module (render_reference_kernels): per dtype
 /// amax_te_<dtype>_{aligned,unaligned} and amax_rocm_te_<dtype>_{aligned,unaligned}, then
-/// amax_te_zero and amax_rocm_te_final_reduce.
+/// amax_te_zero, amax_rocm_te_final_reduce and amax_te_scale_from_amax.
 std::vector<std::string> te_kernel_names();
+
+/// TE's compute_scale_from_amax (recipe_common.cuh, commit 01c24fe0c2db) on the CPU: amax below
+/// `epsilon` becomes epsilon; an infinite, zero or NaN amax gives 1; else max_fp8 / amax rounded
+/// to nearest, an infinite quotient replaced by the largest finite fp32 (value_for_inf as TE's
+/// nvte_compute_scale_from_amax passes it); `force_pow2` clears the mantissa. The reference the
+/// scale kernel is checked against. Thread-safe.
+float te_scale_from_amax(float amax, float max_fp8, bool force_pow2, float epsilon) noexcept;
 
 /// The TE kernels of one loaded reference module.
 class TeKernels {
@@ -68,11 +75,18 @@ class TeKernels {
   void launch(Backend& backend, TeSequence s, DType dtype, const void* in, std::uint64_t n, float* out,
               float* workspace, StreamHandle stream) const;
 
+  /// Enqueues TE's compute_scale_from_amax_kernel<<<1, 1>>>: reads the fp32 at `amax` and writes
+  /// te_scale_from_amax(*amax, ...) to `scale` (both device memory). After launch(zero_kernel),
+  /// TE's three-launch amax -> scale step of FP8 current scaling. Errors: BackendError.
+  void launch_scale(Backend& backend, const float* amax, float* scale, float max_fp8, bool force_pow2, float epsilon,
+                    StreamHandle stream) const;
+
  private:
   FunctionHandle te_[3][2]{};    // [dtype][aligned]
   FunctionHandle rocm_[3][2]{};  // [dtype][aligned]
   FunctionHandle zero_ = nullptr;
   FunctionHandle final_reduce_ = nullptr;
+  FunctionHandle scale_ = nullptr;
 };
 
 }  // namespace amax::bench
