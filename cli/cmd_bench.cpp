@@ -37,8 +37,9 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
         "same first stage writing block maxima to a workspace, a one-block final reduce); **CUB** "
         "(DeviceReduce::TransformReduce); **stream read** (only loads the bytes: the ceiling); **empty launch** (the "
         "floor); and, for the fused amax + scale to come, **TE amax+scale (3 launches)** (TE's zero kernel, amax "
-        "kernel and compute_scale_from_amax kernel for e4m3; not an amax-only contender). torch is measured from Python (python/bench/bench_torch.py), not here. Every result was checked "
-        "bit-exact against the CPU reference before timing.\n\n";
+        "kernel and compute_scale_from_amax kernel for e4m3; not an amax-only contender). torch is measured from "
+        "Python (python/bench/bench_torch.py), not here. Every result was checked bit-exact against the CPU "
+        "reference before timing.\n\n";
   md += "| target (DESIGN.md section 7) | measured | |\n| --- | --- | --- |\n";
   for (const auto& t : r.targets)
     md += fmt::format("| {} | {} | {} |\n", t.target, t.measured, !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");

@@ -6,8 +6,8 @@
 // Contenders: amax-tune (the tuned dispatch through the public API), TransformerEngine's three
 // launch sequences (te_contenders.hpp), CUB (NVIDIA builds with nvcc), the streaming read (the
 // bandwidth ceiling) and an empty launch (the latency floor); and TE's three-launch amax -> scale
-// step (kTeScaleStep), the baseline of the fused amax + scale to come. torch is measured from Python only
-// (python/bench/bench_torch.py), not here.
+// step (kTeScaleStep), the baseline of the fused amax + scale to come. torch is measured from
+// Python only (python/bench/bench_torch.py), not here.
 #include <cstdint>
 #include <filesystem>
 #include <string>
