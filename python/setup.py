@@ -1,6 +1,7 @@
 """Builds the amax_tune package from the amax-tune source tree (the directory above this one).
 
     python3 -m pip install --no-build-isolation ./python       # from the repository root
+    (a system python3 of Debian/Ubuntu outside a venv: add --target DIR, or --break-system-packages)
 
 works offline from the interpreter's own setuptools, wheel and pybind11 (Debian 12:
 python3-setuptools python3-wheel python3-pybind11 python3-dev; elsewhere the pybind11 pip package).
