@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "amax/db/tuning_db.hpp"
+#include "amax/trust.hpp"
 
 namespace amax {
 
@@ -60,6 +61,9 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
     warn(fmt::format("{} database {} is unusable and is skipped: {}", what, path, e.what()));
     return 0;
   }
+  // Another user's rows are still used (validated below, they can only pick a generated
+  // variant), with one warning: they can make this process pick a slower one.
+  if (std::string w = trust::database_warning(fmt::format("{} database", what), path); !w.empty()) warn(std::move(w));
   const db::Provenance current{id_.device_name, id_.arch, id_.cu_count, "", id_.compiler,
                                id_.template_hash, id_.tool_version, "", ""};
   std::size_t kept = 0, stale = 0, invalid = 0;

@@ -181,10 +181,12 @@ class Child {
   fs::path stderr_file_;
 };
 
-/// Drops to @p uid (group @p gid) when running as root; false if that is impossible (not root).
+/// Drops to @p uid (group @p gid: real, effective and saved ids, no supplementary groups) when
+/// running as root; false if that is impossible (not root). For forked children: "another user".
 inline bool drop_privileges(uid_t uid = 65534, gid_t gid = 65534) {
   if (::geteuid() != 0) return false;
-  return ::setgroups(0, nullptr) == 0 && ::setgid(gid) == 0 && ::setuid(uid) == 0 && ::geteuid() == uid;
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 && ::setresuid(uid, uid, uid) == 0 &&
+         ::geteuid() == uid && ::getegid() == gid;
 }
 
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -144,7 +145,9 @@ int run_in_child(F&& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/// Captures spdlog output of the default logger for the lifetime of the object.
+/// Captures spdlog output of the default logger and of the runtime's named "amax-tune" logger
+/// (runtime/src/log.cpp; created here when it does not exist yet, and the runtime then reuses it)
+/// for the lifetime of the object, as "<level>: <message>" lines.
 class LogCapture {
  public:
   LogCapture() : previous_(spdlog::default_logger()) {
@@ -153,8 +156,21 @@ class LogCapture {
     auto logger = std::make_shared<spdlog::logger>("capture", sink);
     logger->set_level(spdlog::level::info);
     spdlog::set_default_logger(logger);
+    named_ = spdlog::get("amax-tune");
+    if (!named_) {
+      try {
+        named_ = spdlog::stderr_color_mt("amax-tune");
+      } catch (const spdlog::spdlog_ex&) {  // registered meanwhile
+        named_ = spdlog::get("amax-tune");
+      }
+    }
+    named_sinks_ = named_->sinks();
+    named_->sinks() = {sink};
   }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  ~LogCapture() {
+    named_->sinks() = named_sinks_;
+    spdlog::set_default_logger(previous_);
+  }
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;
   [[nodiscard]] std::string text() const { return stream_.str(); }
@@ -167,7 +183,8 @@ class LogCapture {
 
  private:
   std::ostringstream stream_;
-  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<spdlog::logger> previous_, named_;
+  std::vector<spdlog::sink_ptr> named_sinks_;
 };
 
 /// Expects @p f to throw DbError of @p kind and returns its message.

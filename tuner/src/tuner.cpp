@@ -16,11 +16,13 @@
 #include <spdlog/spdlog.h>
 
 #include "amax/code_object.hpp"
+#include "amax/log.hpp"
 #include "amax/record.hpp"
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/render.hpp"
 #include "amax/runner.hpp"
+#include "amax/trust.hpp"
 #include "amax/verify.hpp"
 
 namespace amax::tune {
@@ -96,6 +98,7 @@ class Session {
       db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved));
       progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
     }
+    if (std::string w = trust::database_warning("tuning database", o_.db_path); !w.empty()) log().warn("{}", w);
     report_.db_in_memory = db_->in_memory();
     if (report_.db_in_memory)
       progress(fmt::format("{} cannot be written: results are kept in memory only for this run (use --db or "

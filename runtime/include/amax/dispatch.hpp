@@ -59,8 +59,9 @@ class DispatchTables {
 
   /// Loads the winners of this arch from the database at `path` into the user or system table.
   /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
-  /// rows and stale rows are counted and reported in one warning per kind. Returns the number
-  /// of entries kept.
+  /// rows and stale rows are counted and reported in one warning per kind; a file that a user
+  /// other than the effective user and root can change (trust::database_writable_by_others) is
+  /// still read, with one warning. Returns the number of entries kept.
   std::size_t load(Source which, const std::string& path);
 
   /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass)
