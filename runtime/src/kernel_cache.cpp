@@ -8,10 +8,14 @@
 
 namespace amax {
 
+BinaryKey binary_key(const JitCompiler& compiler, const ArchInfo& arch, std::string_view source) {
+  return BinaryKey{to_hex(fnv1a64(source)), arch.name, compiler.version()};
+}
+
 CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                             const std::string& source, const std::string& program_name, bool* from_cache,
                             double* compile_ms) {
-  const BinaryKey key{to_hex(fnv1a64(source)), arch.name, compiler.version()};
+  const BinaryKey key = binary_key(compiler, arch, source);
   if (auto hit = cache.load(key)) {
     if (from_cache) *from_cache = true;
     if (compile_ms) *compile_ms = 0;

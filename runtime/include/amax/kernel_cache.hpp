@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "amax/backend.hpp"
@@ -26,6 +27,10 @@ struct KernelBinary {
   bool from_cache = false;   ///< read from the binary cache rather than compiled
   double compile_ms = 0;     ///< 0 when from the cache
 };
+
+/// The binary-cache key of `source` compiled for `arch` by `compiler`: its hash, the arch and the
+/// compiler version. Thread-safe.
+BinaryKey binary_key(const JitCompiler& compiler, const ArchInfo& arch, std::string_view source);
 
 /// Compiles `source` for `arch` through `cache` (keyed by source hash, arch and compiler version).
 /// Returns the binary and log; `from_cache` tells whether it was read back. Thread-safe.
