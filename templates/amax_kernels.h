@@ -8,11 +8,12 @@
 //   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16 (each defined too)
 //   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
-//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE or AMAX_STRATEGY_ONE_PASS
+//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS or
+//                     AMAX_STRATEGY_SELF_RESET
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
-// AMAX_RESTRICT, amax_shfl_xor, amax_atomic_max, amax_arrive, amax_max_u16x2,
+// AMAX_RESTRICT, amax_shfl_xor, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
 // amax_zero_above_u16x2 and amax_float_bits.
 //
 // Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,
@@ -28,7 +29,9 @@
 //                    unsigned* workspace, unsigned* counter, unsigned flags)
 //   in: n elements, element-aligned (any offset; the unaligned head and tail are peeled);
 //   out: one fp32; workspace: gridDim.x words (two_stage, one_pass with more than one block);
-//   counter: one word that is 0 before the launch and is 0 again after it (one_pass);
+//   counter: the stream's slot: words that are 0 before the launch and are 0 again after it:
+//            counter[0] the arrival count (one_pass, self_reset), counter[1] the accumulator of
+//            the block maxima (self_reset); only with more than one block;
 //   flags: bit 0 set = ignore NaN.
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
 // launched with one block of AMAX_THREADS threads.
@@ -37,6 +40,7 @@
 #define AMAX_STRATEGY_ATOMIC 0
 #define AMAX_STRATEGY_TWO_STAGE 1
 #define AMAX_STRATEGY_ONE_PASS 2
+#define AMAX_STRATEGY_SELF_RESET 3
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
 #define AMAX_FLAG_IGNORE_NAN 1u
@@ -197,6 +201,22 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
   if (threadIdx.x == 0) workspace[blockIdx.x] = bits;
   (void)counter;
+#elif AMAX_STRATEGY == AMAX_STRATEGY_SELF_RESET
+  // Thread 0 folds the block maximum into the slot's accumulator (counter[1]) with an atomic max
+  // on the fp32 bits (canonical NaN, as atomic), then counts the block with an acquire-release
+  // add on counter[0]. The release orders this block's atomic max before its count; the last
+  // block's acquire makes every earlier block's atomic max visible to its thread 0, which takes
+  // the final maximum and zeroes the accumulator in one atomic exchange, writes the output and
+  // zeroes the count. The next launch on the stream finds both words 0. No barrier: only thread 0
+  // of each block takes part.
+  if (threadIdx.x == 0) {
+    amax_atomic_max(counter + 1, bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+    if (amax_arrive(counter) == gridDim.x - 1) {
+      amax_write_result(out, amax_atomic_exch(counter + 1, 0u));
+      *counter = 0u;
+    }
+  }
+  (void)workspace;
 #else  // one_pass: the last block to arrive reduces the block maxima and resets the counter
   // Thread 0 stores the block maximum, then counts the block with an acquire-release atomic:
   // the release publishes the store; in the last block the acquire, followed by the barrier,

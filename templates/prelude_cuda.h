@@ -13,6 +13,8 @@ AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask, AMAX_WAVE_SIZE);
 }
 AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
+// Stores v at p and returns the word it replaced, atomically (device scope).
+AMAX_DEVICE unsigned amax_atomic_exch(unsigned* p, unsigned v) { return atomicExch(p, v); }
 // Counts a block's arrival with one device-scope acquire-release atomic: the block's earlier
 // stores are visible to whoever sees the count (release), and the last block sees every earlier
 // block's stores (acquire), without separate __threadfence() calls.

@@ -14,6 +14,8 @@ AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
   return (unsigned)__shfl_xor((int)v, lane_mask, AMAX_WAVE_SIZE);
 }
 AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
+// Stores v at p and returns the word it replaced, atomically (device scope).
+AMAX_DEVICE unsigned amax_atomic_exch(unsigned* p, unsigned v) { return atomicExch(p, v); }
 // Counts a block's arrival with one agent-scope acquire-release atomic (see prelude_cuda.h).
 AMAX_DEVICE unsigned amax_arrive(unsigned* p) {
   return __hip_atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);

@@ -13,12 +13,13 @@ std::string_view to_string(Strategy s) noexcept {
     case Strategy::atomic: return "atomic";
     case Strategy::two_stage: return "two_stage";
     case Strategy::one_pass: return "one_pass";
+    case Strategy::self_reset: return "self_reset";
   }
   return "?";
 }
 
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
-  for (Strategy v : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass})
+  for (Strategy v : kStrategies)
     if (to_string(v) == s) return v;
   return std::nullopt;
 }

@@ -61,7 +61,8 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
 std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   const char* strategy_macro = c.strategy == Strategy::atomic      ? "AMAX_STRATEGY_ATOMIC"
                                : c.strategy == Strategy::two_stage ? "AMAX_STRATEGY_TWO_STAGE"
-                                                                   : "AMAX_STRATEGY_ONE_PASS";
+                               : c.strategy == Strategy::one_pass  ? "AMAX_STRATEGY_ONE_PASS"
+                                                                   : "AMAX_STRATEGY_SELF_RESET";
   std::string s;
   s.reserve(16384);
   s += "// amax-tune generated kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) +

@@ -21,11 +21,14 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
   caps.push_back(BlockCap::uncapped());
 
   std::vector<KernelConfig> out;
-  for (Strategy s : {Strategy::atomic, Strategy::two_stage, Strategy::one_pass})
+  for (Strategy s : kStrategies)
     for (auto t : threads)
       for (auto v : nvecs)
         for (auto u : unrolls)
           for (auto b : caps) {
+            // Pruned self_reset: the launch-bound band it is for (up to a few MiB) wants blocks of
+            // >= 256 threads and grids of >= 4 blocks per SM/CU; at large sizes it ties atomic.
+            if (!full && s == Strategy::self_reset && (t < 256 || b == BlockCap::per_cu(2))) continue;
             KernelConfig c{s, t, v, u, b};
             if (!c.validate(arch, dtype)) out.push_back(c);
           }

@@ -73,13 +73,14 @@ struct amax_context {
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
 
-  // one_pass counters: one zeroed word per stream, claimed lock-free (open addressing).
+  // Stream slots of one_pass and self_reset: kSlotWords zeroed words per stream (arrival count,
+  // self_reset's accumulator), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
-  std::uint32_t* counters = nullptr;
+  std::uint32_t* slots = nullptr;
   std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
 
   ~amax_context() {
-    if (backend && counters) backend->release(counters);
+    if (backend && slots) backend->release(slots);
   }
 
   // ---- plans ----
@@ -136,7 +137,7 @@ struct amax_context {
     return p;
   }
 
-  std::uint32_t* counter_for(StreamHandle s) {
+  std::uint32_t* slot_for(StreamHandle s) {
     // Key: the stream handle (+1, so that the legacy stream NULL is a key too). The per-thread
     // default stream (cudaStreamPerThread / hipStreamPerThread, handle 2) is another stream in
     // every thread: keyed by the thread, with low bits 11 that no handle + 1 has.
@@ -146,12 +147,13 @@ struct amax_context {
     std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> 52;  // 12 bits: 4096 slots
     for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
       std::uintptr_t cur = slot_keys[i].load(std::memory_order_acquire);
-      if (cur == key) return counters + i;
-      if (cur == 0 && slot_keys[i].compare_exchange_strong(cur, key, std::memory_order_acq_rel)) return counters + i;
-      if (cur == key) return counters + i;
+      if (cur == key) return slots + kSlotWords * i;
+      if (cur == 0 && slot_keys[i].compare_exchange_strong(cur, key, std::memory_order_acq_rel))
+        return slots + kSlotWords * i;
+      if (cur == key) return slots + kSlotWords * i;
     }
-    fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass kernels of this "
-                                                   "context; create another context", kSlots));
+    fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass or self_reset "
+                                                   "kernels of this context; create another context", kSlots));
   }
 };
 
@@ -231,8 +233,8 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->tables->read_environment();
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
-    c->counters = static_cast<std::uint32_t*>(c->backend->allocate(4 * amax_context::kSlots));
-    c->backend->memset32_async(c->counters, 0, amax_context::kSlots, nullptr);
+    c->slots = static_cast<std::uint32_t*>(c->backend->allocate(4 * kSlotWords * amax_context::kSlots));
+    c->backend->memset32_async(c->slots, 0, kSlotWords * amax_context::kSlots, nullptr);
     c->backend->synchronize(nullptr);
     *out = c.release();
   });
@@ -274,8 +276,8 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
            fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
                        workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
     const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
-    std::uint32_t* counter = p.shape.uses_counter ? c->counter_for(stream) : nullptr;
-    launch_amax(*c->backend, k, p.shape, input, n, output, workspace, counter, c->nan_mode, stream);
+    std::uint32_t* slot = p.shape.uses_slot ? c->slot_for(stream) : nullptr;
+    launch_amax(*c->backend, k, p.shape, input, n, output, workspace, slot, c->nan_mode, stream);
   });
 }
 

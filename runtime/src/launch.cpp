@@ -16,14 +16,15 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));
   s.grid = static_cast<std::uint32_t>(grid);
   s.memset_output = c.strategy == Strategy::atomic;
-  if (c.strategy != Strategy::atomic && s.grid > 1) s.workspace_bytes = 4ull * s.grid;
-  s.uses_counter = c.strategy == Strategy::one_pass && s.grid > 1;
+  if ((c.strategy == Strategy::two_stage || c.strategy == Strategy::one_pass) && s.grid > 1)
+    s.workspace_bytes = 4ull * s.grid;
+  s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset) && s.grid > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
   return s;
 }
 
 void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& shape, const void* in,
-                 std::uint64_t n, float* out, void* workspace, std::uint32_t* counter, NanMode nan_mode,
+                 std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
                  StreamHandle stream) {
   if (n == 0 || shape.grid == 0) {  // +0.0 without a zero-sized launch
     backend.memset32_async(out, 0u, 1, stream);
@@ -32,7 +33,7 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   if (shape.memset_output) backend.memset32_async(out, 0u, 1, stream);
   unsigned long long count = n;
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
-  void* args[] = {&in, &count, &out, &workspace, &counter, &flags};
+  void* args[] = {&in, &count, &out, &workspace, &slot, &flags};
   backend.launch(k.main, shape.grid, shape.block, stream, args);
   if (shape.finish_kernel) {
     unsigned blocks = shape.grid;

@@ -192,8 +192,8 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   EXPECT_TRUE(has(r.out, "amax_one_pass_t256_v8_u4_bf16"));
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
-  EXPECT_TRUE(has(r.out, "240 variants (48 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
+  EXPECT_TRUE(has(r.out, "288 variants (60 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 48);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 60);
 }

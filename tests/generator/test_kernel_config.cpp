@@ -13,6 +13,13 @@ TEST(KernelConfig, LabelHasEveryFieldInOrder) {
             "atomic.t512.v4.u2.b65535");
   EXPECT_EQ((KernelConfig{Strategy::one_pass, 64, 1, 1, BlockCap::uncapped()}).label(),
             "one_pass.t64.v1.u1.buncapped");
+  EXPECT_EQ((KernelConfig{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(16)}).label(),
+            "self_reset.t512.v8.u2.b16cu");
+  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b16cu"),
+            (KernelConfig{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(16)}));
+  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b16cu").kernel_label(), "self_reset.t512.v8.u2");
+  EXPECT_EQ(kernel_name(KernelConfig::parse("self_reset.t512.v8.u2.b16cu"), DType::bf16),
+            "amax_self_reset_t512_v8_u2_bf16");
 }
 
 TEST(KernelConfig, LabelRoundTripsOverTheFullSpaces) {

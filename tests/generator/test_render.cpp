@@ -34,6 +34,21 @@ TEST(Render, DTypeDefinesComeFromTheTable) {
   EXPECT_NE(f32.find("#define AMAX_ELEM_BYTES 4\n"), std::string::npos);
 }
 
+TEST(Render, EveryStrategyHasItsMacro) {
+  const std::pair<Strategy, const char*> cases[] = {{Strategy::atomic, "AMAX_STRATEGY_ATOMIC"},
+                                                    {Strategy::two_stage, "AMAX_STRATEGY_TWO_STAGE"},
+                                                    {Strategy::one_pass, "AMAX_STRATEGY_ONE_PASS"},
+                                                    {Strategy::self_reset, "AMAX_STRATEGY_SELF_RESET"}};
+  for (const auto& [strategy, macro] : cases) {
+    const KernelConfig c{strategy, 512, 8, 2, BlockCap::per_cu(16)};
+    for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
+      const std::string s = render_source(c, DType::bf16, v);
+      EXPECT_NE(s.find(std::string("#define AMAX_STRATEGY ") + macro + "\n"), std::string::npos) << c.label();
+      EXPECT_NE(s.find(std::string("#define ") + macro + " "), std::string::npos) << "template lacks " << macro;
+    }
+  }
+}
+
 TEST(Render, TemplateHashIsSixteenHexDigits) {
   EXPECT_TRUE(std::regex_match(template_hash(), std::regex("[0-9a-f]{16}")));
 }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "amax/search_space.hpp"
@@ -7,27 +9,41 @@
 using namespace amax;
 
 TEST(SearchSpace, PrunedSpaceSizes) {
-  // 3 strategies x threads {128,256,512,1024} x one 16-byte nvec x unroll {1,2,4,8} x 5 caps.
+  // atomic, two_stage, one_pass: threads {128,256,512,1024} x one 16-byte nvec x unroll {1,2,4,8}
+  // x 5 caps = 80 each; self_reset: threads {256,512,1024} x unroll 4 x caps {4,8,16 per CU,
+  // uncapped} = 48.
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-"})
     for (const auto& d : all_dtypes()) {
       const auto space = enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned);
-      EXPECT_EQ(space.size(), 240u) << arch << " " << d.name;
-      EXPECT_EQ(distinct_kernels(space).size(), 48u);
-      for (const auto& c : space) EXPECT_EQ(c.nvec * d.bytes, 16u) << c.label();
+      EXPECT_EQ(space.size(), 288u) << arch << " " << d.name;
+      EXPECT_EQ(distinct_kernels(space).size(), 60u);
+      std::map<Strategy, int> per;
+      for (const auto& c : space) {
+        EXPECT_EQ(c.nvec * d.bytes, 16u) << c.label();
+        ++per[c.strategy];
+      }
+      EXPECT_EQ(per[Strategy::atomic], 80);
+      EXPECT_EQ(per[Strategy::two_stage], 80);
+      EXPECT_EQ(per[Strategy::one_pass], 80);
+      EXPECT_EQ(per[Strategy::self_reset], 48);
     }
+  const auto space = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::pruned);
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b16cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t128.v8.u2.b16cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b2cu")), space.end());
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
-  // NVIDIA: threads 32..1024 (6); AMD CDNA: 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}.
+  // 4 strategies. NVIDIA: threads 32..1024 (6); AMD CDNA: 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}.
   // unroll 4 values, caps 6 per-CU + uncapped = 7.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 3 * 6 * 3 * 4 * 7},
-               {"sm_90", DType::bf16, 3 * 6 * 4 * 4 * 7},
-               {"gfx90a", DType::fp32, 3 * 5 * 3 * 4 * 7},
-               {"gfx942:sramecc+:xnack-", DType::fp16, 3 * 5 * 4 * 4 * 7}};
+  } cases[] = {{"sm_90", DType::fp32, 4 * 6 * 3 * 4 * 7},
+               {"sm_90", DType::bf16, 4 * 6 * 4 * 4 * 7},
+               {"gfx90a", DType::fp32, 4 * 5 * 3 * 4 * 7},
+               {"gfx942:sramecc+:xnack-", DType::fp16, 4 * 5 * 4 * 4 * 7}};
   for (const auto& c : cases) {
     const auto arch = ArchInfo::parse(c.arch);
     const auto space = enumerate_space(arch, c.dtype, SpaceKind::full);

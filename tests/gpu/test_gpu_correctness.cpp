@@ -2,6 +2,7 @@
 // fixed configurations) against the CPU reference, on the GPU. Label `gpu`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -23,8 +24,9 @@ struct Variant {
   const LoadedKernel* kernel;
 };
 
-// Every variant to verify for `dtype`: the pruned space and TransformerEngine's two fixed configs.
-// Kernels are built in parallel (through the binary cache), then loaded.
+// Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included) and
+// TransformerEngine's two fixed configs. Kernels are built in parallel (through the binary cache),
+// then loaded.
 const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   static std::map<DType, std::vector<Variant>> cache;
   auto& out = cache[dtype];
@@ -51,6 +53,9 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
     env.kernels->load(std::move(*built[i]));
   }
   for (const auto& c : configs) out.push_back({c, &env.kernels->get(c, dtype)});
+  for (Strategy s : kStrategies)
+    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s; }))
+      throw std::logic_error("no " + std::string(to_string(s)) + " variant in the verified set");
   return out;
 }
 
@@ -105,9 +110,10 @@ class CaseRunner {
                       << " offset=" << offset << " nan=" << (mode == NanMode::ignore ? "ignore" : "propagate")
                       << ": got 0x" << std::hex << got[i] << " expected 0x" << expect;
       }
-    std::uint32_t counter = 1;
-    b_.copy_to_host(&counter, counter_.p, 4);
-    EXPECT_EQ(counter, 0u) << "one_pass left its counter non-zero after " << what;
+    std::uint32_t slot[kSlotWords] = {1, 1};
+    b_.copy_to_host(slot, counter_.p, sizeof slot);
+    EXPECT_EQ(slot[0], 0u) << "one_pass or self_reset left the arrival count non-zero after " << what;
+    EXPECT_EQ(slot[1], 0u) << "self_reset left its accumulator non-zero after " << what;
     if (bytes && bytes <= (256u << 20)) {  // the input is never written
       std::vector<std::uint8_t> back(bytes);
       b_.copy_to_host(back.data(), input_.get(off_bytes), bytes);
@@ -143,7 +149,11 @@ TEST(GpuCorrectness, EveryVariantEverySizeBothNanModes) {
   std::mt19937_64 seeds(std::random_device{}());
   Summary sum;
   for (const auto& d : all_dtypes()) {
-    std::printf("%s: %zu variants\n", std::string(d.name).c_str(), variants(*env, d.dtype).size());
+    const auto& vs = variants(*env, d.dtype);
+    std::printf("%s: %zu variants (%zu self_reset)\n", std::string(d.name).c_str(), vs.size(),
+                static_cast<std::size_t>(std::count_if(vs.begin(), vs.end(), [](const Variant& v) {
+                  return v.config.strategy == Strategy::self_reset;
+                })));
     for (std::uint64_t n : kSizes)
       for (NanMode m : {NanMode::propagate, NanMode::ignore}) {
         const auto seed = seeds();

@@ -2,6 +2,8 @@
 // graph capture and replay, several threads and streams, bad input statuses.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -97,6 +99,102 @@ TEST(GpuRuntime, GraphCapturedOnceAndReplayedThreeTimes) {
       b.destroy_graph(g);
     }
   b.destroy_stream(s);
+}
+
+// AMAX_TUNE_FORCE_STRATEGY=self_reset for the contexts created while it lives (read at creation).
+struct ForceStrategy {
+  explicit ForceStrategy(const char* s) { setenv("AMAX_TUNE_FORCE_STRATEGY", s, 1); }
+  ~ForceStrategy() { unsetenv("AMAX_TUNE_FORCE_STRATEGY"); }
+};
+
+TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  ForceStrategy force("self_reset");
+  amax_tune::Context ctx(options());
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};  // one block (no slot); 129 blocks; capped grid
+  const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
+  ctx.preload(dtypes, 2, sizes, 3);
+  StreamHandle s1 = b.create_stream(), s2 = b.create_stream();
+  std::mt19937_64 rng(std::random_device{}());
+  for (amax_dtype_t dt : dtypes)
+    for (std::uint64_t n : sizes) {
+      const DType d = static_cast<DType>(dt);
+      const auto e = ctx.explain(dt, n);
+      ASSERT_EQ(std::string(e.label).rfind("self_reset.", 0), 0u) << e.label;
+      ASSERT_EQ(e.launches, 1u) << e.label;
+      ASSERT_EQ(e.workspace_bytes, 4u) << e.label;  // self_reset needs none; the size is never 0
+      // Two graphs of the same call on two streams replayed at the same time: each uses its
+      // capture stream's slot.
+      DeviceBuffer in1(b, n * info(d).bytes + 16), in2(b, n * info(d).bytes + 16), out(b, 8), ws(b, 4);
+      b.memset32_async(out.p, 0xffffffffu, 2, s1);
+      b.synchronize(s1);
+      b.begin_capture(s1);
+      ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
+      GraphExecHandle g1 = b.end_capture(s1);
+      b.begin_capture(s2);
+      ctx.compute(in2.p, dt, n, out.get<float>(4), ws.p, ws.bytes, s2);
+      GraphExecHandle g2 = b.end_capture(s2);
+      for (int replay = 0; replay < 4; ++replay) {
+        const InputKind k1 = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
+        const InputKind k2 = replay == 3 ? InputKind::nan_middle : InputKind::max_first;
+        const auto h1 = make_input(k1, d, n, rng()), h2 = make_input(k2, d, n, rng());
+        b.copy_to_device(in1.p, h1.data(), h1.size());
+        b.copy_to_device(in2.p, h2.data(), h2.size());
+        for (int k = 0; k < 3; ++k) {  // back-to-back replays on both streams
+          b.launch_graph(g1, s1);
+          b.launch_graph(g2, s2);
+        }
+        b.synchronize(s1);
+        b.synchronize(s2);
+        EXPECT_EQ(read_bits(b, out.get(0)), reference_amax_bits(h1.data(), d, n, NanMode::propagate))
+            << "replay " << replay << " stream 1 " << to_string(d) << " n=" << n << " (" << e.label << ")";
+        EXPECT_EQ(read_bits(b, out.get(4)), reference_amax_bits(h2.data(), d, n, NanMode::propagate))
+            << "replay " << replay << " stream 2 " << to_string(d) << " n=" << n << " (" << e.label << ")";
+      }
+      b.destroy_graph(g1);
+      b.destroy_graph(g2);
+    }
+  b.destroy_stream(s1);
+  b.destroy_stream(s2);
+}
+
+TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  ForceStrategy force("self_reset");
+  for (amax_nan_mode_t mode : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+    amax_tune::Context ctx(options(mode));
+    const auto mm = mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+    std::atomic<int> wrong{0}, done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(2000 + t);
+        StreamHandle s = t == 0 ? reinterpret_cast<StreamHandle>(2) : b.create_stream();  // 0: per-thread default
+        DeviceBuffer in(b, (1u << 22) * 4 + 16), out(b, 4 * 40), ws(b, 4);
+        std::vector<std::uint32_t> expect;
+        for (int i = 0; i < 40; ++i) {
+          const DType d = static_cast<DType>(i % 3);
+          const std::uint64_t n = 1 + rng() % (1u << 22);
+          const InputKind kind = i % 4 == 3 ? InputKind::nan_middle : InputKind::max_in_vector;
+          const auto host = make_input(kind, d, n, rng());
+          b.synchronize(s);  // the previous call has read its input
+          b.copy_to_device(in.p, host.data(), host.size());
+          ctx.compute(in.p, api(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+          expect.push_back(reference_amax_bits(host.data(), d, n, mm));
+        }
+        b.synchronize(s);
+        std::vector<std::uint32_t> got(expect.size());
+        b.copy_to_host(got.data(), out.p, 4 * got.size());
+        for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expect[i];
+        done += static_cast<int>(got.size());
+        if (t != 0) b.destroy_stream(s);
+      });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0) << (mode == AMAX_NAN_IGNORE ? "ignore" : "propagate");
+    EXPECT_EQ(done.load(), 320);
+  }
 }
 
 TEST(GpuRuntime, NoCompilationDuringCapture) {

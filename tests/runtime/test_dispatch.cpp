@@ -148,11 +148,21 @@ TEST_F(Dispatch, EnvironmentOverrides) {
   EXPECT_EQ(te.choose(DType::fp32, 10).config.label(), "atomic.t512.v4.u2.buncapped");
   unsetenv("NVTE_USE_ATOMIC_AMAX");
 
+  setenv("AMAX_TUNE_FORCE_STRATEGY", "self_reset", 1);
+  DispatchTables sr(arch, kId);
+  sr.read_environment();
+  EXPECT_TRUE(sr.warnings().empty());
+  EXPECT_EQ(sr.choose(DType::bf16, 1000).source, Source::override_env);
+  EXPECT_EQ(sr.choose(DType::bf16, 1000).config.label(), "self_reset.t512.v8.u2.buncapped");
+  unsetenv("AMAX_TUNE_FORCE_STRATEGY");
+
   setenv("AMAX_TUNE_FORCE_STRATEGY", "three_stage", 1);
   setenv("AMAX_TUNE_FORCE_LABEL", "nonsense", 1);
   DispatchTables bad(arch, kId);
   bad.read_environment();
-  EXPECT_EQ(bad.warnings().size(), 2u);
+  ASSERT_EQ(bad.warnings().size(), 2u);
+  EXPECT_NE(bad.warnings()[1].find("'three_stage' ignored (expected atomic, two_stage, one_pass or self_reset)"),
+            std::string::npos) << bad.warnings()[1];
   EXPECT_EQ(bad.choose(DType::fp32, 10).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");
   unsetenv("AMAX_TUNE_FORCE_LABEL");

@@ -11,12 +11,12 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   auto s = launch_shape(one, 1000, 132);
   EXPECT_EQ(s.grid, 1u);  // 251 vectors
   EXPECT_EQ(s.workspace_bytes, 0u);
-  EXPECT_FALSE(s.uses_counter);
+  EXPECT_FALSE(s.uses_slot);
   EXPECT_EQ(s.launches(), 1);
   s = launch_shape(one, 1u << 20, 132);  // 262145 vectors -> 513 blocks
   EXPECT_EQ(s.grid, 513u);
   EXPECT_EQ(s.workspace_bytes, 513u * 4);
-  EXPECT_TRUE(s.uses_counter);
+  EXPECT_TRUE(s.uses_slot);
   EXPECT_EQ(s.launches(), 1);
   s = launch_shape(one, 1ull << 33, 132);
   EXPECT_EQ(s.grid, 528u);
@@ -31,11 +31,34 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   EXPECT_FALSE(s.finish_kernel);
   EXPECT_EQ(s.launches(), 1);
 
+  // self_reset: one launch, the stream slot with more than one block, never a workspace.
+  const KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
+  s = launch_shape(self, 1000, 132);  // 126 vectors: one block writes the result itself
+  EXPECT_EQ(s.grid, 1u);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(self, 1u << 20, 132);  // 131073 vectors / 1024 per block -> 129 blocks
+  EXPECT_EQ(s.grid, 129u);
+  EXPECT_TRUE(s.uses_slot);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_FALSE(s.memset_output);
+  EXPECT_FALSE(s.finish_kernel);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(self, 1ull << 33, 132);
+  EXPECT_EQ(s.grid, 528u);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(self, 0, 132);
+  EXPECT_EQ(s.grid, 0u);
+  EXPECT_EQ(s.launches(), 0);
+
   const KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped()};
   s = launch_shape(atomic, 100, 132);
   EXPECT_TRUE(s.memset_output);
   EXPECT_EQ(s.launches(), 2);
   EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_FALSE(s.uses_slot);
   s = launch_shape(atomic, 0, 132);
   EXPECT_EQ(s.grid, 0u);
   EXPECT_EQ(s.launches(), 0);  // n == 0: launch_amax only memsets the output

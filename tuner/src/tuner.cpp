@@ -267,9 +267,9 @@ class Session {
     runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol);
     out_ = static_cast<float*>(backend_->allocate(4));
     workspace_ = backend_->allocate(max_ws);
-    counter_ = static_cast<std::uint32_t*>(backend_->allocate(4));
+    counter_ = static_cast<std::uint32_t*>(backend_->allocate(4 * kSlotWords));
     sink_ = backend_->allocate(4);
-    backend_->memset32_async(counter_, 0, 1, stream_);
+    backend_->memset32_async(counter_, 0, kSlotWords, stream_);
     Verifier verifier(*backend_, stream_, max_variants, max_ws);
     std::map<DType, std::map<std::string, std::string>> small_failures;
 

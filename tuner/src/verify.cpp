@@ -12,9 +12,9 @@ Verifier::Verifier(Backend& b, StreamHandle stream, std::size_t max_variants, st
     : b_(b), stream_(stream), max_variants_(max_variants), max_workspace_(std::max<std::uint64_t>(max_workspace, 4)) {
   outputs_ = static_cast<float*>(b.allocate(4 * max_variants));
   workspace_ = b.allocate(max_workspace_);
-  counter_ = static_cast<std::uint32_t*>(b.allocate(4));
+  counter_ = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
   b.memset32_async(workspace_, 0xabababab, max_workspace_ / 4, stream);  // arbitrary bytes
-  b.memset32_async(counter_, 0, 1, stream);
+  b.memset32_async(counter_, 0, kSlotWords, stream);
   b.synchronize(stream);
 }
 
@@ -42,9 +42,12 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
   b_.synchronize(stream_);
   std::vector<std::uint32_t> got(kernels.size());
   b_.copy_to_host(got.data(), outputs_, 4 * kernels.size());
-  std::uint32_t counter = 0;
-  b_.copy_to_host(&counter, counter_, 4);
-  if (counter != 0) throw std::runtime_error("a one_pass variant left its counter at " + std::to_string(counter));
+  std::uint32_t slot[kSlotWords] = {};
+  b_.copy_to_host(slot, counter_, sizeof slot);
+  if (slot[0] != 0)
+    throw std::runtime_error("a one_pass or self_reset variant left its arrival count at " + std::to_string(slot[0]));
+  if (slot[1] != 0)
+    throw std::runtime_error(fmt::format("a self_reset variant left its accumulator at 0x{:08x}", slot[1]));
   return got;
 }
 

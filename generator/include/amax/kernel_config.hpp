@@ -21,7 +21,13 @@ namespace amax {
 ///   TransformerEngine's default). Two launches, one when the grid is a single block.
 /// - one_pass: block maxima go to the workspace and the last block to finish reduces them,
 ///   detected with a context-owned counter that the last block resets. One launch.
-enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2 };
+/// - self_reset: every block does an atomic max into a context-owned accumulator word and counts
+///   itself on a context-owned counter; the last block writes the output and zeroes both words.
+///   One launch, no memset, no workspace.
+enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3 };
+/// Every strategy, in enum order.
+inline constexpr Strategy kStrategies[] = {Strategy::atomic, Strategy::two_stage, Strategy::one_pass,
+                                           Strategy::self_reset};
 std::string_view to_string(Strategy s) noexcept;
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
 

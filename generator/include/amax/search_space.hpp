@@ -20,7 +20,9 @@ enum class SpaceKind { pruned, full };
 /// two up to 16 bytes; unroll 1, 2, 4, 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped.
 /// pruned (the tuner's default): threads 128-1024, 16-byte vectors only (the widest load is the one
 /// that reaches bandwidth on both vendors), unroll 1, 2, 4, 8; max blocks 2, 4, 8, 16 per CU or
-/// uncapped. On the H200 this is 240 variants per dtype from 48 compiled sources.
+/// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
+/// (48 variants: it serves the launch-bound sizes). On the H200 this is 288 variants per dtype
+/// from 60 compiled sources.
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 

@@ -17,12 +17,15 @@
  *
  * Streams: NULL is the legacy default stream; the per-thread default stream handle
  * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
- * so. one_pass kernels count finished blocks in a context-owned word per stream (4096 words, one
- * per distinct stream handle seen in the context's lifetime; AMAX_STATUS_TOO_MANY_STREAMS past
- * that). A graph captured on a stream uses that stream's word: do not run the graph at the same
- * time as other amax work on its capture stream. A workspace must not be shared by calls that can
- * run at the same time. Destroy a context only when no call is running and no graph that captured
- * its calls will run again.
+ * so. one_pass and self_reset kernels keep their state in a context-owned slot per stream: two
+ * 32-bit words, zeroed once at context creation (32 KiB for 4096 slots, one per distinct stream
+ * handle seen in the context's lifetime; AMAX_STATUS_TOO_MANY_STREAMS past that). one_pass counts
+ * finished blocks in the first word; self_reset counts them there and combines the block maxima by
+ * atomic max in the second; the last block of either writes the output and leaves both words 0.
+ * A graph captured on a stream uses that stream's slot: do not run the graph at the same time as
+ * other amax work on its capture stream (two graphs captured on two different streams may run at
+ * the same time). A workspace must not be shared by calls that can run at the same time. Destroy a
+ * context only when no call is running and no graph that captured its calls will run again.
  *
  * Sizes: n is a 64-bit element count (up to the device's memory); results are exact for any n.
  */
@@ -56,7 +59,7 @@ typedef enum amax_status_t {
   AMAX_STATUS_NO_DEVICE = 7,           /**< no GPU, no driver, or this build lacks its backend */
   AMAX_STATUS_COMPILE_FAILED = 8,      /**< JIT compilation failed (the message holds the log) */
   AMAX_STATUS_DRIVER_ERROR = 9,        /**< a CUDA/HIP call failed (the message names it) */
-  AMAX_STATUS_TOO_MANY_STREAMS = 10,   /**< more streams than one_pass counter slots (4096) */
+  AMAX_STATUS_TOO_MANY_STREAMS = 10,   /**< more streams than one_pass / self_reset stream slots (4096) */
   AMAX_STATUS_INTERNAL_ERROR = 11
 } amax_status_t;
 
@@ -103,7 +106,9 @@ typedef struct amax_explanation_t {
   double expected_us;          /**< the entry's measured median at tuned_n (0 when unknown) */
   double expected_gbps;        /**< bytes / time at tuned_n, GB/s (0 when unknown) */
   uint32_t grid;               /**< blocks of the launch for this n */
-  uint32_t launches;           /**< kernel/memset launches per call (1 or 2) */
+  uint32_t launches;           /**< kernel/memset launches per call: 1 (one_pass, self_reset,
+                                    two_stage with one block) or 2 (atomic: memset + kernel;
+                                    two_stage: two kernels) */
   uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */
   char detail[512];            /**< a sentence: which entry, measured where and when, or why a fallback */
 } amax_explanation_t;
@@ -112,16 +117,17 @@ typedef struct amax_explanation_t {
 AMAX_API void amax_context_options_init(amax_context_options_t* options);
 
 /** Creates a context on a device: opens the databases (read-only), loads and validates their
- *  entries for this device's arch (one warning per bad or stale row), allocates the one_pass
- *  counters (16 KiB, zeroed once). Errors: NULL_POINTER, INVALID_ARGUMENT, NO_DEVICE,
+ *  entries for this device's arch (one warning per bad or stale row), allocates the stream slots
+ *  of one_pass and self_reset (32 KiB, zeroed once). Errors: NULL_POINTER, INVALID_ARGUMENT, NO_DEVICE,
  *  DRIVER_ERROR. A damaged or missing database is not an error: it is skipped with one warning. */
 AMAX_API amax_status_t amax_context_create(const amax_context_options_t* options, amax_context_t* context);
 
 /** Destroys a context (waits for nothing; do not destroy while its work is in flight). NULL is a no-op. */
 AMAX_API amax_status_t amax_context_destroy(amax_context_t context);
 
-/** Workspace bytes amax_compute needs for (dtype, n): the block maxima of the chosen variant,
- *  at least 4 bytes (never 0). Errors: NULL_POINTER, UNKNOWN_DTYPE. */
+/** Workspace bytes amax_compute needs for (dtype, n): the block maxima of the chosen variant
+ *  (two_stage, one_pass), at least 4 bytes (never 0, also when the variant needs none: atomic,
+ *  self_reset). Errors: NULL_POINTER, UNKNOWN_DTYPE. */
 AMAX_API amax_status_t amax_workspace_size(amax_context_t context, amax_dtype_t dtype, uint64_t n, size_t* bytes);
 
 /** Enqueues amax of n elements at `input` (device memory, aligned to the element size, any offset)

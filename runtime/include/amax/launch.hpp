@@ -1,6 +1,7 @@
 #pragma once
 // Launching a loaded kernel: its launch shape (grid, block, workspace, extra launches) and the
 // launch sequence, written once for both vendors. Building and loading kernels is kernel_cache.hpp.
+#include <cstddef>
 #include <cstdint>
 
 #include "amax/backend.hpp"
@@ -10,6 +11,11 @@ namespace amax {
 
 struct LoadedKernel;  // kernel_cache.hpp
 
+/// 32-bit words of one stream slot: [0] the arrival count (one_pass, self_reset), [1] the
+/// accumulator of block maxima (self_reset). A slot is zeroed once when allocated; every kernel
+/// that uses it leaves it zero again.
+inline constexpr std::size_t kSlotWords = 2;
+
 /// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
 /// ceil(n / nvec) + 1 (the unaligned head can add one).
@@ -17,7 +23,7 @@ struct LaunchShape {
   std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched)
   std::uint32_t block = 0;
   std::uint64_t workspace_bytes = 0;  ///< 4 x grid for two_stage/one_pass when grid > 1, else 0
-  bool uses_counter = false;          ///< one_pass with grid > 1
+  bool uses_slot = false;             ///< one_pass or self_reset with grid > 1: the stream's slot
   bool memset_output = false;         ///< atomic: the output is zeroed first
   bool finish_kernel = false;         ///< two_stage with grid > 1: a second launch
   int launches() const noexcept { return (grid ? 1 : 0) + (memset_output ? 1 : 0) + (finish_kernel ? 1 : 0); }
@@ -26,12 +32,13 @@ LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint3
 
 /// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
 /// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
-/// one and, with more than one block, the finish kernel; one_pass launches once.
-/// workspace: at least shape.workspace_bytes bytes (any content); counter: one 32-bit word that is
-/// 0 (one_pass leaves it 0), needed when shape.uses_counter. Never synchronises or allocates.
+/// one and, with more than one block, the finish kernel; one_pass and self_reset launch once.
+/// workspace: at least shape.workspace_bytes bytes (any content); slot: kSlotWords 32-bit words
+/// that are 0 (the kernels leave them 0), needed when shape.uses_slot; no two launches that may
+/// run at the same time may share a slot. Never synchronises or allocates.
 /// Errors: BackendError from the launch.
 void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
-                 std::uint64_t n, float* out, void* workspace, std::uint32_t* counter, NanMode nan_mode,
+                 std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
                  StreamHandle stream);
 
 }  // namespace amax

@@ -23,7 +23,8 @@ class Verifier {
   Verifier(const Verifier&) = delete;
   Verifier& operator=(const Verifier&) = delete;
   /// Result bits of every kernel on `n` elements at device pointer `in`. A launch that fails
-  /// throws BackendError naming the call. Also checks that the one_pass counter is 0 after.
+  /// throws BackendError naming the call. Also checks that the stream slot's
+  /// words (arrival count of one_pass and self_reset, accumulator of self_reset) are 0 after.
   std::vector<std::uint32_t> run(const std::vector<const LoadedKernel*>& kernels,
                                  const std::vector<KernelConfig>& configs, const void* in, std::uint64_t n,
                                  NanMode mode);
