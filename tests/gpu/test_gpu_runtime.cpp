@@ -181,7 +181,7 @@ TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {
           const auto host = make_input(kind, d, n, rng());
           b.synchronize(s);  // the previous call has read its input
           b.copy_to_device(in.p, host.data(), host.size());
-          ctx.compute(in.p, api(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+          ctx.compute(in.p, to_c(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
           expect.push_back(reference_amax_bits(host.data(), d, n, mm));
         }
         b.synchronize(s);

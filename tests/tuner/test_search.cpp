@@ -76,13 +76,13 @@ TEST(Search, FinalistsAreTheFastestFewTheBestOfEachStrategyAndTheTransformerEngi
   EXPECT_EQ(te[1].strategy, Strategy::two_stage);
   auto v = results({"one_pass.t256.v8.u1.b8cu", "one_pass.t256.v8.u2.b8cu", "one_pass.t256.v8.u4.b8cu",
                     "atomic.t256.v8.u2.b8cu", "two_stage.t256.v8.u2.b8cu", te[0].label(), te[1].label(),
-                    "atomic.t128.v8.u2.b8cu"});
-  const double med[] = {1, 2, 3, 7, 9, 8, 10, 6};
+                    "atomic.t128.v8.u2.b8cu", "self_reset.t512.v8.u2.b8cu"});
+  const double med[] = {1, 2, 3, 7, 9, 8, 10, 6, 11};
   for (std::size_t i = 0; i < v.size(); ++i) v[i].stats = Stats::of({med[i]});
   v[7].status = db::TrialStatus::wrong_result;  // fastest atomic, but wrong: never a finalist
   TimingProtocol p;
   p.finalists = 2;
-  EXPECT_EQ(finalists(v, p, DType::bf16), (std::set<std::size_t>{0, 1, 3, 4, 5, 6}));
+  EXPECT_EQ(finalists(v, p, DType::bf16), (std::set<std::size_t>{0, 1, 3, 4, 5, 6, 8}));  // 8: the only self_reset
 }
 
 TEST(Search, CandidatesAreTheSpacePlusTheBaselinesNotInIt) {
