@@ -1,5 +1,6 @@
 #include "amax/compiler.hpp"
 
+#include <atomic>
 #include <regex>
 
 #include "compilers.hpp"
@@ -37,6 +38,13 @@ std::map<std::string, ResourceUsage> parse_ptxas_report(const std::string& log) 
   }
   return out;
 }
+
+namespace {
+std::atomic<std::uint64_t> g_compiles{0};
+}
+
+void detail::count_compile() noexcept { g_compiles.fetch_add(1, std::memory_order_relaxed); }
+std::uint64_t jit_compile_count() noexcept { return g_compiles.load(std::memory_order_relaxed); }
 
 bool have_compiler(Vendor vendor) noexcept {
   return vendor == Vendor::nvidia ? AMAX_HAVE_CUDA : AMAX_HAVE_HIP;

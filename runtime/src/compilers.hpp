@@ -4,6 +4,8 @@
 #include "amax/compiler.hpp"
 
 namespace amax::detail {
+/// Adds one to jit_compile_count(); each compiler calls it when it starts a compile.
+void count_compile() noexcept;
 #if AMAX_HAVE_CUDA
 std::unique_ptr<JitCompiler> make_nvrtc_compiler();
 #endif

@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
@@ -109,6 +111,35 @@ TEST_P(JitCompile, RefusesTheOtherVendorsArch) {
   if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
   const auto other = ArchInfo::parse(t.vendor == Vendor::nvidia ? "gfx90a" : "sm_90");
   EXPECT_THROW(make_compiler(t.vendor)->compile("", "x", other), std::invalid_argument);
+}
+
+// The compiler library is opened on first use, not linked: with it made unreachable (the override
+// names a file that does not exist) a compile is a CompileError naming the library and dlerror()'s
+// message, with no compile counted. Runs in a child process (threadsafe death-test style re-executes
+// the binary) so that the library has not been opened yet.
+TEST_P(JitCompile, MissingCompilerLibraryIsACompileErrorNamingIt) {
+  const Target t = GetParam();
+  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const char* env = t.vendor == Vendor::nvidia ? "AMAX_TUNE_NVRTC_LIBRARY" : "AMAX_TUNE_HIPRTC_LIBRARY";
+  EXPECT_EXIT(
+      {
+        ::setenv(env, "/nonexistent/libjit.so", 1);
+        const auto compiler = make_compiler(t.vendor);
+        int code = 0;
+        if (compiler->available() || !compiler->version().empty()) code = 2;
+        try {
+          compiler->compile("extern \"C\" __global__ void k() {}", "k.src", ArchInfo::parse(t.arch));
+          code = 3;
+        } catch (const CompileError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+        }
+        if (jit_compile_count() != 0) code = 4;
+        std::exit(code);
+      },
+      ::testing::ExitedWithCode(0),
+      "cannot compile k.src for .*could not be loaded \\(tried /nonexistent/libjit.so: "
+      "/nonexistent/libjit.so: cannot open shared object file");
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, JitCompile,

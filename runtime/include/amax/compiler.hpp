@@ -2,6 +2,7 @@
 // The compile layer: kernel source -> loadable binary through the vendor's JIT compiler
 // (NVRTC -> CUBIN on NVIDIA, hipRTC -> AMD code object on AMD).
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -54,11 +55,19 @@ class JitCompiler {
  public:
   virtual ~JitCompiler() = default;
   virtual Vendor vendor() const noexcept = 0;
-  /// "nvrtc 13.0" / "hiprtc 5.2.21153": recorded in the DB and part of the binary-cache key.
+  /// "nvrtc 13.0" / "hiprtc 5.2.21153", from the compiler library itself: recorded in the DB and
+  /// part of the binary-cache key. Empty when the library is unavailable (see unavailable_reason()).
+  /// The first call of version(), unavailable_reason() or compile() opens the library (dlopen).
   virtual const std::string& version() const noexcept = 0;
+  /// Empty when the compiler library could be loaded; otherwise the libraries tried and dlerror()'s
+  /// messages (NVRTC: libnvrtc.so.13, .so.12, .so or AMAX_TUNE_NVRTC_LIBRARY; hipRTC:
+  /// libhiprtc.so.6, libamdhip64.so.5, ... or AMAX_TUNE_HIPRTC_LIBRARY).
+  virtual const std::string& unavailable_reason() const noexcept = 0;
+  bool available() const noexcept { return unavailable_reason().empty(); }
   /// Compiles `source` (a self-contained program; `program_name` appears in diagnostics) for
   /// `arch` to a loadable binary. Never flushes denormals, never uses fast math.
-  /// Errors: CompileError (with the full log) when the compiler rejects the program;
+  /// Errors: CompileError (with the full log) when the compiler rejects the program, and
+  /// CompileError naming what is missing (empty log) when the compiler library is unavailable;
   /// std::runtime_error when the compiler library itself fails.
   virtual CompiledProgram compile(std::string_view source, std::string_view program_name,
                                   const ArchInfo& arch) const = 0;
@@ -72,7 +81,13 @@ std::map<std::string, ResourceUsage> parse_ptxas_report(const std::string& log);
 /// The compiler for `vendor`. Errors: std::runtime_error naming the vendor when this build has no
 /// backend for it.
 std::unique_ptr<JitCompiler> make_compiler(Vendor vendor);
-/// True when this build includes the compiler for `vendor`.
+/// True when this build includes the compiler for `vendor` (its library may still be missing at
+/// run time: JitCompiler::available()).
 bool have_compiler(Vendor vendor) noexcept;
+
+/// How many JIT compiles this process has started (every vendor; calls rejected because the
+/// compiler library is missing are not counted). For tests that prove a path needs no JIT.
+/// Thread-safe.
+std::uint64_t jit_compile_count() noexcept;
 
 }  // namespace amax
