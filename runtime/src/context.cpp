@@ -92,8 +92,19 @@ struct amax_context {
     p->entry = c.entry;
     p->shape = launch_shape(p->config, n, cu);
     p->workspace_bytes = std::max<std::uint64_t>(
-        {4, p->shape.workspace_bytes, launch_shape(builtin_default(arch, d, n), n, cu).workspace_bytes});
+        {4, p->shape.workspace_bytes, launch_shape(fallback_for(p->config, d, n), n, cu).workspace_bytes});
     return p;
+  }
+
+  // The variant that replaces `chosen` when it fails to compile: the built-in default of the arch
+  // family, but never one that needs more workspace than `chosen` (a workspace-free variant such
+  // as self_reset or atomic falls back to the default's shape with the atomic strategy, which
+  // needs none), so amax_workspace_size reports what the chosen variant needs (at least 4 bytes).
+  KernelConfig fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
+    KernelConfig def = builtin_default(arch, d, n);
+    if (launch_shape(def, n, cu).workspace_bytes > launch_shape(chosen, n, cu).workspace_bytes)
+      def.strategy = Strategy::atomic;
+    return def;
   }
 
   Plan& plan(DType d, std::uint64_t n) {
@@ -118,13 +129,13 @@ struct amax_context {
       try {
         k = &kernels->get(p.config, d);
       } catch (const CompileError& e) {
-        const KernelConfig def = builtin_default(arch, d, n);
+        const KernelConfig def = fallback_for(p.config, d, n);
         if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
         log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(), def.label(), e.what());
         auto fb = std::make_unique<Plan>();
         fb->config = def;
         fb->shape = launch_shape(def, n, cu);
-        fb->workspace_bytes = p.workspace_bytes;  // covers the default by construction (make_plan)
+        fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
         fb->kernel.store(&kernels->get(def, d), std::memory_order_relaxed);
         std::lock_guard lock(fallback_mu);
         if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
