@@ -1,33 +1,48 @@
 #!/usr/bin/env bash
-# On the GPU machine (see ../shared/device/README.md): the whole release pipeline in one call.
-#  1. build, run every `gpu` test;  2. tune the default grid (cold binary cache), kill a second run
-#  midway and resume it;  3. turn the tuning into data/system-db.jsonl and rebuild, so the
-#  installed package ships it; run the install test (the example consumer on the GPU);
-#  4. amax-tune bench against the shipped database.  Results go to $OUT (results.tar.gz + a few files).
+# On the GPU machine (see ../shared/device/README.md): the release pipeline, in two phases that each
+# fit one device call (run `tune`, then `bench` while the machine is still warm; `all` runs both).
+#   tune:  build; every `gpu` test but the Python ones; tune the default grid twice (the first with
+#          a cold kernel cache) into two databases; `amax-tune check` of the first where the build
+#          has it; both runs exported as text; the first turned into data/system-db.jsonl.
+#   bench: rebuild (the new system.db and its bundle), the install test, `amax-tune bench` against
+#          the shipped database only, the Python package's install, tests and bench.
+# Results go to $OUT: results-PHASE.tar.gz (every log) and data/system-db.jsonl.
+#   usage: bash scripts/device-release.sh tune|bench|all
 set -uo pipefail
-OUT=${OUT:-out}; mkdir -p "$OUT/r"; R="$OUT/r"
+phase=${1:-all}
+OUT=${OUT:-out}; R="$OUT/r-$phase"; mkdir -p "$R"
 B=build-device; T=$B/tuner/amax-tune
 log() { echo "== $*"; }
-cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release > "$R/configure.log" 2>&1 || { tail "$R/configure.log"; exit 1; }
-cmake --build $B -j"$(nproc)" > "$R/build.log" 2>&1 || { tail -30 "$R/build.log"; exit 1; }
-s=$SECONDS; ctest --test-dir $B -L gpu --output-on-failure > "$R/ctest-gpu.log" 2>&1; rc=$?
-log "ctest -L gpu rc=$rc in $((SECONDS-s)) s"; grep -E "tests passed|Failed|\*\*\*" "$R/ctest-gpu.log" | tail -8
-grep -hE "variant x case|random \(dtype|explain bf16" "$R/ctest-gpu.log" | head -8
-export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache; rm -rf "$AMAX_TUNE_CACHE_DIR" /tmp/amax-*.db*
-s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200.db --json "$R/tune.json" > "$R/tune.txt" 2> "$R/tune.err"
-log "tune default grid, cold kernel cache: rc=$? wall $((SECONDS-s)) s"; tail -1 "$R/tune.txt"
-$T --arch sm_90 --db /tmp/amax-kill.db --dtypes fp16 > /dev/null 2> "$R/kill-1.err" & pid=$!
-sleep 4; kill -9 $pid; wait $pid 2>/dev/null
-k1=$(grep -c '^\[' "$R/kill-1.err"); s=$SECONDS
-$T --arch sm_90 --db /tmp/amax-kill.db --dtypes fp16 > "$R/kill-2.txt" 2> "$R/kill-2.err"
-log "SIGKILL after 4 s with $k1 keys finished; restart rc=$? in $((SECONDS-s)) s: $(grep resuming "$R/kill-2.err"); $(grep -c '^\[' "$R/kill-2.err") keys measured"
-s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200.db > "$R/tune-again.txt" 2>&1; log "rerun with everything tuned: $((SECONDS-s)) s"
-$T export --format text --db /tmp/amax-h200.db -o "$R/h200-full.jsonl"
-mkdir -p data && python3 scripts/make-system-db.py "$R/h200-full.jsonl" > data/system-db.jsonl && cp data/system-db.jsonl "$OUT/"
-cmake -S . -B $B > /dev/null && cmake --build $B -j"$(nproc)" > "$R/build2.log" 2>&1 || tail "$R/build2.log"
-ctest --test-dir $B -R install --output-on-failure -V > "$R/install.log" 2>&1; log "install test rc=$?"
-grep -E "amax =|explain:|all amax|WRONG" "$R/install.log"
-s=$SECONDS; $T bench --db "" --system-db $B/share/amax-tune/system.db -o "$R/bench" > "$R/bench.txt" 2> "$R/bench.err"
-log "bench rc=$? in $((SECONDS-s)) s"; sed -n '1,12p' "$R/bench.txt"
-cp "$R/bench/bench.md" "$R/bench/bench.csv" "$R/bench/"*.png "$R/bench/"*.svg "$R/tune.txt" "$OUT/" 2>/dev/null
-tar czf "$OUT/results.tar.gz" -C "$OUT" r
+build() {
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
+  cmake --build $B -j"$(nproc)" > "$R/build$1.log" 2>&1 || { tail -30 "$R/build$1.log"; exit 1; }
+}
+export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache
+if [[ $phase == tune || $phase == all ]]; then
+  s=$SECONDS; build ""; log "build: $((SECONDS-s)) s"
+  s=$SECONDS; ctest --test-dir $B -L gpu -E '^python' --output-on-failure --timeout 300 -V > "$R/ctest-gpu.log" 2>&1; rc=$?
+  log "ctest -L gpu rc=$rc in $((SECONDS-s)) s"; grep -E "tests passed|\*\*\*|Failed  " "$R/ctest-gpu.log" | tail -12
+  grep -hE "^\[reliability\] GPU|variant x case|bit-exact|first call|from the bundle" "$R/ctest-gpu.log" | head -12
+  rm -rf "$AMAX_TUNE_CACHE_DIR" /tmp/amax-*.db*
+  s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200.db --json "$R/tune.json" > "$R/tune.txt" 2> "$R/tune.err"
+  log "tune 1 (cold kernel cache): rc=$? wall $((SECONDS-s)) s"; tail -1 "$R/tune.txt"
+  s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200-2.db > "$R/tune2.txt" 2> "$R/tune2.err"
+  log "tune 2: rc=$? wall $((SECONDS-s)) s"; tail -1 "$R/tune2.txt"
+  if $T check --help > /dev/null 2>&1; then
+    s=$SECONDS; $T check --db /tmp/amax-h200.db > "$R/check.txt" 2> "$R/check.err"
+    log "check of run 1: rc=$? in $((SECONDS-s)) s"; tail -6 "$R/check.txt"
+  fi
+  $T export --format text --db /tmp/amax-h200.db -o "$R/run1.jsonl"
+  $T export --format text --db /tmp/amax-h200-2.db -o "$R/run2.jsonl"
+  python3 scripts/make-system-db.py "$R/run1.jsonl" > data/system-db.jsonl && mkdir -p "$OUT/data" && cp data/system-db.jsonl "$OUT/data/"
+fi
+if [[ $phase == bench || $phase == all ]]; then
+  s=$SECONDS; build 2; log "rebuild with the new system database: $((SECONDS-s)) s"
+  ctest --test-dir $B -R 'install|[Bb]undle' -L gpu --output-on-failure -V > "$R/install.log" 2>&1; log "install + bundle tests rc=$?"
+  grep -E "amax =|explain:|all amax|WRONG|tests passed|first call|bundle" "$R/install.log" | head -12
+  s=$SECONDS; $T bench --db "" --system-db $B/share/amax-tune/system.db -o "$R/bench" > "$R/bench.txt" 2> "$R/bench.err"
+  log "bench rc=$? in $((SECONDS-s)) s"; sed -n '1,40p' "$R/bench.txt"
+  s=$SECONDS; OUT="$R" timeout 300 bash scripts/device-python.sh $B > "$R/python.log" 2>&1
+  log "python package rc=$? in $((SECONDS-s)) s"; grep -E "^== |bit-exact|^Ran|^OK|FAILED|target" "$R/python.log" | head -20
+fi
+tar czf "$OUT/results-$phase.tar.gz" -C "$OUT" "r-$phase"
