@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+
+#include "amax/scale_rule.hpp"
 
 namespace amax::bench {
 
@@ -67,17 +70,9 @@ TeKernels::TeKernels(const Module& m) {
 }
 
 float te_scale_from_amax(float amax, float max_fp8, bool force_pow2, float epsilon) noexcept {
-  if (amax < epsilon) amax = epsilon;
-  if (std::isinf(amax) || amax == 0.f || std::isnan(amax)) return 1.f;
-  float scale = max_fp8 / amax;
-  if (std::isinf(scale)) scale = std::numeric_limits<float>::max();
-  if (force_pow2) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &scale, 4);
-    bits &= 0xff800000u;
-    std::memcpy(&scale, &bits, 4);
-  }
-  return scale;
+  // The shared CPU reference of the rule (TE's defaults: a NaN amax gives 1).
+  const ScaleRule rule{max_fp8, epsilon, force_pow2, false};
+  return std::bit_cast<float>(reference_scale_bits(std::bit_cast<std::uint32_t>(amax), rule).scale);
 }
 
 void TeKernels::launch_scale(Backend& b, const float* amax, float* scale, float max_fp8, bool force_pow2,
