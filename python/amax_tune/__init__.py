@@ -25,10 +25,12 @@ a non-array; :class:`Error` (with ``.status``, a :class:`Status`, and the librar
 a kernel not yet loaded is called during graph capture.
 
 Streams, memory: the work is enqueued on ``torch.cuda.current_stream(x.device)``; nothing
-synchronises. The only allocations are the output and, once per (device, NaN mode, stream), a
-workspace from torch's caching allocator that is kept for the life of the process (captured CUDA
-graphs use its address). A context per (device, NaN mode) is created on first use and lives until
-exit. The library's rules hold: do not replay a captured graph at the same time as other amax work
+synchronises. Eager calls allocate the output (none with ``out=``) and, once per (device, NaN
+mode, stream), a workspace from torch's caching allocator that is kept for the life of the process
+(captured CUDA graphs use its address). Under torch.compile (the custom ops) the workspace is a
+tensor of that call only, released once the work is enqueued, as torch's temporaries are: CUDA-graph
+trees (``mode="reduce-overhead"``) allow no other live allocation in their pool. A context per
+(device, NaN mode) is created on first use and lives until exit. The library's rules hold: do not replay a captured graph at the same time as other amax work
 on its capture stream.
 
 torch.compile: ``amax`` is the custom op ``torch.ops.amax_tune.amax`` (and ``amax_out``) with fake

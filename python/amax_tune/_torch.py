@@ -35,7 +35,8 @@ _is_capturing = torch.cuda.is_current_stream_capturing
 
 
 def _install_allocator(ctx):
-    """Workspace of a context from torch's caching allocator. Outside graph capture: one buffer
+    """The eager path's workspace (Context.compute) from torch's caching allocator; the custom ops
+    take a workspace of their call instead (compute_op_local). Outside graph capture: one buffer
     per stream handle, grown by powers of two and kept for the context's life (a captured graph
     keeps using the address it captured, so a buffer is never handed back). During capture (the
     stream's buffer missing or too small): a buffer of the graph's memory pool for that one call,
@@ -118,9 +119,10 @@ def _dense(x):
     return True
 
 
-def compute(x, nan_mode, out, fn="amax_tune.amax"):
-    """Enqueues amax of the torch tensor x on torch's current stream of x's device; returns out (a
-    new 0-d fp32 tensor when None)."""
+def _prepare(x, out, fn):
+    """(x, device ordinal, dtype code, out) for any torch tensor: x checked (raises naming it) and
+    made dense (a strided view such as a step slice or an expand is copied with x.contiguous(), so
+    its elements exactly), out checked or a new 0-d fp32 tensor on x's device."""
     dev = x.get_device()
     code = _DTYPES.get(x.dtype)
     if dev < 0 or code is None:
@@ -131,6 +133,14 @@ def compute(x, nan_mode, out, fn="amax_tune.amax"):
         out = _empty((), dtype=_F32, device=x.device)
     else:
         _check_out(out, dev, fn)
+    return x, dev, code, out
+
+
+def compute(x, nan_mode, out, fn="amax_tune.amax"):
+    """Eager path (any torch tensor): enqueues amax of x on torch's current stream of x's device with
+    the context's per-stream workspace (kept for the process: see _install_allocator); returns out
+    (a new 0-d fp32 tensor when None)."""
+    x, dev, code, out = _prepare(x, out, fn)
     if _current_device() != dev:
         # the library makes x's device current for its driver calls; torch's current device stays
         with torch.cuda.device(dev):
@@ -141,11 +151,34 @@ def compute(x, nan_mode, out, fn="amax_tune.amax"):
     return out
 
 
-# --- torch.library custom ops: what torch.compile sees (the eager path calls compute directly) ---
+def compute_op_local(x, nan_mode, out, fn="amax_tune.amax"):
+    """The custom ops' body (what torch.compile runs): as compute, but the workspace is a tensor of
+    this call only (torch's caching allocator, current stream), released once amax is enqueued, as
+    torch's own temporaries are. Nothing outlives the call but the output, which is what CUDA-graph
+    trees (torch.compile mode="reduce-overhead") require of every allocation in their memory pool:
+    the warm-up and the recording run inside the pool, and a workspace kept past the call would be a
+    live allocation not tracked as an output. Replays reuse the recorded address, which the pool
+    keeps for the graph."""
+    x, dev, code, out = _prepare(x, out, fn)
+    if _current_device() != dev:
+        with torch.cuda.device(dev):  # as in compute: torch's current device stays
+            return _enqueue_op_local(x, dev, code, nan_mode, out)
+    return _enqueue_op_local(x, dev, code, nan_mode, out)
+
+
+def _enqueue_op_local(x, dev, code, nan_mode, out):
+    ctx = _core.context_of(dev, nan_mode)
+    n = x.numel()
+    ws = _empty(ctx.workspace_size(code, n), dtype=_U8, device=x.device)
+    ctx.compute_with_workspace(x.data_ptr(), code, n, out.data_ptr(), ws.data_ptr(), ws.numel(), _raw_stream(dev))
+    return out  # ws is released here; the allocator reuses it only after this stream's queued work
+
+
+# --- torch.library custom ops: what torch.compile sees (the eager path calls the context directly) ---
 
 @torch.library.custom_op("amax_tune::amax", mutates_args=())
 def _amax_op(x: torch.Tensor, nan_ignore: bool) -> torch.Tensor:
-    return compute(x, int(nan_ignore), None)
+    return compute_op_local(x, int(nan_ignore), None)
 
 
 @_amax_op.register_fake
@@ -163,7 +196,7 @@ _amax_op.register_autograd(_amax_backward)
 
 @torch.library.custom_op("amax_tune::amax_out", mutates_args=("out",))
 def _amax_out_op(x: torch.Tensor, out: torch.Tensor, nan_ignore: bool) -> None:
-    compute(x, int(nan_ignore), out)
+    compute_op_local(x, int(nan_ignore), out)
 
 
 @_amax_out_op.register_fake
@@ -172,19 +205,56 @@ def _amax_out_fake(x, out, nan_ignore):
     _check_out(out, dev, "amax_tune.amax")
 
 
+#: torch.device per ordinal (x.device builds a new one per call)
+_devices = {}
+
+
+def _device(dev):
+    d = _devices[dev] = torch.device("cuda", dev)
+    return d
+
+
+_contexts = _core._contexts
+
+
 def amax(x, *, nan="propagate", out=None):
+    t = type(x)
+    # The fast path: a plain contiguous tensor of a supported dtype on torch's current device,
+    # eagerly. Each test is one C-level call; the order matters to torch.compile, which folds
+    # _is_compiling() to True and must not reach _dispatch_modes().
+    if (t is _Tensor or t is _Parameter) and not _is_compiling() and not _dispatch_modes():
+        code = _DTYPES.get(x.dtype)
+        dev = x.get_device()
+        if code is not None and dev >= 0 and x.is_contiguous() and dev == _current_device():
+            if nan == "propagate":
+                key = dev * 2
+            elif nan == "ignore":
+                key = dev * 2 + 1
+            else:
+                key = dev * 2 + _core.nan_code(nan, "amax_tune.amax")  # raises naming nan
+            ctx = _contexts.get(key) or _core.context_of(dev, key & 1)
+            if out is None:
+                out = _empty((), dtype=_F32, device=_devices.get(dev) or _device(dev))
+            elif type(out) is not _Tensor or out.dtype is not _F32 or out.numel() != 1 or out.get_device() != dev:
+                _check_out(out, dev, "amax_tune.amax")  # raises, or passes a subclass (a Parameter)
+            ctx.compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
+            return out
+    return _amax_general(x, nan, out)
+
+
+def _amax_general(x, nan, out):
+    """Everything but the fast path: other producers, strided views, another device than the
+    current one, out checks, tensor subclasses, torch.compile and dispatch modes (through the op)."""
     nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, "amax_tune.amax")
+    if not isinstance(x, _Tensor):
+        x = as_tensor(x, "amax_tune.amax")
     t = type(x)
     if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
-        if not isinstance(x, _Tensor):
-            x = as_tensor(x, "amax_tune.amax")
-        t = type(x)
-        if (t is not _Tensor and t is not _Parameter) or _is_compiling() or _dispatch_modes():
-            # other tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
-            if out is None:
-                return torch.ops.amax_tune.amax(x, nan_mode == _NAN_IGNORE)
-            torch.ops.amax_tune.amax_out(x, out, nan_mode == _NAN_IGNORE)
-            return out
+        # other tensor subclasses (FakeTensor, ...), torch.compile, dispatch modes: through the op
+        if out is None:
+            return torch.ops.amax_tune.amax(x, nan_mode == _NAN_IGNORE)
+        torch.ops.amax_tune.amax_out(x, out, nan_mode == _NAN_IGNORE)
+        return out
     return compute(x, nan_mode, out)
 
 

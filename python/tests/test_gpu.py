@@ -369,13 +369,55 @@ class Compile(unittest.TestCase):
         self.assertEqual(bits(w.grad[0]), bits(w.detach().abs().amax()))
 
     def test_reduce_overhead_cudagraphs(self):
+        # CUDA-graph trees: warm-up and recording run in the tree's memory pool, which must hold no
+        # live allocation but the outputs; the op's workspace is its call's own (compute_op_local)
         torch._dynamo.reset()
-        amax_tune.preload(["bf16"], [1 << 16])
+        amax_tune.preload(["bf16", "fp32"], [1 << 16, 1 << 22])
+        held = amax_tune.context(0).workspaces()
         cf = torch.compile(lambda x: amax_tune.amax(x.relu()), mode="reduce-overhead", fullgraph=True)
-        for trial in range(5):
-            x = torch.randn(1 << 16, device="cuda", dtype=torch.bfloat16)
-            x[trial * 100] = 50.0 + trial
-            self.assertEqual(cf(x).item(), 50.0 + trial)
+        for n, dtype in ((1 << 16, torch.bfloat16), (1 << 22, torch.float32)):
+            for trial in range(5):  # warm-up, recording, then replays with new data
+                x = torch.randn(n, device="cuda", dtype=dtype)
+                x[trial * 100] = 50.0 + trial
+                self.assertEqual(bits(cf(x)), bits(torch.tensor(50.0 + trial)), (n, dtype, trial))
+        self.assertEqual(amax_tune.context(0).workspaces(), held)  # no per-stream workspace taken
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Allocations(unittest.TestCase):
+    """The eager path allocates the result and nothing else per call: the stream's workspace is
+    allocated once and reused (torch.cuda.memory_stats counts every allocation request)."""
+
+    def allocations(self, fn, calls):
+        fn()  # context, kernel and the stream's workspace, once
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_stats()["allocation.all.allocated"]
+        for _ in range(calls):
+            fn()
+        return torch.cuda.memory_stats()["allocation.all.allocated"] - before
+
+    def test_one_allocation_per_call(self):
+        out = torch.empty((), device="cuda")
+        for dtype in DTYPES:
+            for n in (1000, 1 << 22):
+                x = make_input("max_middle", dtype, n)
+                self.assertEqual(self.allocations(lambda: amax_tune.amax(x), 10), 10, (dtype, n))
+                self.assertEqual(self.allocations(lambda: amax_tune.amax(x, nan="ignore"), 10), 10, (dtype, n))
+                self.assertEqual(self.allocations(lambda: amax_tune.amax(x, out=out), 10), 0, (dtype, n))
+                self.assertEqual(bits(out), reference_bits(x, "propagate"), (dtype, n))
+                self.assertEqual(bits(amax_tune.amax(x)), reference_bits(x, "propagate"), (dtype, n))
+
+    def test_fast_path_checks(self):
+        x = make_input("random", torch.float32, 5000)
+        p = torch.nn.Parameter(torch.empty((), device="cuda"), requires_grad=False)
+        self.assertIs(amax_tune.amax(x, out=p), p)  # an out that is a subclass: checked, then taken
+        self.assertEqual(bits(p), reference_bits(x, "propagate"))
+        with self.assertRaisesRegex(ValueError, r"nan=\['ignore'\] is not a NaN mode"):
+            amax_tune.amax(x, nan=["ignore"])
+        with self.assertRaisesRegex(TypeError, r"out must be a torch.Tensor, got float"):
+            amax_tune.amax(x, out=1.0)
+        with self.assertRaisesRegex(TypeError, r"out has dtype torch.bfloat16"):
+            amax_tune.amax(x, out=torch.empty((), device="cuda", dtype=torch.bfloat16))
 
 
 @unittest.skipIf(SKIP, SKIP)
