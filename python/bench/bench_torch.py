@@ -6,14 +6,16 @@ L2), the median of 15 interleaved rounds. Results are checked bit for bit agains
 
 Contenders, per (dtype, n): ``amax_tune.Context.compute`` on precomputed pointers (the binding's
 floor), ``amax_tune.amax(x)`` (a new 0-d output per call, as a user calls it),
-``amax_tune.amax(x, out=o)`` (a preallocated output), ``torch.amax(x.abs())`` and
+``amax_tune.amax(x, out=o)`` (a preallocated output), ``torch.empty`` of a 0-d fp32 tensor (the
+cost of a new result, which amax pays and out= does not; host time only), ``torch.amax(x.abs())`` and
 ``torch.linalg.vector_norm(x, inf)``; for lists of tensors: a loop of ``amax_tune.amax`` (or
 ``amax_tune.amax_multi`` where it exists) against ``torch._foreach_norm(xs, inf)``. Per call: the
 device time (events) and the host time of issuing it (perf_counter around the batch's launches,
 which a launch queue of this depth does not throttle).
 
 usage: python3 python/bench/bench_torch.py [-o OUT.csv] [--rounds 15] [--region-gib 4] [--quick]
-Prints a table and the target line (>= 1.5x the faster torch contender at every size <= 16 MB).
+Prints a table and the target line (>= 1.5x the faster torch contender at every size <= 16 MB),
+for amax(x) and for amax(x, out=o).
 """
 import argparse
 import csv
@@ -35,7 +37,10 @@ def contenders(out):
              torch.bfloat16: amax_tune.DTYPE_BF16}
     raw_stream = torch.cuda.current_stream(out.device).cuda_stream
     out_ptr = out.data_ptr()
+    dev = out.device
     return {
+        # the cost of a new result alone (what amax pays over out=): torch.empty of a 0-d fp32 tensor
+        "torch_empty": lambda x: torch.empty((), dtype=torch.float32, device=dev),
         # the binding's floor: the C call alone (pointers and the stream handle precomputed)
         "amax_tune_raw": lambda x: ctx.compute(x.data_ptr(), codes[x.dtype], x.numel(), out_ptr, raw_stream),
         "amax_tune": lambda x: amax_tune.amax(x),
@@ -136,6 +141,8 @@ def main():
             x = inputs[0]
             want = bits(torch.amax(x.abs()))
             for name, fn in contenders(out).items():  # equal results first
+                if name == "torch_empty":
+                    continue  # no result: the cost of allocating one
                 r = fn(x)
                 got = bits(out if r is None else r)
                 if got != want:
@@ -151,7 +158,8 @@ def main():
                              "samples": len(d), "inputs": len(inputs)})
             host = {name: statistics.median(h) for name, (d, h, k) in res.items()}
             best_torch = min(med["torch_amax_abs"], med["torch_vector_norm"])
-            summary.append((dtype, n, n * esize, med, host, best_torch / med["amax_tune"]))
+            summary.append((dtype, n, n * esize, med, host, best_torch / med["amax_tune"],
+                            best_torch / med["amax_tune_out"]))
         # lists of 8 tensors: the per-tensor loop (or amax_multi) against torch._foreach_norm
         for e in (12, 16, 20):
             n = 1 << e
@@ -169,18 +177,21 @@ def main():
         torch.cuda.empty_cache()
 
     print("\nus per call (device events); speedup = the faster torch contender / amax_tune.amax; host = us "
-          "of host time per call (raw: the C call alone)")
-    print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s" % (
-        "dtype", "n", "bytes", "amax", "out=", "amax(abs)", "vector_norm", "speedup", "host raw", "host amax",
-        "host abs", "host norm"))
-    for dtype, n, nbytes, med, host, speedup in summary:
-        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %9.2f %9.2f %9.2f %9.2f" % (
+          "of host time per call (raw: the C call alone; empty: torch.empty of the 0-d result alone)")
+    print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s %9s %10s" % (
+        "dtype", "n", "bytes", "amax", "out=", "amax(abs)", "vector_norm", "speedup", "out= sp.", "host raw",
+        "host amax", "host abs", "host norm", "host empty"))
+    for dtype, n, nbytes, med, host, speedup, speedup_out in summary:
+        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %8.2fx %9.2f %9.2f %9.2f %9.2f %10.2f" % (
             str(dtype).replace("torch.", ""), n, nbytes, med["amax_tune"], med["amax_tune_out"], med["torch_amax_abs"],
-            med["torch_vector_norm"], speedup, host["amax_tune_raw"], host["amax_tune"], host["torch_amax_abs"],
-            host["torch_vector_norm"]))
+            med["torch_vector_norm"], speedup, speedup_out, host["amax_tune_raw"], host["amax_tune"],
+            host["torch_amax_abs"], host["torch_vector_norm"], host["torch_empty"]))
     lists = [r for r in rows if r["kind"] == "list"]
     if lists:
-        print("\nlists of 8 tensors (us per list):")
+        print("\nlists of 8 tensors (us per list)%s:" % (
+            "" if getattr(amax_tune, "amax_multi", None) else "; amax_multi is not here yet (the C API has no "
+            "multi-tensor call, issue 12): amax_tune_loop is one amax call per tensor, 8 launches against "
+            "torch._foreach_norm's one"))
         for r in lists:
             print("  %-9s n=%-8d %-20s %9s us  host %s us" % (r["dtype"], r["n"], r["contender"], r["median_us"],
                                                               r["host_us"]))
@@ -188,6 +199,10 @@ def main():
     worst = min(small, key=lambda s: s[5])
     print("\ntarget >= 1.5x the faster torch contender at every size <= 16 MB: %s (worst %.2fx: %s n=%d)"
           % ("met" if worst[5] >= 1.5 else "missed", worst[5], str(worst[0]).replace("torch.", ""), worst[1]))
+    worst_out = min(small, key=lambda s: s[6])
+    print("the same with out= (a preallocated result, e.g. an amax history; no torch.empty per call): %s "
+          "(worst %.2fx: %s n=%d)" % ("met" if worst_out[6] >= 1.5 else "missed", worst_out[6],
+                                      str(worst_out[0]).replace("torch.", ""), worst_out[1]))
     print("bench_torch: %.0f s" % (time.time() - t_start))
     if args.output:
         with open(args.output, "w", newline="") as f:
