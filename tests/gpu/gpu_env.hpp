@@ -23,7 +23,10 @@ struct GpuEnv {
   std::filesystem::path cache_dir;
 };
 
-/// The process-wide GPU environment, or nullptr when no GPU is present.
+/// A GPU environment over `backend` (device 0 of its vendor) and `compiler`, with a fresh binary
+/// cache directory under the system temp dir; prints the device line. Throws what the backend throws.
+std::unique_ptr<GpuEnv> make_gpu_env(std::unique_ptr<Backend> backend, std::shared_ptr<const JitCompiler> compiler);
+/// The process-wide GPU environment (the first vendor present), or nullptr when no GPU is present.
 GpuEnv* gpu_env();
 /// Why gpu_env() is null ("no GPU: ...").
 std::string skip_reason();
@@ -40,6 +43,13 @@ struct DeviceBuffer {
   template <class T = void>
   T* get(std::size_t byte_offset = 0) const { return reinterpret_cast<T*>(static_cast<char*>(p) + byte_offset); }
 };
+
+/// The 32-bit word at device address p (synchronous copy).
+inline std::uint32_t read_bits(Backend& b, const void* p) {
+  std::uint32_t v = 0;
+  b.copy_to_host(&v, p, 4);
+  return v;
+}
 
 }  // namespace amax::test
 

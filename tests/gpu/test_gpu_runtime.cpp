@@ -16,6 +16,7 @@
 
 using namespace amax;
 using amax::test::DeviceBuffer;
+using amax::test::read_bits;
 
 namespace {
 
@@ -28,12 +29,6 @@ amax_tune::Options options(amax_nan_mode_t mode = AMAX_NAN_PROPAGATE) {
   o.system_db_path = AMAX_TEST_SYSTEM_DB;
 #endif
   return o;
-}
-
-std::uint32_t read_bits(Backend& b, const void* p) {
-  std::uint32_t v = 0;
-  b.copy_to_host(&v, p, 4);
-  return v;
 }
 
 }  // namespace
