@@ -13,8 +13,15 @@ phase=${1:-all}
 OUT=${OUT:-out}; R="$OUT/r-$phase"; mkdir -p "$R"
 B=build-device; T=$B/tuner/amax-tune
 log() { echo "== $*"; }
+# The HIP backend's host code runs on this NVIDIA GPU through tests/hipshim when ROCm's HIP
+# headers are carried (.device/hipshim/libamdhip64-dev_*.deb; see the README's hipshim section).
+shim=()
+for deb in .device/hipshim/libamdhip64-dev_*.deb; do
+  [ -f "$deb" ] && mkdir -p /tmp/hipshim-root && dpkg -x "$deb" /tmp/hipshim-root &&
+    shim=(-DAMAX_HIP_SHIM_INCLUDE=/tmp/hipshim-root/usr/include)
+done
 build() {
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${shim[@]}" > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
   cmake --build $B -j"$(nproc)" > "$R/build$1.log" 2>&1 || { tail -30 "$R/build$1.log"; exit 1; }
 }
 export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache
