@@ -52,9 +52,9 @@ const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
-  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "dtype", "n",
-                    "winner", "us", "GB/s", "%ceil", "vs TE-at", "vs TE-2s", "vs atom", "vs 2stg", "vs 1pass",
-                    "vs self");
+  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n", "dtype",
+                    "n", "winner", "us", "GB/s", "%ceil", "vs TE-at", "vs TE-2s", "vs atom", "vs 2stg", "vs 1pass",
+                    "vs self", "ties");
   for (const auto& k : r.keys) {
     if (k.resumed) {
       if (k.stored)
@@ -68,16 +68,20 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
       continue;
     }
     const auto& w = k.variants[k.winner];
-    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-                      to_string(k.dtype),
-                      k.n, w.config.label(), w.stats.median_us, tune::gbps(k.bytes(), w.stats.median_us),
-                      pct(k.ceiling.median_us, w.stats.median_us), ratio(te(k, 0), w), ratio(te(k, 1), w),
-                      ratio(k.best(Strategy::atomic), w), ratio(k.best(Strategy::two_stage), w),
-                      ratio(k.best(Strategy::one_pass), w), ratio(k.best(Strategy::self_reset), w));
+    const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
+    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+                      to_string(k.dtype), k.n, w.config.label(), w.stats.median_us,
+                      tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
+                      ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
+                      ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
+                      ratio(k.best(Strategy::self_reset), w), fmt::format("{}{}", k.tie_set.size(), conf));
   }
-  os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's.\n"
+  os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
+                    "(below 1.00x: X is statistically tied with the winner, which has fewer launches or less spread).\n"
                     "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self: best of "
-                    "each strategy (self = self_reset).\nwall time {:.1f} s (kernels {:.1f} s: {} compiled, {} cached)\n",
+                    "each strategy (self = self_reset).\nties: size of the winner's tie set; c: confirmed by a second "
+                    "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
+                    "{} compiled, {} cached)\n",
                     r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached);
 }
 
@@ -115,6 +119,12 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       add("best_self_reset", k.best(Strategy::self_reset));
       int failed = 0;
       for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
+      e["tie_set"] = nlohmann::json::array();
+      for (std::size_t i : k.tie_set) e["tie_set"].push_back(k.variants[i].config.label());
+      e["confirmation"] = k.confirmation == tune::Confirmation::pooled   ? "pooled"
+                          : k.confirmation == tune::Confirmation::agreed ? "agreed"
+                                                                         : "none";
+      e["confirmation_note"] = k.confirmation_note;
       e["variants"] = k.variants.size();
       e["failed_variants"] = failed;
     }

@@ -30,10 +30,20 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
     EXPECT_EQ(k.variants.size(), expect_variants);
     for (const auto& var : k.variants) EXPECT_EQ(var.status, db::TrialStatus::ok) << var.config.label() << ": " << var.reason;
     const auto& w = k.variants[k.winner];
+    // The winner heads its tie set, and every member is tied (tie rule) with the fastest finalist.
+    ASSERT_FALSE(k.tie_set.empty());
+    EXPECT_EQ(k.tie_set[0], static_cast<std::size_t>(k.winner));
+    EXPECT_EQ(w.tie_rank, 0);
+    const tune::TieRule rule;
+    const tune::VariantResult* fastest = nullptr;
+    for (std::size_t i : k.tie_set)
+      if (!fastest || k.variants[i].stats.median_us < fastest->stats.median_us) fastest = &k.variants[i];
+    for (std::size_t i : k.tie_set) EXPECT_TRUE(rule.tied(k.variants[i].stats, fastest->stats)) << k.variants[i].config.label();
     for (const auto& var : k.variants)
-      if (var.finalist) {
-        EXPECT_LE(w.stats.median_us, var.stats.median_us);
+      if (var.finalist && var.tie_rank < 0 && k.confirmation != tune::Confirmation::pooled) {
+        EXPECT_LT(fastest->stats.median_us, var.stats.median_us);  // outside the tie set: slower than it
       }
+    EXPECT_NE(k.confirmation, tune::Confirmation::none);
     EXPECT_GT(k.ceiling.median_us, 0);
     EXPECT_TRUE(w.finalist);
   }
@@ -42,7 +52,15 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   ASSERT_EQ(winners.size(), 6u);
   for (const auto& w : winners) {
     EXPECT_EQ(w.provenance.arch, o.arch);
-    EXPECT_EQ(db.trials(w.key).size(), expect_variants);
+    const auto trials = db.trials(w.key);
+    EXPECT_EQ(trials.size(), expect_variants);
+    int winners_in_trials = 0;
+    for (const auto& t : trials)
+      if (t.trial.tie_rank == 0) {
+        ++winners_in_trials;
+        EXPECT_EQ(t.trial.label, w.winner.label);
+      }
+    EXPECT_EQ(winners_in_trials, 1);
     EXPECT_GT(w.winner.gbps, 0);
   }
   // A second run resumes every key and measures nothing; all kernels come from the cache.

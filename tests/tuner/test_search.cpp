@@ -1,6 +1,7 @@
 // The search strategy's decisions on synthetic samples from a fake SampleSource (no GPU).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -115,4 +116,159 @@ TEST(Measure, GbpsSizeGridsAndMemoryFit) {
   EXPECT_EQ(fit_error(dev, DType::fp32, 1ull << 30),
             "fp32 n=1073741824 (4 GiB) does not fit in the 4 GiB of Tiny GPU with room for rotating inputs; "
             "choose smaller --sizes");
+}
+
+namespace {
+
+std::vector<double> constant(double us, int n = 15) { return std::vector<double>(static_cast<std::size_t>(n), us); }
+
+// 15 samples of median 10 and interquartile range exactly 1.0 (9, 9.5, 10, 10.5, 11, three times).
+std::vector<double> spread_one(double shift = 0) {
+  std::vector<double> v;
+  for (int k = 0; k < 3; ++k)
+    for (double x : {9.0, 9.5, 10.0, 10.5, 11.0}) v.push_back(x + shift);
+  return v;
+}
+
+// Interleaved rounds from fixed per-variant samples: first[i] in the final pass, second[i] in the
+// confirmation; records which variants each pass asked for.
+struct ScriptedSource : SampleSource {
+  std::map<std::size_t, std::vector<double>> first, second;
+  std::vector<std::size_t> asked_first, asked_second;
+  std::vector<double> sample(std::size_t, int, bool) override { throw std::logic_error("not used"); }
+  std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool confirm) override {
+    (confirm ? asked_second : asked_first) = which;
+    std::vector<std::vector<double>> out;
+    for (std::size_t i : which) {
+      out.push_back((confirm ? second : first).at(i));
+      EXPECT_EQ(out.back().size(), static_cast<std::size_t>(rounds));
+    }
+    return out;
+  }
+};
+
+// A key of variants with their launches per call, all finalists.
+KeyResult key_of(const std::vector<std::pair<std::string, int>>& labels_launches) {
+  KeyResult k;
+  k.dtype = DType::bf16;
+  k.n = 1 << 20;
+  for (const auto& [l, launches] : labels_launches) {
+    VariantResult r{KernelConfig::parse(l)};
+    r.launches = launches;
+    k.variants.push_back(r);
+  }
+  return k;
+}
+
+}  // namespace
+
+TEST(TieRule, MarginOfOnePercentWhenSamplesAreSteady) {
+  const TieRule rule;
+  const Stats a = Stats::of(constant(10.0));
+  EXPECT_DOUBLE_EQ(rule.threshold_us(a, Stats::of(constant(10.09))), 0.1);  // 1% of the faster median
+  EXPECT_TRUE(rule.tied(a, Stats::of(constant(10.09))));
+  EXPECT_TRUE(rule.tied(Stats::of(constant(10.09)), a));
+  EXPECT_FALSE(rule.tied(a, Stats::of(constant(10.11))));
+  EXPECT_EQ(rule.describe(),
+            "tie: |median difference| <= max(1% x faster median, 2 x combined median SE (0.93 IQR / sqrt(samples)))");
+}
+
+TEST(TieRule, TwoStandardErrorsOfTheMedianDifferenceWhenSamplesSpread) {
+  const TieRule rule;
+  const Stats a = Stats::of(spread_one());
+  ASSERT_DOUBLE_EQ(a.median_us, 10.0);
+  ASSERT_DOUBLE_EQ(a.spread_us, 1.0);
+  // se = 0.93 x 1.0 / sqrt(15) each; 2 x sqrt(2) x se = 0.6792 us.
+  const double expect = 2 * std::sqrt(2.0) * 0.93 / std::sqrt(15.0);
+  EXPECT_NEAR(rule.threshold_us(a, Stats::of(spread_one(0.6))), expect, 1e-12);
+  EXPECT_TRUE(rule.tied(a, Stats::of(spread_one(0.6))));
+  EXPECT_FALSE(rule.tied(a, Stats::of(spread_one(0.7))));
+  // One steady variant against a spread one: only the spread one's error counts.
+  EXPECT_NEAR(rule.threshold_us(a, Stats::of(constant(10.4))), 2 * 0.93 / std::sqrt(15.0), 1e-12);
+  EXPECT_TRUE(rule.tied(a, Stats::of(constant(10.4))));   // 0.4 <= 0.480
+  EXPECT_FALSE(rule.tied(a, Stats::of(constant(10.5))));  // 0.5 > 0.480
+}
+
+TEST(TieRule, TiedVariantsArePreferredByLaunchesThenSpreadThenMedian) {
+  auto k = key_of({{"atomic.t256.v8.u2.b8cu", 2},       // fastest, 2 launches
+                   {"one_pass.t256.v8.u2.b8cu", 1},     // tied, 1 launch, spread
+                   {"one_pass.t512.v8.u2.b8cu", 1},     // tied, 1 launch, steady
+                   {"two_stage.t256.v8.u2.b8cu", 2},    // 1.5% slower and steady: not tied
+                   {"one_pass.t128.v8.u2.b8cu", 1}});   // tied, 1 launch, steady but slower
+  k.variants[0].stats = Stats::of(constant(10.0));
+  k.variants[1].stats = Stats::of(spread_one(0.05));
+  k.variants[2].stats = Stats::of(constant(10.06));
+  k.variants[3].stats = Stats::of(constant(10.15));
+  k.variants[4].stats = Stats::of(constant(10.08));
+  EXPECT_EQ(tie_set(k.variants, {0, 1, 2, 3, 4}), (std::vector<std::size_t>{2, 4, 1, 0}));
+}
+
+TEST(SelectWinner, ConfirmationThatAgreesKeepsThePreferredTiedVariant) {
+  auto k = key_of({{"atomic.t256.v8.u2.b8cu", 2}, {"one_pass.t256.v8.u2.b8cu", 1}, {"two_stage.t256.v8.u2.b8cu", 2},
+                   {"one_pass.t512.v8.u2.b8cu", 1}});
+  ScriptedSource src;
+  src.first = {{0, constant(10.0)}, {1, constant(10.05)}, {2, constant(10.5)}, {3, constant(11.0)}};
+  src.second = {{1, constant(10.02)}, {0, constant(10.0)}, {2, constant(10.4)}};
+  TimingProtocol p;
+  const std::set<std::size_t> fin{0, 1, 2, 3};
+  const auto samples = final_pass(k.variants, fin, p, src);
+  select_winner(k, fin, samples, p, src);
+  EXPECT_EQ(k.winner, 1);  // one launch, tied with the 0.5% faster atomic variant
+  EXPECT_EQ(k.tie_set, (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(k.confirmation, Confirmation::agreed);
+  // The confirmation: the winner, the rest of its tie set, the fastest finalist outside it.
+  EXPECT_EQ(src.asked_second, (std::vector<std::size_t>{1, 0, 2}));
+  EXPECT_DOUBLE_EQ(k.variants[1].confirm.median_us, 10.02);
+  EXPECT_EQ(k.variants[3].confirm.samples, 0);
+  EXPECT_EQ(k.variants[1].tie_rank, 0);
+  EXPECT_EQ(k.variants[0].tie_rank, 1);
+  EXPECT_EQ(k.variants[2].tie_rank, -1);
+  EXPECT_EQ(k.variants[3].tie_rank, -1);
+  EXPECT_DOUBLE_EQ(k.variants[1].stats.median_us, 10.05);  // final-pass stats kept
+  EXPECT_EQ(k.variants[1].stats.samples, 15);
+}
+
+TEST(SelectWinner, ConfirmationThatDisagreesIsResolvedOnThePooledSamples) {
+  auto k = key_of({{"atomic.t256.v8.u2.b8cu", 2}, {"one_pass.t256.v8.u2.b8cu", 1}, {"two_stage.t256.v8.u2.b8cu", 2}});
+  ScriptedSource src;
+  src.first = {{0, constant(10.0)}, {1, constant(10.05)}, {2, constant(10.3)}};
+  src.second = {{1, constant(11.0)}, {0, constant(10.0)}, {2, constant(10.3)}};  // the winner was lucky
+  TimingProtocol p;
+  const std::set<std::size_t> fin{0, 1, 2};
+  const auto samples = final_pass(k.variants, fin, p, src);
+  select_winner(k, fin, samples, p, src);
+  EXPECT_EQ(k.confirmation, Confirmation::pooled);
+  // Pooled: variant 1 has 15 x 10.05 and 15 x 11.0 (median 10.525, IQR 0.95: threshold 0.32 us),
+  // variant 0 30 x 10.0, variant 2 30 x 10.3 (3% slower, steady): only variant 0 is left.
+  EXPECT_EQ(k.winner, 0);
+  EXPECT_EQ(k.tie_set, (std::vector<std::size_t>{0}));
+  EXPECT_DOUBLE_EQ(k.variants[1].stats.median_us, 10.525);
+  EXPECT_EQ(k.variants[0].stats.samples, 30);
+  EXPECT_EQ(k.variants[0].tie_rank, 0);
+  EXPECT_EQ(k.variants[1].tie_rank, -1);
+  EXPECT_EQ(k.confirmation_note,
+            "confirmation disagreed (one_pass.t256.v8.u2.b8cu 11.00 us against atomic.t256.v8.u2.b8cu 10.00 us): "
+            "pooled samples chose atomic.t256.v8.u2.b8cu (10.00 us)");
+}
+
+TEST(SelectWinner, ASingleFinalistNeedsNoConfirmationAndNoneMeansNoSecondMeasurement) {
+  auto k = key_of({{"atomic.t256.v8.u2.b8cu", 2}});
+  ScriptedSource src;
+  src.first = {{0, constant(10.0)}};
+  TimingProtocol p;
+  auto samples = final_pass(k.variants, {0}, p, src);
+  select_winner(k, {0}, samples, p, src);
+  EXPECT_EQ(k.winner, 0);
+  EXPECT_EQ(k.confirmation, Confirmation::none);
+  EXPECT_TRUE(src.asked_second.empty());
+
+  auto two = key_of({{"atomic.t256.v8.u2.b8cu", 2}, {"one_pass.t256.v8.u2.b8cu", 1}});
+  ScriptedSource s2;
+  s2.first = {{0, constant(10.0)}, {1, constant(12.0)}};
+  p.confirm_rounds = 0;
+  samples = final_pass(two.variants, {0, 1}, p, s2);
+  select_winner(two, {0, 1}, samples, p, s2);
+  EXPECT_EQ(two.winner, 0);  // 20% faster: no tie, the lower median wins
+  EXPECT_EQ(two.confirmation, Confirmation::none);
+  EXPECT_TRUE(s2.asked_second.empty());
 }

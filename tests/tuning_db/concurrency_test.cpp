@@ -82,7 +82,7 @@ TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
 
   const TuningDb db = TuningDb::open(p, OpenMode::ReadWrite, opts);
   EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   const auto ws = db.winners();
   ASSERT_EQ(ws.size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess));
   std::set<std::uint64_t> ns;

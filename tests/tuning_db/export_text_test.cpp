@@ -35,7 +35,7 @@ TEST_F(ExportTest, JsonWinnersExact) {
   std::ostringstream out;
   db.export_json(out);
   const std::string expected = std::string(R"({
-  "schema_version": 2,
+  "schema_version": 3,
   "winners": [
     {
       "arch": "sm_90",
@@ -74,6 +74,8 @@ TEST_F(ExportTest, JsonAllHasTrials) {
       "gbps": 0.0,
       "registers": -1,
       "spill_bytes": -1,
+      "tie_rank": -1,
+      "confirm_median_us": 0.0,
       "provenance": {)";
   EXPECT_NE(s.find(failed, t), std::string::npos) << s;
   std::ostringstream trials_only;
@@ -95,10 +97,11 @@ TEST_F(ExportTest, CsvExact) {
   std::ostringstream t;
   db.export_csv(t, ExportTable::Trials);
   EXPECT_EQ(t.str(),
-            std::string("arch,dtype,n,label,status,reason,median_us,spread_us,samples,gbps,registers,spill_bytes,") +
+            std::string("arch,dtype,n,label,status,reason,median_us,spread_us,samples,gbps,registers,spill_bytes,"
+                        "tie_rank,confirm_median_us,") +
                 kProvHeader + "\n" +
-                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1," +
-                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0," + kProvCsv + "\n");
+                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1,-1,0," +
+                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0,-1,0," + kProvCsv + "\n");
   std::ostringstream bad;
   expect_db_error(ErrorKind::InvalidArgument, [&] { db.export_csv(bad, ExportTable::All); });
 }
@@ -112,15 +115,16 @@ TEST_F(ExportTest, DumpTextExact) {
       R"("prov_compiler":"nvrtc 13.0","prov_template_hash":"a1b2c3d4","prov_tool_version":"0.1.0",)"
       R"("prov_timing_protocol":"warmup=10 batches=25 rotate=4xL2","prov_timestamp":"2026-11-30T02:51:00Z"})";
   const std::string expected =
-      std::string(R"({"format":"amax-tune-db","schema_version":2})") + "\n" +
+      std::string(R"({"format":"amax-tune-db","schema_version":3})") + "\n" +
       R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","median_us":3.5,"gbps":1.25,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"atomic.t64","status":"compile_failed",)"
       R"("reason":"error: \"x\", line 2\nnext","median_us":0.0,"spread_us":0.0,"samples":0,"gbps":0.0,)"
-      R"("registers":-1,"spill_bytes":-1,)" +
+      R"("registers":-1,"spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","status":"ok","reason":"",)"
-      R"("median_us":3.5,"spread_us":0.35,"samples":25,"gbps":1.25,"registers":32,"spill_bytes":0,)" +
+      R"("median_us":3.5,"spread_us":0.35,"samples":25,"gbps":1.25,"registers":32,"spill_bytes":0,)"
+      R"("tie_rank":-1,"confirm_median_us":0.0,)" +
       prov + "\n";
   EXPECT_EQ(out.str(), expected);
 }
@@ -208,7 +212,7 @@ struct BadText {
 
 class LoadTextErrorTest : public TempDirTest, public ::testing::WithParamInterface<BadText> {};
 
-const std::string kHeader = "{\"format\":\"amax-tune-db\",\"schema_version\":2}\n";
+const std::string kHeader = "{\"format\":\"amax-tune-db\",\"schema_version\":3}\n";
 const std::string kWinner =
     R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"w","median_us":3.5,"gbps":1.25,)"
     R"("prov_device_name":"d","prov_arch":"sm_90","prov_cu_count":1,"prov_driver_version":"v","prov_compiler":"c",)"
@@ -249,8 +253,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "line 2: unknown row type \"loser\""},
         BadText{"Duplicate", kHeader + kWinner + "\n" + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 3: duplicates line 2"},
-        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":3}\n", ErrorKind::FutureSchema,
-                "schema version 3, but this build of amax-tune understands versions 1 to 2"}),
+        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":4}\n", ErrorKind::FutureSchema,
+                "schema version 4, but this build of amax-tune understands versions 1 to 3"}),
     [](const ::testing::TestParamInfo<BadText>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -20,7 +20,8 @@ const std::vector<std::string> kTrialColumns{
     "prov_device_name", "prov_arch",  "prov_cu_count",
     "prov_driver_version", "prov_compiler", "prov_template_hash", "prov_tool_version",
     "prov_timing_protocol", "prov_timestamp",
-    "spill_bytes"};  // added by the version-2 migration, so last (fresh files run the same migrations)
+    "spill_bytes",        // added by the version-2 migration, so after the version-1 columns (fresh
+    "tie_rank", "confirm_median_us"};  // files run the same migrations); these two by version 3
 
 std::vector<std::string> column_names(const fs::path& db, const std::string& table) {
   std::vector<std::string> out;
@@ -34,8 +35,8 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   const fs::path p = file("x/y/z/tuning.sqlite");
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 2);
-    EXPECT_EQ(TuningDb::kSchemaVersion, 2);
+    EXPECT_EQ(db.schema_version(), 3);
+    EXPECT_EQ(TuningDb::kSchemaVersion, 3);
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
@@ -43,7 +44,7 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   }
   ASSERT_TRUE(fs::is_regular_file(p));
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"2"});
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"3"});
   EXPECT_EQ(raw_query(p, "PRAGMA application_id"), std::vector<std::string>{"1095582040"});
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
             (std::vector<std::string>{"meta", "trials", "winners"}));
@@ -139,7 +140,9 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   expected_trial.samples = 25;
   expected_trial.gbps = 3.5;
   expected_trial.registers = 40;
-  expected_trial.spill_bytes = -1;  // the column did not exist in version 1
+  expected_trial.spill_bytes = -1;  // the columns did not exist in version 1
+  expected_trial.tie_rank = -1;
+  expected_trial.confirm_median_us = 0;
   {
     // ReadOnly reads the old schema as is and migrates nothing.
     const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
@@ -153,7 +156,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 2);
+    EXPECT_EQ(db.schema_version(), 3);
     const auto trials = db.trials(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
@@ -165,8 +168,8 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
     db.record_key(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
     EXPECT_EQ(db.trials(key(8)).at(0).trial.spill_bytes, 7);
   }
-  EXPECT_EQ(log.count("migrated schema version 1 to 2"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"2"});
+  EXPECT_EQ(log.count("migrated schema version 1 to 3"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"3"});
   // The migrated tables have exactly the columns (names, types, NOT NULL, defaults) of a fresh file.
   const fs::path fresh = file("fresh.db");
   { (void)TuningDb::open(fresh); }
@@ -186,7 +189,7 @@ TEST_F(OpenTest, FutureSchemaIsRefusedNamingBothVersions) {
   for (OpenMode mode : {OpenMode::ReadWrite, OpenMode::ReadOnly}) {
     const std::string msg = expect_db_error(ErrorKind::FutureSchema, [&] { (void)TuningDb::open(p, mode); });
     EXPECT_NE(msg.find("schema version 99"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 3"), std::string::npos) << msg;
     EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
   }
   EXPECT_EQ(read_bytes(p), before);

@@ -47,10 +47,11 @@ TEST(FieldLists, ListEveryMemberInOrder) {
             (std::vector<std::string>{"device_name", "arch", "cu_count", "driver_version", "compiler",
                                       "template_hash", "tool_version", "timing_protocol", "timestamp"}));
   EXPECT_EQ(names(trial_fields), (std::vector<std::string>{"label", "status", "reason", "median_us", "spread_us",
-                                                           "samples", "gbps", "registers", "spill_bytes"}));
+                                                           "samples", "gbps", "registers", "spill_bytes",
+                                                           "tie_rank", "confirm_median_us"}));
   EXPECT_EQ(names(winner_fields), (std::vector<std::string>{"label", "median_us", "gbps"}));
   EXPECT_EQ(aggregate_arity<Provenance>(), 9u);
-  EXPECT_EQ(aggregate_arity<Trial>(), 9u);
+  EXPECT_EQ(aggregate_arity<Trial>(), 11u);
 }
 
 TEST(FieldLists, Roles) {

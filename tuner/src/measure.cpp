@@ -12,9 +12,11 @@ namespace amax::tune {
 
 std::string TimingProtocol::describe() const {
   return fmt::format("device events; batches >= {:g} us (<= {} calls); warmup {}; screen {} (stop at {:g}x best); "
-                     "final {} interleaved rounds x {} finalists + baselines; {}",
+                     "final {} interleaved rounds x {} finalists + baselines; ties: medians within max({:g}%, {:g} "
+                     "SE), fewest launches then least spread; confirmed in {} more rounds; {}",
                      batch_target_us, max_batch, warmup_batches, screen_batches, early_stop, final_rounds,
-                     finalists, warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x L2)");
+                     finalists, 100 * tie_margin, tie_z, confirm_rounds,
+                     warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x L2)");
 }
 
 std::string TimingProtocol::describe_interleaved(int rounds) const {

@@ -15,6 +15,8 @@ std::vector<db::Trial> trials_of(const KeyResult& k) {
       t.samples = r.stats.samples;
       t.gbps = gbps(k.bytes(), r.stats.median_us);
     }
+    t.tie_rank = r.tie_rank;
+    t.confirm_median_us = r.confirm.samples > 0 ? r.confirm.median_us : 0.0;
     t.registers = r.usage.registers;
     t.spill_bytes = r.usage.spill_stores < 0 ? -1 : r.usage.spill_stores;
     trials.push_back(std::move(t));

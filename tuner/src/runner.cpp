@@ -2,6 +2,13 @@
 
 namespace amax::tune {
 
+Timed variant_timed(Backend& b, const LoadedKernel& k, const LaunchShape& shape, std::uint64_t n, LaunchBuffers buf,
+                    StreamHandle stream) {
+  return Timed{[&b, &k, shape, n, buf, stream](const void* in) {
+    launch_amax(b, k, shape, in, n, buf.out, buf.workspace, buf.counter, NanMode::propagate, stream);
+  }};
+}
+
 void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
   const bool warm = protocol_.warm_cache;
   if (t.batch == 0) t.batch = batch_size(protocol_, time_batches(b_, stream_, inputs_, bytes, warm, 1, 2, t.call).back());

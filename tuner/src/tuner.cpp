@@ -224,11 +224,7 @@ class Session {
       if (it != timed_.end()) return it->second;
       const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
       const LaunchShape shape = launch_shape(vs_[i].config, n_, static_cast<std::uint32_t>(s_.backend_->device().cu_count));
-      Session& s = s_;
-      const std::uint64_t n = n_;
-      return timed_[i] = Timed{[&s, &k, shape, n](const void* in) {
-        launch_amax(*s.backend_, k, shape, in, n, s.out_, s.workspace_, s.counter_, NanMode::propagate, s.stream_);
-      }};
+      return timed_[i] = variant_timed(*s_.backend_, k, shape, n_, {s_.out_, s_.workspace_, s_.counter_}, s_.stream_);
     }
     Session& s_;
     DType d_;
@@ -321,6 +317,7 @@ class Session {
       VariantResult r;
       r.config = c;
       r.usage = usage_[kernel_name(c, d)];
+      r.launches = launch_shape(c, n, static_cast<std::uint32_t>(backend_->device().cu_count)).launches();
       if (const auto& e = build_errors_[kernel_name(c, d)]; !e.empty()) {
         r.status = e.starts_with("module load failed") ? db::TrialStatus::launch_failed : db::TrialStatus::compile_failed;
         r.reason = e;
@@ -347,10 +344,11 @@ class Session {
     // Final: the fastest few, TransformerEngine's configs and the best of each strategy,
     // re-timed in interleaved rounds so that drift affects all alike.
     const auto fin = finalists(k.variants, o_.protocol, d);
-    final_pass(k.variants, fin, o_.protocol, source);
-    for (std::size_t i : fin)
-      if (k.winner < 0 || k.variants[i].stats.median_us < k.variants[k.winner].stats.median_us)
-        k.winner = static_cast<int>(i);
+    const auto samples = final_pass(k.variants, fin, o_.protocol, source);
+    // The winner: the preferred variant of the fastest one's statistical tie set, confirmed
+    // against the runners-up in a second measurement.
+    select_winner(k, fin, samples, o_.protocol, source);
+    if (k.confirmation == Confirmation::pooled) progress(fmt::format("{} n={}: {}", to_string(d), n, k.confirmation_note));
     k.ceiling = time_ceiling(n, d);
     return k;
   }

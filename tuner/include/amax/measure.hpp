@@ -23,6 +23,9 @@ struct TimingProtocol {
   int final_rounds = 15;         ///< interleaved rounds (one batch per finalist each) of the final pass
   int finalists = 6;             ///< fastest screened variants re-timed in the final pass
   double early_stop = 1.5;       ///< screening stops a variant after one batch slower than this x best
+  double tie_margin = 0.01;      ///< tie rule (search.hpp TieRule): medians within this fraction tie
+  double tie_z = 2.0;            ///< tie rule: ... or within this many standard errors of their difference
+  int confirm_rounds = 15;       ///< interleaved rounds of the confirmation measurement; 0 = none
   bool warm_cache = false;       ///< true: the same input every call (warm L2); false: rotate
   /// The tuner's protocol, stored in every row's provenance (a change makes rows stale):
   /// "device events; batches >= 200 us (<= 200 calls); warmup 1; screen 3 (stop at 1.5x best); ..."

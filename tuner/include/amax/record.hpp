@@ -11,7 +11,8 @@
 namespace amax::tune {
 
 /// The database trial of every variant of `key`, in the key's order: label, status, reason,
-/// registers and spills always; median, spread, samples and GB/s for ok variants that were timed.
+/// registers, spills and tie rank always; median, spread, samples, GB/s and the confirmation median
+/// for ok variants that were timed.
 std::vector<db::Trial> trials_of(const KeyResult& key);
 
 /// The key's winner as stored (label, median, GB/s); nullopt when no variant passed.

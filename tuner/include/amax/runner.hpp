@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/launch.hpp"
 #include "amax/measure.hpp"
 
 namespace amax::tune {
@@ -18,6 +19,19 @@ struct Timed {
   std::function<void(const void* in)> call;
   int batch = 0;
 };
+
+/// Device memory a variant's timed calls write: its output word, a workspace of at least the
+/// launch shape's workspace_bytes and a one_pass counter word that is 0.
+struct LaunchBuffers {
+  float* out = nullptr;
+  void* workspace = nullptr;
+  std::uint32_t* counter = nullptr;
+};
+
+/// The Timed call of a loaded variant: launch_amax of n elements (NaN propagated) with `shape` on
+/// `stream`. The backend, kernel and buffers must outlive it.
+Timed variant_timed(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, std::uint64_t n,
+                    LaunchBuffers buffers, StreamHandle stream);
 
 /// The order of the entries within each round of Runner::interleaved(): start at entry `offset`
 /// (modulo the count), then ascending, or descending when `reverse` (so that each entry follows a

@@ -24,9 +24,19 @@ struct VariantResult {
   KernelConfig config;
   db::TrialStatus status = db::TrialStatus::ok;
   std::string reason;
-  Stats stats;           ///< empty unless status ok
+  Stats stats;           ///< empty unless status ok; the final pass's (or pooled) stats of finalists
   ResourceUsage usage;
   bool finalist = false;  ///< re-timed in the final pass
+  int launches = 0;       ///< launches per call at the key's size (LaunchShape::launches())
+  Stats confirm;          ///< its stats in the confirmation measurement; samples 0 if not in it
+  int tie_rank = -1;      ///< 0 the winner, 1.. the other members of its tie set by preference, -1 none
+};
+
+/// How the final choice was confirmed (select_winner()).
+enum class Confirmation {
+  none,    ///< nothing to confirm against (a single finalist)
+  agreed,  ///< the second measurement ties the winner with its fastest entrant
+  pooled,  ///< it did not: the choice was made again on the pooled samples of both measurements
 };
 
 /// One key's outcome.
@@ -37,6 +47,9 @@ struct KeyResult {
   std::optional<db::WinnerRow> stored;   ///< the stored winner of a resumed key
   std::vector<VariantResult> variants;
   int winner = -1;                       ///< index into variants, -1 if none
+  std::vector<std::size_t> tie_set;      ///< the winner's tie set, preference order, winner first
+  Confirmation confirmation = Confirmation::none;
+  std::string confirmation_note;         ///< what the confirmation found, for logs and the report
   Stats ceiling;                         ///< the streaming-read kernel on the same bytes
   /// Fastest ok variant of `strategy` (or with the given label), nullptr if none.
   const VariantResult* best(Strategy strategy) const;
@@ -84,5 +97,57 @@ std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, cons
 /// order as `fin`).
 std::vector<std::vector<double>> final_pass(std::vector<VariantResult>& variants, const std::set<std::size_t>& fin,
                                             const TimingProtocol& protocol, SampleSource& source);
+
+/// The statistical tie rule (DESIGN.md section 5; README "Reproducible winners"). Two variants
+/// with per-call time samples a and b (one per batch) are tied when their medians differ by at
+/// most
+///     max(margin x min(median_a, median_b),  z x sqrt(se_a^2 + se_b^2)),
+///     se_x = 0.93 x IQR_x / sqrt(samples_x),
+/// se_x being the large-sample standard error of a median (1.2533 sigma / sqrt(n)) with sigma
+/// estimated robustly as IQR / 1.349. With margin 1% and z 2: differences under 1% are never
+/// treated as real (the regret target is 1.01x in geometric mean); above it, two variants of equal
+/// true median are split with probability about 5% (normal samples; z = 2 is a two-sided 95%
+/// test), and a variant slower by d is tied with probability about Phi(2 - d / se_diff), e.g.
+/// 50% at d = 2 se_diff, 2.3% at d = 4 se_diff. Deterministic: the same samples give the same
+/// answer. A bimodal variant has a large IQR, so it ties with more neighbours and loses to a
+/// steadier one among them.
+struct TieRule {
+  double margin = 0.01;
+  double z = 2.0;
+  /// The largest difference of medians that is a tie, microseconds.
+  double threshold_us(const Stats& a, const Stats& b) const;
+  bool tied(const Stats& a, const Stats& b) const;
+  /// "tie: |median difference| <= max(1% x faster median, 2 x combined median SE)".
+  std::string describe() const;
+};
+
+/// The order in which tied variants are preferred: fewer launches per call first (one_pass and
+/// self_reset 1, atomic 2 with its memset, two_stage 2 with more than one block), then the smaller
+/// relative spread (IQR / median), then the lower median, then the label. True when a is
+/// preferred to b. Deterministic.
+bool preferred(const VariantResult& a, const VariantResult& b);
+
+/// The tie set among `which` (indices into variants, each with stats): every variant tied by
+/// `rule` with the one of lowest median, in preferred() order (so the chosen variant first).
+std::vector<std::size_t> tie_set(const std::vector<VariantResult>& variants, const std::vector<std::size_t>& which,
+                                 const TieRule& rule = {});
+
+/// At most this many variants take part in the confirmation: the winner, the rest of its tie set
+/// in preference order, and the fastest finalist outside the tie set.
+inline constexpr std::size_t kMaxConfirmation = 8;
+
+/// Chooses the winner among the finalists `fin` (their stats from the final pass): the first of
+/// their tie set under the protocol's tie rule (tie_margin, tie_z), then confirms it in a second,
+/// independent interleaved measurement (protocol.confirm_rounds fresh rounds in another order;
+/// none when 0) against the rest of its tie set and the
+/// fastest finalist outside it. When the winner is tied with the fastest of that measurement the
+/// choice stands (agreed); otherwise each entrant's samples of both measurements are pooled and
+/// the tie set and the choice are made again on them (pooled: the entrants' stats become the
+/// pooled ones, final_rounds + confirm_rounds samples). Sets winner, tie_set, confirmation, confirmation_note
+/// and the variants' confirm and tie_rank. `final_samples[j]` are the final pass's samples of the
+/// j-th element of fin.
+void select_winner(KeyResult& key, const std::set<std::size_t>& fin,
+                   const std::vector<std::vector<double>>& final_samples, const TimingProtocol& protocol,
+                   SampleSource& source);
 
 }  // namespace amax::tune

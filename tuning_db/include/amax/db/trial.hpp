@@ -49,6 +49,12 @@ struct Trial {
   double gbps = 0.0;                       ///< effective bandwidth n * sizeof(dtype) / median, GB/s (1e9 B/s)
   std::int64_t registers = -1;             ///< registers per thread (VGPRs on AMD), -1 if unknown
   std::int64_t spill_bytes = -1;           ///< bytes spilled per thread, -1 if unknown (column since schema 2)
+  /// Place in the winner's statistical tie set: 0 the winner, 1.. the other tied variants in the
+  /// tuner's order of preference, -1 not tied (or measured before schema 3).
+  std::int64_t tie_rank = -1;
+  /// Median in the tuner's confirmation measurement, microseconds; 0 when the variant was not in
+  /// it (since schema 3).
+  double confirm_median_us = 0.0;
 
   /// Field-by-field equality over trial_fields.
   friend bool operator==(const Trial& a, const Trial& b);
@@ -69,6 +75,10 @@ inline constexpr std::tuple trial_fields{
                                "registers per thread, -1 unknown"},
     Field<Trial, std::int64_t>{"spill_bytes", &Trial::spill_bytes,
                                "spilled bytes per thread, -1 unknown", kPlain, /*since_schema=*/2},
+    Field<Trial, std::int64_t>{"tie_rank", &Trial::tie_rank,
+                               "0 winner, 1.. tied with it by preference, -1 not tied", kPlain, 3},
+    Field<Trial, double>{"confirm_median_us", &Trial::confirm_median_us,
+                         "median in the confirmation measurement, us; 0 not in it", kPlain, 3},
 };
 static_assert(aggregate_arity<Trial>() == std::tuple_size_v<decltype(trial_fields)>,
               "every Trial member must be listed in trial_fields");

@@ -95,8 +95,8 @@ enum class ExportTable {
 class TuningDb {
  public:
   /// Schema version this build writes (and migrates older files to). Version 1: meta, trials,
-  /// winners. Version 2: trials.spill_bytes.
-  static constexpr int kSchemaVersion = 2;
+  /// winners. Version 2: trials.spill_bytes. Version 3: trials.tie_rank, trials.confirm_median_us.
+  static constexpr int kSchemaVersion = 3;
 
   /// Opens (ReadWrite: creates if missing) the database at @p path.
   ///
