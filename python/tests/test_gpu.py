@@ -237,7 +237,7 @@ class Explain(unittest.TestCase):
         x = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
         e = amax_tune.explain(x)
         self.assertIn(e.source, ("override", "user_db", "system_db", "default"))
-        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass)\.t\d+\.v\d+\.u\d+\.b")
+        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass|self_reset)\.t\d+\.v\d+\.u\d+\.b")
         self.assertEqual(e.workspace_bytes, amax_tune.context(0).workspace_size(amax_tune.DTYPE_BF16, 1 << 20))
         self.assertEqual((e.dtype, e.n), ("bf16", 1 << 20))
         self.assertIn(e.label, str(e))
