@@ -29,6 +29,8 @@ void add_emit(CLI::App& app);
 void add_tune(CLI::App& app);
 /// `amax-tune bench`.
 void add_bench(CLI::App& app);
+/// `amax-tune check [--db F] [--retune] [--dtypes ...] [--sizes ...]`.
+void add_check(CLI::App& app);
 /// `amax-tune show | export | import | merge`.
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.

@@ -83,6 +83,12 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"export --db " + (dir / "none.db").string(), "--format is required"},
       {"bench --regime lukewarm", "--regime must be cold, warm or both, got 'lukewarm'"},
       {"bench --rounds 1", "--rounds must be at least 3, got 1"},
+      {"check --dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64' in --dtypes 'fp64'"},
+      {"check --sizes 0 --db " + (dir / "a.db").string(), "invalid size '0' in --sizes '0': sizes must be at least 1"},
+      {"check --sizes 2^10..2^5 --db " + (dir / "a.db").string(), "a range needs a power of two A <= B"},
+      {"check --device -1 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -1"},
+      {"check --retune=maybe --db " + (dir / "a.db").string(), "--retune"},
+      {"check --rounds 3 --db " + (dir / "a.db").string(), "--rounds"},
   };
   for (const auto& c : cases) {
     const CmdResult r = run(c.args);
@@ -196,4 +202,39 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 60);
+}
+
+TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
+  const auto db = shipped_db();
+  const std::string good = slurp(db);
+  const auto bad = dir / "damaged.db";
+  std::ofstream(bad, std::ios::binary) << good.substr(0, good.size() / 2 + 100);
+  const std::string damaged = slurp(bad);
+  const auto damaged_time = fs::last_write_time(bad);
+  for (const std::string extra : {"", " --retune"}) {
+    const CmdResult r = run("check --db " + bad.string() + extra);
+    EXPECT_EQ(r.code, 1) << extra << r.out;
+    EXPECT_TRUE(has(r.out, "amax-tune: error: cannot check " + bad.string())) << r.out;
+    EXPECT_TRUE(has(r.out, "(the file was left untouched)")) << r.out;
+    EXPECT_EQ(slurp(bad), damaged) << "check" << extra << " modified the damaged file";
+    EXPECT_EQ(fs::last_write_time(bad), damaged_time);
+  }
+  const CmdResult ag = run("check --db " + db.string() + " --against " + bad.string());
+  EXPECT_EQ(ag.code, 1) << ag.out;
+  EXPECT_TRUE(has(ag.out, "amax-tune: error: cannot check " + bad.string())) << ag.out;
+  EXPECT_EQ(slurp(bad), damaged);
+  const CmdResult m = run("check --db " + (dir / "missing.db").string());
+  EXPECT_EQ(m.code, 1) << m.out;
+  EXPECT_TRUE(has(m.out, "no such file")) << m.out;
+  EXPECT_FALSE(fs::exists(dir / "missing.db"));
+  // A sound database on a machine without a GPU: the device is missing, the file is unchanged.
+  const auto good_time = fs::last_write_time(db);
+  const CmdResult g = run("check --db " + db.string());
+  if (g.code == 0 || has(g.out, "summary:")) GTEST_SKIP() << "a GPU is present (the check ran): " << g.out;
+  EXPECT_EQ(g.code, 1) << g.out;
+  EXPECT_TRUE(has(g.out, "amax-tune: error: no GPU device 0 to check on")) << g.out;
+  EXPECT_TRUE(has(g.out, db.string() + " was left untouched")) << g.out;
+  EXPECT_EQ(slurp(db), good);
+  EXPECT_EQ(fs::last_write_time(db), good_time);
+  EXPECT_FALSE(fs::exists(db.string() + "-wal"));
 }

@@ -1,10 +1,19 @@
-// End-to-end tuning of a small grid on the GPU into a fresh database (label `gpu`).
+// End-to-end tuning of a small grid on the GPU into a fresh database, then `amax-tune check` on it
+// (label `gpu`).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <array>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "amax/backend.hpp"
+#include "amax/check.hpp"
 #include "amax/search_space.hpp"
 #include "amax/tuner.hpp"
 
@@ -76,5 +85,80 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   const auto re = tune::run_tuning(o);
   EXPECT_EQ(re.kernels_compiled, 0);
   EXPECT_GT(re.kernels_cached, 0);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+struct CmdResult {
+  int code;
+  std::string out;
+};
+
+CmdResult run_cli(const std::string& args) {
+  FILE* p = popen((std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
+
+}  // namespace
+
+TEST(GpuTuner, CheckReportsEveryKeyAndNeverChangesTheDatabaseWithoutRetune) {
+  Vendor v;
+  if (!first_available_vendor(v)) GTEST_SKIP() << "no GPU present, GPU test skipped";
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-check-test-" + std::to_string(std::random_device{}()));
+  tune::TuneOptions o;
+  o.arch = make_backend(v, 0)->device().arch;
+  o.dtypes = {DType::bf16, DType::fp32};
+  o.sizes = {1000, 1u << 20};
+  o.db_path = dir / "tuning.db";
+  o.cache_dir = dir / "kernels";
+  o.progress = false;
+  const auto tuned = tune::run_tuning(o);
+  ASSERT_EQ(tuned.keys.size(), 4u);
+  const std::string bytes = slurp(o.db_path);
+  const auto mtime = std::filesystem::last_write_time(o.db_path);
+
+  // The library: every key measured on this device, the winner first, its alternatives after it.
+  tune::CheckOptions c;
+  c.db_path = o.db_path;
+  c.cache_dir = o.cache_dir;
+  c.progress = false;
+  const auto r = tune::run_check(c);
+  ASSERT_EQ(r.entries.size(), 4u);
+  EXPECT_EQ(r.measured, 4);
+  EXPECT_EQ(r.skipped, 0);
+  for (const auto& e : r.entries) {
+    EXPECT_TRUE(e.skipped.empty()) << e.skipped;
+    ASSERT_GE(e.variants.size(), 2u) << to_string(e.dtype) << " " << e.n;
+    EXPECT_EQ(e.variants[0].label, e.winner);
+    for (const auto& var : e.variants) EXPECT_EQ(var.now.samples, c.protocol.final_rounds) << var.label << var.problem;
+    EXPECT_GE(e.regret, 1.0);
+    EXPECT_EQ(e.holds, e.regret <= 1.05);
+  }
+  EXPECT_GE(r.geomean_regret, 1.0);
+  EXPECT_LE(r.geomean_regret, r.max_regret);
+
+  // The command line, twice: a table line per key and the summary; the file is unchanged.
+  const CmdResult cli = run_cli("check -q --db " + o.db_path.string());
+  EXPECT_TRUE(cli.code == 0 || cli.code == 1) << cli.out;
+  for (const auto& k : tuned.keys)
+    EXPECT_NE(cli.out.find(fmt::format("{:<5} {:>11} {}", to_string(k.dtype), k.n, k.variants[k.winner].config.label())),
+              std::string::npos)
+        << cli.out;
+  EXPECT_NE(cli.out.find("summary: "), std::string::npos) << cli.out;
+  EXPECT_EQ(cli.code == 0, cli.out.find("summary: 4 of 4 keys hold") != std::string::npos) << cli.out;
+  const CmdResult filtered = run_cli("check -q --dtypes fp32 --sizes 1000 --db " + o.db_path.string());
+  EXPECT_NE(filtered.out.find("1 entries of"), std::string::npos) << filtered.out;
+  EXPECT_EQ(slurp(o.db_path), bytes) << "check without --retune changed the database";
+  EXPECT_EQ(std::filesystem::last_write_time(o.db_path), mtime);
   std::filesystem::remove_all(dir);
 }
