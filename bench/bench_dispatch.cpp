@@ -22,20 +22,21 @@ std::string g_db;
 
 const DispatchTables& tables() {
   static const DispatchTables t = [] {
-    DispatchTables t(ArchInfo::parse("sm_90"), DispatchIdentity{"NVIDIA H200", "sm_90", 132, "nvrtc 13.0",
-                                                                template_hash(), std::string(generator_version())});
+    const db::Provenance p{.device_name = "NVIDIA H200", .arch = "sm_90", .cu_count = 132,
+                           .driver_version = "cuda driver 13.0", .compiler = "nvrtc 13.0",
+                           .template_hash = template_hash(), .tool_version = std::string(generator_version()),
+                           .timing_protocol = "bench", .timestamp = "2026-11-30T00:00:00Z"};
+    DispatchTables t(ArchInfo::parse("sm_90"), p);
     if (g_db.empty()) {
       g_db = (std::filesystem::temp_directory_path() / "amax-bench-dispatch.db").string();
       std::filesystem::remove(g_db);
       auto d = db::TuningDb::open(g_db);
-      const db::Provenance p{"NVIDIA H200", "sm_90", 132, "cuda driver 13.0", "nvrtc 13.0", template_hash(),
-                             std::string(generator_version()), "bench", "2026-11-30T00:00:00Z"};
-      for (const char* dt : {"fp32", "fp16", "bf16"})
+      for (const DTypeInfo& dt : all_dtypes())
         for (int e = 10; e <= 35; ++e) {
           const std::string label = std::string(e < 22 ? "one_pass.t512" : "atomic.t512") +
-                                    (std::string(dt) == "fp32" ? ".v4" : ".v8") + ".u2.b4cu";
+                                    ".v" + std::to_string(16 / dt.bytes) + ".u2.b4cu";
           const db::Trial tr{label, db::TrialStatus::ok, "", 3.0, 0.1, 15, 1.0, 32, 0};
-          d.record_key(db::TuningKey{"sm_90", db::dtype_from_string(dt), 1ull << e}, p, std::span(&tr, 1),
+          d.record_key(db::TuningKey{"sm_90", dt.dtype, 1ull << e}, p, std::span(&tr, 1),
                        db::Winner{label, 3.0, 1.0});
         }
     }

@@ -239,8 +239,7 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->system_db = o->system_db_path ? o->system_db_path : default_system_db_path().string();
     const auto& dev = c->backend->device();
     c->tables = std::make_unique<DispatchTables>(
-        c->arch, DispatchIdentity{dev.name, dev.arch, dev.cu_count, c->compiler->version(), template_hash(),
-                                  std::string(generator_version())});
+        c->arch, running_provenance(dev, c->compiler->version()));
     c->tables->read_environment();
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);

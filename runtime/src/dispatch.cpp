@@ -3,14 +3,15 @@
 #include "amax/log.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "amax/db/nearest.hpp"
 #include "amax/db/tuning_db.hpp"
+#include "amax/render.hpp"
 #include "amax/trust.hpp"
 
 namespace amax {
@@ -23,21 +24,24 @@ KernelConfig builtin_default(const ArchInfo& arch, DType d, std::uint64_t n) {
 }
 
 const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) {
-  const TableEntry* best = nullptr;
-  double best_d = INFINITY;
-  const double ln = std::log2(static_cast<double>(std::max<std::uint64_t>(n, 1)));
-  for (const auto& e : v) {  // sorted by n, same-device rows first: the first of equals wins
-    const double d = std::fabs(std::log2(static_cast<double>(e.n)) - ln);
-    if (d < best_d - 1e-12 || (best && std::fabs(d - best_d) <= 1e-12 && e.n > best->n)) {
-      best = &e;
-      best_d = d;
-    }
-  }
-  return best;
+  const std::size_t i = db::nearest_size(n, v.size(), [&](std::size_t k) {
+    return db::SizeCandidate{v[k].n, v[k].same_device, v[k].timestamp};
+  });
+  return i < v.size() ? &v[i] : nullptr;
 }
 
-DispatchTables::DispatchTables(ArchInfo arch, DispatchIdentity identity)
-    : arch_(std::move(arch)), id_(std::move(identity)) {}
+db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_version) {
+  return db::Provenance{.device_name = dev.name,
+                        .arch = dev.arch,
+                        .cu_count = dev.cu_count,
+                        .driver_version = dev.driver_version,
+                        .compiler = std::move(compiler_version),
+                        .template_hash = template_hash(),
+                        .tool_version = std::string(generator_version())};
+}
+
+DispatchTables::DispatchTables(ArchInfo arch, db::Provenance current)
+    : arch_(std::move(arch)), current_(std::move(current)) {}
 
 void DispatchTables::warn(std::string m) {
   log().warn("{}", m);
@@ -64,8 +68,6 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
   // Another user's rows are still used (validated below, they can only pick a generated
   // variant), with one warning: they can make this process pick a slower one.
   if (std::string w = trust::database_warning(fmt::format("{} database", what), path); !w.empty()) warn(std::move(w));
-  const db::Provenance current{id_.device_name, id_.arch, id_.cu_count, "", id_.compiler,
-                               id_.template_hash, id_.tool_version, "", ""};
   std::size_t kept = 0, stale = 0, invalid = 0;
   std::set<std::string> stale_fields;
   std::string first_invalid;
@@ -84,13 +86,13 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
       if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
       continue;
     }
-    if (auto f = db::stale_fields(r.provenance, current); !f.empty()) {
+    if (auto f = db::stale_fields(r.provenance, current_); !f.empty()) {
       ++stale;
       for (auto s : f) stale_fields.insert(std::string(s));
       continue;
     }
     out[index(d)].push_back(TableEntry{
-        c, r.key.n, r.winner.median_us, r.winner.gbps, db::same_device(r.provenance, current),
+        c, r.key.n, r.winner.median_us, r.winner.gbps, db::same_device(r.provenance, current_), r.provenance.timestamp,
         fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
     ++kept;
   }

@@ -113,8 +113,7 @@ int run_read(const Args& a) {
   const std::string stop = a.get("stop-file");
   const auto pause_us = a.num("pause-us", 0);
   const ArchInfo arch = ArchInfo::parse(kArch);
-  const DispatchIdentity id{"NVIDIA H200", kArch, kCuCount, kCompiler, template_hash(),
-                            std::string(generator_version())};
+  const db::Provenance id = provenance("NVIDIA H200");
   int failures = 0;
   auto fail = [&](const std::string& why) {
     std::fprintf(stderr, "reader %d: %s\n", static_cast<int>(::getpid()), why.c_str());

@@ -23,8 +23,7 @@ namespace amax::reliability::test {
 namespace {
 
 const ArchInfo kSm90 = ArchInfo::parse(kArch);
-const DispatchIdentity kIdentity{"NVIDIA H200", kArch, kCuCount, kCompiler, template_hash(),
-                                 std::string(generator_version())};
+const db::Provenance kIdentity = provenance("NVIDIA H200");
 
 constexpr std::size_t kPage = 4096;
 

@@ -68,7 +68,8 @@ TEST_F(GpuReliabilityTest, DamagedDatabasesStillGiveBitExactAmax) {
         for (int i = 0; i < 6; ++i) {
           const db::Trial tr{"atomic.t512.v4.u4.buncapped", db::TrialStatus::ok, "", 2.0, 0.1, 25, 100.0, 32, 0};
           t.record_key(db::TuningKey{env->arch.name, DType::fp32, 1ull << (10 + 3 * i)},
-                       db::Provenance{"x", env->arch.name, 1, "", "c", "h", "t", "", ""}, std::span(&tr, 1),
+                       db::Provenance{.device_name = "x", .arch = env->arch.name, .cu_count = 1, .compiler = "c",
+                                      .template_hash = "h", .tool_version = "t"}, std::span(&tr, 1),
                        db::Winner{tr.label, 2.0, 100.0});
         }
         t.use_rollback_journal();

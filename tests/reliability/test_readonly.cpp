@@ -18,8 +18,7 @@ namespace amax::reliability::test {
 namespace {
 
 const ArchInfo kSm90 = ArchInfo::parse(kArch);
-const DispatchIdentity kIdentity{"NVIDIA H200", kArch, kCuCount, kCompiler, template_hash(),
-                                 std::string(generator_version())};
+const db::Provenance kIdentity = provenance("NVIDIA H200");
 
 void make_db(const fs::path& p, int keys, bool rollback) {
   db::TuningDb t = db::TuningDb::open(p);

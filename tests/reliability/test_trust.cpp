@@ -249,7 +249,8 @@ TEST_F(TrustTest, ReadTrustedFileForBundles) {
 
 // Databases another user can write are still read (rows are validated and only pick generated
 // variants), with one warning naming the file, why, and what it can cost.
-const DispatchIdentity kId{"NVIDIA H200", "sm_90", 132, "nvrtc 13.0", template_hash(), std::string(generator_version())};
+const db::Provenance kId{.device_name = "NVIDIA H200", .arch = "sm_90", .cu_count = 132, .compiler = "nvrtc 13.0",
+                         .template_hash = template_hash(), .tool_version = std::string(generator_version())};
 
 void make_db(const fs::path& p) {
   auto d = db::TuningDb::open(p);

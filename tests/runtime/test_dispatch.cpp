@@ -16,12 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const DispatchIdentity kId{"NVIDIA H200", "sm_90", 132, "nvrtc 13.0", template_hash(), std::string(generator_version())};
-
 db::Provenance prov(const std::string& device = "NVIDIA H200", const std::string& hash = template_hash()) {
-  return db::Provenance{device, "sm_90", 132, "cuda driver 13.0", "nvrtc 13.0", hash,
-                        std::string(generator_version()), "test", "2026-11-30T00:00:00Z"};
+  return db::Provenance{.device_name = device, .arch = "sm_90", .cu_count = 132, .driver_version = "cuda driver 13.0",
+                        .compiler = "nvrtc 13.0", .template_hash = hash, .tool_version = std::string(generator_version()),
+                        .timing_protocol = "test", .timestamp = "2026-11-30T00:00:00Z"};
 }
+const db::Provenance kId = prov();
 
 class Dispatch : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "amax/code_object.hpp"
+#include "amax/dispatch.hpp"
 #include "amax/log.hpp"
 #include "amax/record.hpp"
 #include "amax/reference.hpp"
@@ -70,8 +71,8 @@ class Session {
     report_.device = dev;
     report_.compiler = compiler_->version();
     report_.protocol = o_.protocol.describe();
-    current_ = db::Provenance{dev.name, dev.arch, dev.cu_count, dev.driver_version, compiler_->version(),
-                              template_hash(), std::string(generator_version()), o_.protocol.describe(), ""};
+    current_ = running_provenance(dev, compiler_->version());
+    current_.timing_protocol = o_.protocol.describe();
     if (!db_) open_db();
     plan_keys();
     if (work_.empty()) {

@@ -1,3 +1,4 @@
+#include <amax/db/nearest.hpp>
 #include <amax/db/tuning_db.hpp>
 
 #include "codec.hpp"
@@ -657,57 +658,24 @@ namespace {
 
 std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch, DType dtype, std::uint64_t n,
                                 const Provenance* current) {
-  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   return im.run("looking up the nearest winner", [&]() -> std::optional<WinnerRow> {
+    // Every candidate winner of the arch and dtype (fresh ones only for a known build), then the
+    // one nearest-size rule of nearest.hpp, which the runtime's dispatch tables use too.
     std::string cond = "arch = ? AND dtype = ?";
-    bool by_device = false;
-    auto bind_cond = [&](SQLite::Statement& s) {
-      s.bind(1, std::string(arch));
-      s.bind(2, std::string(to_string(dtype)));
-      int i = 3;
-      if (current) i = detail::bind_provenance_where(s, i, *current, kStale);
-      if (by_device) i = detail::bind_provenance_where(s, i, *current, kDevice);
-      return i;
-    };
-    if (current) {
-      cond += " AND " + detail::provenance_where(kStale);
-      const std::string dev_cond = cond + " AND " + detail::provenance_where(kDevice);
-      by_device = true;
-      SQLite::Statement any(*im.db, "SELECT 1 FROM winners WHERE " + dev_cond + " LIMIT 1");
-      bind_cond(any);
-      if (any.executeStep()) {
-        cond = dev_cond;
-      } else {
-        by_device = false;
-      }
-    }
-    auto nearest = [&](bool below) -> std::optional<std::uint64_t> {
-      if (!below && n > kMax) return std::nullopt;
-      SQLite::Statement q(*im.db, "SELECT n FROM winners WHERE " + cond +
-                                      (below ? " AND n <= ? ORDER BY n DESC" : " AND n >= ? ORDER BY n ASC") +
-                                      " LIMIT 1");
-      const int i = bind_cond(q);
-      q.bind(i, static_cast<std::int64_t>(std::min(n, kMax)));
-      std::uint64_t m = 0;
-      if (!q.executeStep() || !detail::Codec<std::uint64_t>::read(q.getColumn(0), m)) return std::nullopt;
-      return m;
-    };
-    const auto lo = nearest(true);
-    const auto hi = nearest(false);
-    if (!lo && !hi) return std::nullopt;
-    std::uint64_t m = 0;
-    if (lo && hi) {
-      // |log2 q - log2 lo| < |log2 hi - log2 q|  <=>  q*q < lo*hi  (exact in 128 bits); ties -> hi.
-      __extension__ using u128 = unsigned __int128;
-      m = static_cast<u128>(n) * n < static_cast<u128>(*lo) * *hi ? *lo : *hi;
-    } else {
-      m = lo ? *lo : *hi;
-    }
+    if (current) cond += " AND " + detail::provenance_where(kStale);
     SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::WinnersTable>(im.version) +
-                                    " FROM winners WHERE " + cond + " AND n = ? ORDER BY prov_timestamp DESC, id DESC LIMIT 1");
-    q.bind(bind_cond(q), static_cast<std::int64_t>(m));
-    if (!q.executeStep()) return std::nullopt;
-    return detail::read_row<detail::WinnersTable>(q, im.path);
+                                    " FROM winners WHERE " + cond + " ORDER BY n, id DESC");
+    q.bind(1, std::string(arch));
+    q.bind(2, std::string(to_string(dtype)));
+    if (current) detail::bind_provenance_where(q, 3, *current, kStale);
+    std::vector<WinnerRow> rows;
+    while (q.executeStep()) rows.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
+    const std::size_t best = nearest_size(n, rows.size(), [&](std::size_t i) {
+      return SizeCandidate{rows[i].key.n, current && same_device(rows[i].provenance, *current),
+                           rows[i].provenance.timestamp};
+    });
+    if (best == rows.size()) return std::nullopt;
+    return std::move(rows[best]);
   });
 }
 

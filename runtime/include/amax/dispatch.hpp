@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "amax/backend.hpp"
+#include "amax/db/provenance.hpp"
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
 
@@ -24,18 +26,15 @@ struct TableEntry {
   double median_us = 0;     ///< measured time at n, microseconds
   double gbps = 0;          ///< bytes / time at n, GB/s
   bool same_device = false; ///< measured on this device (name and CU count), preferred on ties
+  std::string timestamp;    ///< when it was measured (ISO-8601 UTC); the newer wins a full tie
   std::string where;        ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at 2026-11-30T03:16:11Z"
 };
 
-/// What the running build and device look like; rows are judged against it.
-struct DispatchIdentity {
-  std::string device_name;
-  std::string arch;          ///< the device's arch / target ID; rows of other arches are not read
-  int cu_count = 0;
-  std::string compiler;      ///< "nvrtc 13.0"
-  std::string template_hash;
-  std::string tool_version;
-};
+/// The provenance of the running build on device @p dev with JIT compiler @p compiler_version:
+/// the device fields, driver_version, compiler, this build's template_hash() and
+/// generator_version(); timing_protocol and timestamp empty (the tuner fills them in). Database
+/// rows are judged against it (db::stale_fields, db::same_device). The one place it is built.
+db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_version);
 
 /// The built-in default per arch family, used when no table has an entry (the one place this
 /// choice is made). Small tensors (n <= 2^21): one_pass, 512 threads, 16-byte loads, unroll 2,
@@ -55,7 +54,9 @@ struct Choice {
 /// thread-safe and does no I/O.
 class DispatchTables {
  public:
-  DispatchTables(ArchInfo arch, DispatchIdentity identity);
+  /// @p current: the running build and device (running_provenance()); only its identity fields
+  /// are read, and rows of other arches than current.arch are not.
+  DispatchTables(ArchInfo arch, db::Provenance current);
 
   /// Loads the winners of this arch from the database at `path` into the user or system table.
   /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
@@ -70,8 +71,9 @@ class DispatchTables {
   void read_environment();
 
   /// The decision for (dtype, n): a forced label valid for the dtype; else a forced strategy on
-  /// the built-in default; else the user table's entry nearest to n in log2 (a tie goes to the
-  /// larger tuned n; same-device rows first); else the system table's; else the default.
+  /// the built-in default; else the user table's entry nearest to n (db::serves_better: log2
+  /// distance, ties to the larger tuned n, then same-device rows, then the newer); else the system
+  /// table's; else the default.
   Choice choose(DType dtype, std::uint64_t n) const;
 
   const std::vector<TableEntry>& table(Source which, DType dtype) const;
@@ -83,15 +85,16 @@ class DispatchTables {
  private:
   void warn(std::string message);
   ArchInfo arch_;
-  DispatchIdentity id_;
+  db::Provenance current_;
   std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;
   std::vector<std::string> warnings_;
 };
 
-/// The entry of `table` (sorted by n, same-device first per n) nearest to n in log2; a tie goes
-/// to the larger tuned size; n = 0 counts as 1. nullptr when the table is empty.
+/// The entry of `table` that serves n best by the nearest-size rule of amax/db/nearest.hpp (the one
+/// TuningDb::lookup_nearest uses): nearest in log2, a tie to the larger tuned size, then a
+/// same-device row, then the newer; n = 0 counts as 1. nullptr when the table is empty.
 const TableEntry* nearest_entry(const std::vector<TableEntry>& table, std::uint64_t n);
 
 }  // namespace amax

@@ -187,16 +187,18 @@ class TuningDb {
   /// All trials, sorted by key, provenance identity, label. @throws DbError.
   [[nodiscard]] std::vector<TrialRow> all_trials() const;
 
-  /// The winner for @p arch and @p dtype whose n is nearest to @p n in log2 (|log2 m - log2 n|
-  /// minimal; a tie goes to the larger m). Among several winners at that m (several devices or
-  /// setups), the most recent timestamp wins. Other arches/dtypes never match. n == 0 behaves
-  /// like the smallest n. std::nullopt when there is none. @throws DbError.
+  /// The winner for @p arch and @p dtype that serves @p n best by the nearest-size rule of
+  /// nearest.hpp (serves_better), the rule the runtime's dispatch uses too: |log2 m - log2 n|
+  /// minimal (exact integer comparison), a tie to the larger m; among several winners at that m
+  /// (several devices or setups) the most recent timestamp, then the last recorded. Other
+  /// arches/dtypes never match. n == 0 behaves like n == 1. std::nullopt when there is none.
+  /// @throws DbError.
   [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
                                                         std::uint64_t n) const;
 
-  /// As above, for the runtime of a known build and device: rows stale against @p current
-  /// (stale_fields() non-empty) are ignored, and if any remaining row was measured on the
-  /// same device as @p current (same_device()), only such rows are considered.
+  /// As above, for a known build and device: rows stale against @p current (stale_fields()
+  /// non-empty) are ignored, and among winners at the chosen m one measured on the same device
+  /// as @p current (same_device()) comes before the others.
   [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
                                                         std::uint64_t n,
                                                         const Provenance& current) const;
