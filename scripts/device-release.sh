@@ -2,8 +2,8 @@
 # On the GPU machine (see ../shared/device/README.md): the release pipeline, in two phases that each
 # fit one device call (run `tune`, then `bench` while the machine is still warm; `all` runs both).
 #   tune:  build; every `gpu` test but the Python ones; tune the default grid twice (the first with
-#          a cold kernel cache) into two databases; `amax-tune check` of the first where the build
-#          has it; both runs exported as text; the first turned into data/system-db.jsonl.
+#          a cold kernel cache) into two databases; `amax-tune check` of the first against the
+#          second; both runs exported as text; the first turned into data/system-db.jsonl.
 #   bench: rebuild (the new system.db and its bundle), the install test, `amax-tune bench` against
 #          the shipped database only, the Python package's install, tests and bench.
 # Results go to $OUT: results-PHASE.tar.gz (every log) and data/system-db.jsonl.
@@ -35,10 +35,8 @@ if [[ $phase == tune || $phase == all ]]; then
   log "tune 1 (cold kernel cache): rc=$? wall $((SECONDS-s)) s"; tail -1 "$R/tune.txt"
   s=$SECONDS; $T --arch sm_90 --db /tmp/amax-h200-2.db > "$R/tune2.txt" 2> "$R/tune2.err"
   log "tune 2: rc=$? wall $((SECONDS-s)) s"; tail -1 "$R/tune2.txt"
-  if $T check --help > /dev/null 2>&1; then
-    s=$SECONDS; $T check --db /tmp/amax-h200.db > "$R/check.txt" 2> "$R/check.err"
-    log "check of run 1: rc=$? in $((SECONDS-s)) s"; tail -6 "$R/check.txt"
-  fi
+  s=$SECONDS; $T check --db /tmp/amax-h200.db --against /tmp/amax-h200-2.db > "$R/check.txt" 2> "$R/check.err"
+  log "check of run 1 against run 2: rc=$? in $((SECONDS-s)) s"; tail -6 "$R/check.txt"
   $T export --format text --db /tmp/amax-h200.db -o "$R/run1.jsonl"
   $T export --format text --db /tmp/amax-h200-2.db -o "$R/run2.jsonl"
   python3 scripts/make-system-db.py "$R/run1.jsonl" > data/system-db.jsonl && mkdir -p "$OUT/data" && cp data/system-db.jsonl "$OUT/data/"
