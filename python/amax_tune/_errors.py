@@ -16,6 +16,7 @@ class Status(enum.IntEnum):
     DRIVER_ERROR = 9
     TOO_MANY_STREAMS = 10
     INTERNAL_ERROR = 11
+    WRONG_DEVICE = 12
 
 
 class Error(RuntimeError):

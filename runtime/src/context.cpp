@@ -200,6 +200,35 @@ void need(const void* p, const char* name) {
   if (!p) fail(AMAX_STATUS_NULL_POINTER, fmt::format("{} is NULL", name));
 }
 
+// The wrong-device checks of amax_compute (amax_tune.h "Several GPUs"): a stream or a pointer of
+// another device or context is refused before anything is enqueued.
+std::string this_device(const amax_context& c) {
+  const DeviceInfo& d = c.backend->device();
+  return fmt::format("device {} ({}, {})", d.ordinal, d.name, d.arch);
+}
+
+void need_own_stream(amax_context& c, StreamHandle s) {
+  const StreamOwner o = c.backend->stream_owner(s);
+  const int own = c.backend->device().ordinal;
+  if (o.device >= 0 && o.device != own)
+    fail(AMAX_STATUS_WRONG_DEVICE, fmt::format("stream {} belongs to device {}, but this context is on {}: "
+                                               "use a context created for device {}", s, o.device, this_device(c),
+                                               o.device));
+  if (!o.same_context)
+    fail(AMAX_STATUS_WRONG_DEVICE, fmt::format("stream {} belongs to another CUDA context on device {}, not the "
+                                               "primary context of {} that this context uses: create the stream "
+                                               "in the device's primary context (as the CUDA runtime does)",
+                                               s, o.device, this_device(c)));
+}
+
+void need_own_memory(amax_context& c, const void* p, const char* name) {
+  const int d = c.backend->memory_device(p);
+  if (d >= 0 && d != c.backend->device().ordinal)
+    fail(AMAX_STATUS_WRONG_DEVICE, fmt::format("{} {} is memory of device {}, but this context is on {}: use a "
+                                               "context created for device {} (or copy the data)", name, p, d,
+                                               this_device(c), d));
+}
+
 }  // namespace
 
 extern "C" {
@@ -271,6 +300,8 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
     const DType d = need_dtype(dtype);
     if (reinterpret_cast<std::uintptr_t>(output) % 4)
       fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("output {} is not aligned to 4 bytes", static_cast<void*>(output)));
+    need_own_stream(*c, stream);
+    need_own_memory(*c, output, "output");
     if (n == 0) {  // +0.0, no kernel
       c->backend->memset32_async(output, 0u, 1, stream);
       return;
@@ -279,6 +310,8 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
     if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
       fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
                                                        info(d).bytes, to_string(d)));
+    need_own_memory(*c, input, "input");
+    if (workspace) need_own_memory(*c, workspace, "workspace");
     Plan& planned = c->plan(d, n);
     const Plan& p = c->ready(planned, d, n, stream);
     if (workspace_bytes < planned.workspace_bytes || (!workspace && p.shape.workspace_bytes))
@@ -370,6 +403,7 @@ AMAX_API const char* amax_status_string(amax_status_t s) {
     case AMAX_STATUS_DRIVER_ERROR: return "AMAX_STATUS_DRIVER_ERROR";
     case AMAX_STATUS_TOO_MANY_STREAMS: return "AMAX_STATUS_TOO_MANY_STREAMS";
     case AMAX_STATUS_INTERNAL_ERROR: return "AMAX_STATUS_INTERNAL_ERROR";
+    case AMAX_STATUS_WRONG_DEVICE: return "AMAX_STATUS_WRONG_DEVICE";
   }
   return "AMAX_STATUS_UNKNOWN";
 }

@@ -3,7 +3,9 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "amax/backend.hpp"
@@ -27,7 +29,8 @@ namespace {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventDestroy)               \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)             \
-  X(cuGraphDestroy)
+  X(cuGraphDestroy) X(cuStreamGetCtx) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice)      \
+  X(cuPointerGetAttributes)
 
 struct Driver {
 #define AMAX_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -80,16 +83,44 @@ void check(CUresult r, const char* call) {
 
 #define AMAX_CU(call_expr, name) check(driver().call_expr, name)
 
+/// Makes `ctx` current on the calling thread for the guard's lifetime and then restores the
+/// thread's previous context (or none), so that a call leaves the caller's current-context state
+/// as the caller set it. When `ctx` is already current, one cuCtxGetCurrent and nothing else.
+class [[nodiscard]] ScopedContext {
+ public:
+  explicit ScopedContext(CUcontext ctx) {
+    if (driver().cuCtxGetCurrent(&prev_) != CUDA_SUCCESS) prev_ = nullptr;
+    if (prev_ != ctx) {
+      check(driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+      restore_ = true;
+    }
+  }
+  /// For noexcept paths (destructors, release): failures to switch are ignored.
+  ScopedContext(CUcontext ctx, std::nothrow_t) noexcept {
+    if (driver().cuCtxGetCurrent(&prev_) != CUDA_SUCCESS) prev_ = nullptr;
+    if (prev_ != ctx) restore_ = driver().cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+  }
+  ~ScopedContext() {
+    if (restore_) driver().cuCtxSetCurrent(prev_);
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  CUcontext prev_ = nullptr;
+  bool restore_ = false;
+};
+
 class CudaModule final : public Module {
  public:
   CudaModule(CUmodule m, CUcontext ctx) : module_(m), ctx_(ctx) {}
   ~CudaModule() override {
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_, std::nothrow);
     driver().cuModuleUnload(module_);
   }
   FunctionHandle function(const std::string& name) const override {
     CUfunction f = nullptr;
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_);
     AMAX_CU(cuModuleGetFunction(&f, module_, name.c_str()), "cuModuleGetFunction");
     return f;
   }
@@ -109,7 +140,7 @@ class CudaBackend final : public Backend {
                                std::to_string(d.device_count) + " present)");
     AMAX_CU(cuDeviceGet(&dev_, ordinal), "cuDeviceGet");
     AMAX_CU(cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
-    make_current();
+    const ScopedContext current(ctx_);
     char name[256] = {};
     AMAX_CU(cuDeviceGetName(name, sizeof name, dev_), "cuDeviceGetName");
     info_.ordinal = ordinal;
@@ -134,84 +165,111 @@ class CudaBackend final : public Backend {
   const DeviceInfo& device() const noexcept override { return info_; }
 
   std::unique_ptr<Module> load_module(std::span<const char> binary) override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUmodule m = nullptr;
     AMAX_CU(cuModuleLoadData(&m, binary.data()), "cuModuleLoadData");
     return std::make_unique<CudaModule>(m, ctx_);
   }
   void launch(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
               void** args) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuLaunchKernel(static_cast<CUfunction>(f), grid, 1, 1, block, 1, 1, 0,
                            static_cast<CUstream>(s), args, nullptr),
             "cuLaunchKernel");
   }
   void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuMemsetD32Async(ptr(dst), value, count, static_cast<CUstream>(s)), "cuMemsetD32Async");
   }
   void* allocate(std::size_t bytes) override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUdeviceptr p = 0;
     AMAX_CU(cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
     return reinterpret_cast<void*>(p);
   }
   void release(void* p) noexcept override {
     if (!p) return;
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_, std::nothrow);
     driver().cuMemFree(ptr(p));
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuMemcpyHtoD(ptr(dst), src, bytes), "cuMemcpyHtoD");
     // From pageable memory cuMemcpyHtoD may return once the data is staged, before the DMA lands;
     // work on a non-blocking stream would then read old bytes. Wait for the legacy stream.
     AMAX_CU(cuStreamSynchronize(nullptr), "cuStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuMemcpyDtoH(dst, ptr(src), bytes), "cuMemcpyDtoH");
   }
   void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, static_cast<CUstream>(s)), "cuMemcpyDtoDAsync");
   }
+  StreamOwner stream_owner(StreamHandle s) override {
+    const auto handle = reinterpret_cast<std::uintptr_t>(s);
+    if (handle <= 2) return {info_.ordinal, true};  // NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+    CUcontext owner = nullptr;
+    AMAX_CU(cuStreamGetCtx(static_cast<CUstream>(s), &owner), "cuStreamGetCtx");
+    if (owner == ctx_) return {info_.ordinal, true};
+    // Another context: which device is it on? (CUdevice handles are the ordinals.)
+    CUdevice dev = -1;
+    AMAX_CU(cuCtxPushCurrent(owner), "cuCtxPushCurrent");
+    const CUresult r = driver().cuCtxGetDevice(&dev);
+    CUcontext popped = nullptr;
+    driver().cuCtxPopCurrent(&popped);
+    check(r, "cuCtxGetDevice");
+    return {static_cast<int>(dev), false};
+  }
+  int memory_device(const void* p) noexcept override {
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    unsigned int type = 0;
+    int ordinal = -1;
+    unsigned int managed = 0;
+    void* data[] = {&type, &ordinal, &managed};
+    // Unknown pointers are not an error here: the attributes stay at their null values.
+    if (driver().cuPointerGetAttributes(3, attrs, data, ptr(p)) != CUDA_SUCCESS) return -1;
+    if (type != CU_MEMORYTYPE_DEVICE || managed) return -1;
+    return ordinal;
+  }
   StreamHandle create_stream() override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUstream s = nullptr;
     AMAX_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     return s;
   }
   void destroy_stream(StreamHandle s) noexcept override {
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_, std::nothrow);
     driver().cuStreamDestroy(static_cast<CUstream>(s));
   }
   void synchronize(StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuStreamSynchronize(static_cast<CUstream>(s)), "cuStreamSynchronize");
   }
   bool is_capturing(StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     AMAX_CU(cuStreamIsCapturing(static_cast<CUstream>(s), &st), "cuStreamIsCapturing");
     return st != CU_STREAM_CAPTURE_STATUS_NONE;
   }
   EventHandle create_event() override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUevent e = nullptr;
     AMAX_CU(cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
     return e;
   }
   void destroy_event(EventHandle e) noexcept override {
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_, std::nothrow);
     driver().cuEventDestroy(static_cast<CUevent>(e));
   }
   void record(EventHandle e, StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuEventRecord(static_cast<CUevent>(e), static_cast<CUstream>(s)), "cuEventRecord");
   }
   float elapsed_ms(EventHandle start, EventHandle end) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuEventSynchronize(static_cast<CUevent>(end)), "cuEventSynchronize");
     float ms = 0;
     AMAX_CU(cuEventElapsedTime(&ms, static_cast<CUevent>(start), static_cast<CUevent>(end)),
@@ -219,12 +277,12 @@ class CudaBackend final : public Backend {
     return ms;
   }
   void begin_capture(StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuStreamBeginCapture(static_cast<CUstream>(s), CU_STREAM_CAPTURE_MODE_GLOBAL),
             "cuStreamBeginCapture");
   }
   GraphExecHandle end_capture(StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     CUgraph g = nullptr;
     AMAX_CU(cuStreamEndCapture(static_cast<CUstream>(s), &g), "cuStreamEndCapture");
     CUgraphExec exec = nullptr;
@@ -234,21 +292,16 @@ class CudaBackend final : public Backend {
     return exec;
   }
   void launch_graph(GraphExecHandle g, StreamHandle s) override {
-    make_current();
+    const ScopedContext current(ctx_);
     AMAX_CU(cuGraphLaunch(static_cast<CUgraphExec>(g), static_cast<CUstream>(s)), "cuGraphLaunch");
   }
   void destroy_graph(GraphExecHandle g) noexcept override {
-    driver().cuCtxSetCurrent(ctx_);
+    const ScopedContext current(ctx_, std::nothrow);
     driver().cuGraphExecDestroy(static_cast<CUgraphExec>(g));
   }
 
  private:
   static CUdeviceptr ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
-  void make_current() {
-    CUcontext cur = nullptr;
-    driver().cuCtxGetCurrent(&cur);
-    if (cur != ctx_) AMAX_CU(cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
-  }
   int attribute(CUdevice_attribute a) {
     int v = 0;
     AMAX_CU(cuDeviceGetAttribute(&v, a, dev_), "cuDeviceGetAttribute");

@@ -1,6 +1,8 @@
 // HIP backend: the HIP module API, a mirror of the CUDA backend call for call.
 #include <hip/hip_runtime_api.h>
 
+#include <cstdint>
+#include <new>
 #include <string>
 
 #include "amax/backend.hpp"
@@ -37,16 +39,44 @@ const Runtime& runtime() {
   return rt;
 }
 
+/// Makes `ordinal` the calling thread's current HIP device for the guard's lifetime and then
+/// restores the previous one, so that a call leaves the caller's current device as the caller set
+/// it. When it is already current, one hipGetDevice and nothing else.
+class [[nodiscard]] ScopedDevice {
+ public:
+  explicit ScopedDevice(int ordinal) {
+    if (hipGetDevice(&prev_) != hipSuccess) prev_ = -1;
+    if (prev_ != ordinal) {
+      check(hipSetDevice(ordinal), "hipSetDevice");
+      restore_ = prev_ >= 0;
+    }
+  }
+  /// For noexcept paths (destructors, release): failures to switch are ignored.
+  ScopedDevice(int ordinal, std::nothrow_t) noexcept {
+    if (hipGetDevice(&prev_) != hipSuccess) prev_ = -1;
+    if (prev_ != ordinal) restore_ = hipSetDevice(ordinal) == hipSuccess && prev_ >= 0;
+  }
+  ~ScopedDevice() {
+    if (restore_) (void)hipSetDevice(prev_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int prev_ = -1;
+  bool restore_ = false;
+};
+
 class HipModule final : public Module {
  public:
   HipModule(hipModule_t m, int ordinal) : module_(m), ordinal_(ordinal) {}
   ~HipModule() override {
-    (void)hipSetDevice(ordinal_);
+    const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipModuleUnload(module_);
   }
   FunctionHandle function(const std::string& name) const override {
     hipFunction_t f = nullptr;
-    check(hipSetDevice(ordinal_), "hipSetDevice");
+    const ScopedDevice current(ordinal_);
     check(hipModuleGetFunction(&f, module_, name.c_str()), "hipModuleGetFunction");
     return f;
   }
@@ -64,7 +94,7 @@ class HipBackend final : public Backend {
     if (ordinal < 0 || ordinal >= rt.device_count)
       throw std::runtime_error("no AMD device " + std::to_string(ordinal) + " (" +
                                std::to_string(rt.device_count) + " present)");
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipDeviceProp_t p{};
     check(hipGetDeviceProperties(&p, ordinal), "hipGetDeviceProperties");
     info_.ordinal = ordinal;
@@ -84,85 +114,110 @@ class HipBackend final : public Backend {
   const DeviceInfo& device() const noexcept override { return info_; }
 
   std::unique_ptr<Module> load_module(std::span<const char> binary) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipModule_t m = nullptr;
     check(hipModuleLoadData(&m, binary.data()), "hipModuleLoadData");
     return std::make_unique<HipModule>(m, ordinal_);
   }
   void launch(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
               void** args) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipModuleLaunchKernel(static_cast<hipFunction_t>(f), grid, 1, 1, block, 1, 1, 0,
                                 static_cast<hipStream_t>(s), args, nullptr),
           "hipModuleLaunchKernel");
   }
   void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipMemsetD32Async(dst, static_cast<int>(value), count, static_cast<hipStream_t>(s)),
           "hipMemsetD32Async");
   }
   void* allocate(std::size_t bytes) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     void* p = nullptr;
     check(hipMalloc(&p, bytes ? bytes : 1), "hipMalloc");
     return p;
   }
   void release(void* p) noexcept override {
     if (!p) return;
-    (void)hipSetDevice(ordinal_);
+    const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipFree(p);
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice), "hipMemcpy");
     // As on CUDA: make sure the DMA from pageable memory has landed before returning.
     check(hipStreamSynchronize(nullptr), "hipStreamSynchronize");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost), "hipMemcpy");
   }
   void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, static_cast<hipStream_t>(s)),
           "hipMemcpyAsync");
   }
+  StreamOwner stream_owner(StreamHandle s) override {
+    const auto handle = reinterpret_cast<std::uintptr_t>(s);
+    if (handle <= 2) return {ordinal_, true};  // NULL, hipStreamLegacy, hipStreamPerThread
+#if HIP_VERSION_MAJOR >= 6
+    hipDevice_t dev = -1;
+    check(hipStreamGetDevice(static_cast<hipStream_t>(s), &dev), "hipStreamGetDevice");
+    return {static_cast<int>(dev), static_cast<int>(dev) == ordinal_};
+#else
+    return {-1, true};  // HIP 5.x cannot tell a stream's device (no hipStreamGetDevice)
+#endif
+  }
+  int memory_device(const void* p) noexcept override {
+    hipPointerAttribute_t a{};
+    if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+      (void)hipGetLastError();  // an unknown (host) pointer is not an error the caller should see later
+      return -1;
+    }
+#if HIP_VERSION_MAJOR >= 6
+    const hipMemoryType type = a.type;
+#else
+    const hipMemoryType type = a.memoryType;
+#endif
+    if (type != hipMemoryTypeDevice || a.isManaged) return -1;
+    return a.device;
+  }
   StreamHandle create_stream() override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipStream_t s = nullptr;
     check(hipStreamCreateWithFlags(&s, hipStreamNonBlocking), "hipStreamCreateWithFlags");
     return s;
   }
   void destroy_stream(StreamHandle s) noexcept override {
-    (void)hipSetDevice(ordinal_);
+    const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipStreamDestroy(static_cast<hipStream_t>(s));
   }
   void synchronize(StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipStreamSynchronize(static_cast<hipStream_t>(s)), "hipStreamSynchronize");
   }
   bool is_capturing(StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
     check(hipStreamIsCapturing(static_cast<hipStream_t>(s), &st), "hipStreamIsCapturing");
     return st != hipStreamCaptureStatusNone;
   }
   EventHandle create_event() override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipEvent_t e = nullptr;
     check(hipEventCreate(&e), "hipEventCreate");
     return e;
   }
   void destroy_event(EventHandle e) noexcept override {
-    (void)hipSetDevice(ordinal_);
+    const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipEventDestroy(static_cast<hipEvent_t>(e));
   }
   void record(EventHandle e, StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipEventRecord(static_cast<hipEvent_t>(e), static_cast<hipStream_t>(s)), "hipEventRecord");
   }
   float elapsed_ms(EventHandle start, EventHandle end) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipEventSynchronize(static_cast<hipEvent_t>(end)), "hipEventSynchronize");
     float ms = 0;
     check(hipEventElapsedTime(&ms, static_cast<hipEvent_t>(start), static_cast<hipEvent_t>(end)),
@@ -170,12 +225,12 @@ class HipBackend final : public Backend {
     return ms;
   }
   void begin_capture(StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipStreamBeginCapture(static_cast<hipStream_t>(s), hipStreamCaptureModeGlobal),
           "hipStreamBeginCapture");
   }
   GraphExecHandle end_capture(StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     hipGraph_t g = nullptr;
     check(hipStreamEndCapture(static_cast<hipStream_t>(s), &g), "hipStreamEndCapture");
     hipGraphExec_t exec = nullptr;
@@ -185,19 +240,15 @@ class HipBackend final : public Backend {
     return exec;
   }
   void launch_graph(GraphExecHandle g, StreamHandle s) override {
-    make_current();
+    const ScopedDevice current(ordinal_);
     check(hipGraphLaunch(static_cast<hipGraphExec_t>(g), static_cast<hipStream_t>(s)), "hipGraphLaunch");
   }
   void destroy_graph(GraphExecHandle g) noexcept override {
-    (void)hipSetDevice(ordinal_);
+    const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(g));
   }
 
  private:
-  void make_current() {
-    int cur = -1;
-    if (hipGetDevice(&cur) != hipSuccess || cur != ordinal_) check(hipSetDevice(ordinal_), "hipSetDevice");
-  }
 
   int ordinal_;
   DeviceInfo info_;

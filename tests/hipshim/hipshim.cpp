@@ -26,7 +26,8 @@ namespace {
   X(cuMemcpyDtoD) X(cuMemcpy) X(cuMemcpyAsync) X(cuStreamCreate) X(cuStreamDestroy)                \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)  \
-  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                 \
+  X(cuPointerGetAttributes)
 
 struct Driver {
 #define SHIM_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -171,6 +172,28 @@ hipError_t hipSetDevice(int device) {
   t_device = device;
   return tr(ctx());
 }
+
+// ROCm 5.x fills memoryType (hipMemoryTypeHost / Device), device, isManaged; an unknown pointer is
+// hipErrorInvalidValue there, as here.
+hipError_t hipPointerGetAttributes(hipPointerAttribute_t* a, const void* p) {
+  if (!drv().ok) return hipErrorNoDevice;
+  if (!a) return hipErrorInvalidValue;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  unsigned int type = 0;
+  int ordinal = -1;
+  unsigned int managed = 0;
+  void* data[] = {&type, &ordinal, &managed};
+  if (CUresult r = drv().cuPointerGetAttributes(3, attrs, data, dp(p)); r != CUDA_SUCCESS) return tr(r);
+  if (type == 0) return hipErrorInvalidValue;  // not known to the driver
+  std::memset(a, 0, sizeof *a);
+  a->memoryType = type == CU_MEMORYTYPE_DEVICE ? hipMemoryTypeDevice : hipMemoryTypeHost;
+  a->device = ordinal;
+  a->isManaged = managed ? 1 : 0;
+  return hipSuccess;
+}
+
+hipError_t hipGetLastError(void) { return hipSuccess; }  // the shim keeps no sticky error state
 
 hipError_t hipModuleLoadData(hipModule_t* m, const void* image) {
   SHIM_CTX();

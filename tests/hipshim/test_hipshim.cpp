@@ -187,3 +187,26 @@ TEST(HipShim, MissingFunctionNameIsHipErrorNotFound) {
     EXPECT_EQ(std::string(e.what()).rfind("hipModuleGetFunction failed: hipErrorNotFound (500): ", 0), 0u) << e.what();
   }
 }
+
+// Issue 16 through the HIP backend: pointers of this device are its own, host memory is no device's,
+// and each call restores the thread's current HIP device (ROCm 5.x headers: no hipStreamGetDevice,
+// so a stream's device is unknown, -1, and only pointers are checked).
+TEST(HipShim, MemoryDeviceAndStreamOwnerAsRocm5Reports) {
+  REQUIRE_SHIM();
+  Backend& b = *env->backend;
+  DeviceBuffer dev(b, 4096);
+  EXPECT_EQ(b.memory_device(dev.p), 0);
+  EXPECT_EQ(b.memory_device(dev.get(100)), 0);
+  int on_stack = 0;
+  EXPECT_EQ(b.memory_device(&on_stack), -1);
+  StreamHandle s = b.create_stream();
+  const StreamOwner o = b.stream_owner(s);
+#if HIP_VERSION_MAJOR >= 6
+  EXPECT_EQ(o.device, 0);
+#else
+  EXPECT_EQ(o.device, -1);
+#endif
+  EXPECT_TRUE(o.same_context);
+  EXPECT_EQ(b.stream_owner(nullptr).device, 0);
+  b.destroy_stream(s);
+}

@@ -28,6 +28,16 @@
  * context only when no call is running and no graph that captured its calls will run again.
  *
  * Sizes: n is a 64-bit element count (up to the device's memory); results are exact for any n.
+ *
+ * Several GPUs: a context serves the one device of options.device (its kernels, stream slots and
+ * tables are its own); create one context per device, and use them from any threads at once.
+ * amax_compute refuses, with AMAX_STATUS_WRONG_DEVICE and a message naming both devices, a stream
+ * created on another device or in another CUDA context than the device's primary context, and
+ * input, output or workspace pointers into another device's memory (managed memory and host
+ * memory are not refused; peer access does not make another device's memory acceptable: copy it
+ * first). Every call leaves the calling thread's current device/context as it found it. HIP before
+ * ROCm 6 cannot tell a stream's device (no hipStreamGetDevice): there only pointers are checked.
+ * The checks cost one cuStreamGetCtx and up to three cuPointerGetAttributes per call.
  */
 #ifndef AMAX_TUNE_H
 #define AMAX_TUNE_H
@@ -60,7 +70,9 @@ typedef enum amax_status_t {
   AMAX_STATUS_COMPILE_FAILED = 8,      /**< JIT compilation failed (the message holds the log) */
   AMAX_STATUS_DRIVER_ERROR = 9,        /**< a CUDA/HIP call failed (the message names it) */
   AMAX_STATUS_TOO_MANY_STREAMS = 10,   /**< more streams than one_pass / self_reset stream slots (4096) */
-  AMAX_STATUS_INTERNAL_ERROR = 11
+  AMAX_STATUS_INTERNAL_ERROR = 11,
+  AMAX_STATUS_WRONG_DEVICE = 12        /**< a stream or pointer of another device or context (the
+                                            message names both devices) */
 } amax_status_t;
 
 /** Element types. */
@@ -135,7 +147,8 @@ AMAX_API amax_status_t amax_workspace_size(amax_context_t context, amax_dtype_t 
  *  default stream), with the context's NaN mode. n == 0 writes +0.0 and launches no kernel.
  *  `workspace` (device memory, any content) must hold amax_workspace_size bytes.
  *  Errors: NULL_POINTER, MISALIGNED_POINTER, UNKNOWN_DTYPE, WORKSPACE_TOO_SMALL, NOT_PRELOADED,
- *  COMPILE_FAILED, DRIVER_ERROR, TOO_MANY_STREAMS. */
+ *  COMPILE_FAILED, DRIVER_ERROR, TOO_MANY_STREAMS, WRONG_DEVICE (a stream or pointer of another
+ *  device or context: see "Several GPUs" above). */
 AMAX_API amax_status_t amax_compute(amax_context_t context, const void* input, amax_dtype_t dtype, uint64_t n,
                                     float* output, void* workspace, size_t workspace_bytes, void* stream);
 

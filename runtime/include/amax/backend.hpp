@@ -57,8 +57,19 @@ class Module {
   virtual FunctionHandle function(const std::string& name) const = 0;
 };
 
-/// One device of one vendor. Thread-safety: every method may be called from any thread (each
-/// call makes the device's context current on the calling thread first).
+/// Which device (and, on CUDA, which context) a stream was created in: what the C API checks
+/// before it launches on a caller's stream (README "Several GPUs").
+struct StreamOwner {
+  int device = -1;           ///< ordinal of the stream's device; -1 where the API cannot tell
+                             ///< (HIP before ROCm 6 has no hipStreamGetDevice)
+  bool same_context = true;  ///< false for a stream of another context of any device (CUDA:
+                             ///< not the device's primary context that this backend uses)
+};
+
+/// One device of one vendor. Thread-safety: every method may be called from any thread. Each
+/// call makes the device's context (CUDA: the primary context; HIP: the device) current on the
+/// calling thread for its duration and restores the thread's previous one before it returns, so
+/// the caller's current-device state is left as the caller set it.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +92,17 @@ class Backend {
   virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;     ///< synchronous
   virtual void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) = 0;
+
+  /// Who owns `s`. The special handles (nullptr = legacy default stream, CU_STREAM_LEGACY = 1,
+  /// CU_STREAM_PER_THREAD / hipStreamPerThread = 2) resolve to the current context, which every
+  /// call makes this device's, so they are this device's. Errors: BackendError when the driver
+  /// rejects the handle (a destroyed stream, garbage).
+  virtual StreamOwner stream_owner(StreamHandle s) = 0;
+  /// Ordinal of the device whose memory `p` points into, or -1 where `p` is not one device's
+  /// memory: host memory (pinned or pageable), managed/unified memory (any device may read it),
+  /// or a pointer the driver does not know. One pointer-attribute query (cuPointerGetAttributes /
+  /// hipPointerGetAttributes); never throws.
+  virtual int memory_device(const void* p) noexcept = 0;
 
   virtual StreamHandle create_stream() = 0;  ///< a non-blocking stream
   virtual void destroy_stream(StreamHandle s) noexcept = 0;
