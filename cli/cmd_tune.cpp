@@ -20,6 +20,7 @@
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
 #include "commands.hpp"
+#include "node.hpp"
 
 namespace amax::cli {
 
@@ -34,7 +35,7 @@ struct TuneArgs {
   double budget = 0;
   bool retune = false, stale = false, rebuild = false, full = false, warm = false, quiet = false;
   bool sizes_given = false;
-  int device = 0;
+  std::string device = "0";  // an ordinal, a list N,M,... or all (a node tune: cli/cmd_node.cpp)
   std::string json;
 };
 
@@ -106,7 +107,8 @@ nlohmann::json to_json(const tune::TuneReport& r) {
     } else if (k.winner >= 0) {
       const auto& w = k.variants[k.winner];
       e["winner"] = {{"label", w.config.label()}, {"median_us", w.stats.median_us},
-                     {"spread_us", w.stats.spread_us}, {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
+                     {"spread_us", w.stats.spread_us}, {"samples", w.stats.samples},
+                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
       e["ceiling_us"] = k.ceiling.median_us;
       auto add = [&](const char* name, const tune::VariantResult* v) {
         if (v) e["baselines"][name] = {{"label", v->config.label()}, {"median_us", v->stats.median_us}};
@@ -145,12 +147,32 @@ int run_tune(const TuneArgs& a) {
   }
   if (!(a.budget >= 0) || !std::isfinite(a.budget))
     throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
-  if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
+  int present = 0;
+  if (a.device == "all" || a.device.find(',') != std::string::npos) {
+    for (Vendor v : {Vendor::nvidia, Vendor::amd}) present = std::max(present, device_count(v));
+  }
+  const std::vector<int> devices = parse_device_list(a.device, present);
+  if (devices.size() > 1) {
+    if (!a.json.empty()) throw UsageError("--json is per GPU in a node tune (see <db>.node/); leave it out");
+    NodeTuneRequest req;
+    req.devices = devices;
+    req.db = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+    req.jobs = a.jobs;
+    if (!a.arch.empty()) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
+    req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
+    if (!a.sizes.empty()) req.forwarded.insert(req.forwarded.end(), {"--sizes", a.sizes});
+    if (a.budget > 0) req.forwarded.insert(req.forwarded.end(), {"--time-budget", fmt::format("{}", a.budget)});
+    for (auto [on, flag] : {std::pair{a.retune, "--retune"}, {a.stale, "--stale-only"}, {a.full, "--full"},
+                            {a.warm, "--warm"}})
+      if (on) req.forwarded.push_back(flag);
+    return run_node_tune(req);
+  }
+  const int device = devices.at(0);
   if (a.arch.empty()) {
     Vendor v;
-    if (!first_available_vendor(v, a.device))
+    if (!first_available_vendor(v, device))
       throw UsageError("--arch not given and no GPU found to take it from (" + no_device_reason(Vendor::nvidia) + ")");
-    o.arch = make_backend(v, a.device)->device().arch;
+    o.arch = make_backend(v, device)->device().arch;
   } else {
     try {
       o.arch = ArchInfo::parse(a.arch).name;
@@ -164,7 +186,7 @@ int run_tune(const TuneArgs& a) {
   o.retune = a.retune;
   o.stale_only = a.stale;
   o.rebuild_db = a.rebuild;
-  o.device = a.device;
+  o.device = device;
   o.space = a.full ? SpaceKind::full : SpaceKind::pruned;
   o.protocol.warm_cache = a.warm;
   o.progress = !a.quiet;
@@ -202,7 +224,10 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_flag("--retune", a.retune, "Re-measure keys that already have a winner for this device and build");
   app.add_flag("--stale-only", a.stale, "Tune exactly the keys whose winner is stale (other templates/compiler/tool)");
   app.add_flag("--rebuild", a.rebuild, "If the database is damaged, move it aside and start a new one");
-  app.add_option("--device", a.device, "Device ordinal")->capture_default_str();
+  app.add_option("--device", a.device,
+                 "Device ordinal, or a list N,M,... or all: a node tune, one worker per GPU, results merged "
+                 "into --db with a per-key agreement report (per-GPU databases in <db>.node/)")
+      ->capture_default_str();
   app.add_flag("--full", a.full, "Search the full space instead of the pruned default");
   app.add_flag("--warm", a.warm, "Time with a warm L2 (same input every call) instead of cold rotating inputs");
   app.add_option("--json", a.json, "Write a machine-readable summary to FILE (- for stdout)");

@@ -75,6 +75,13 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"emit --arch sm_90", "emit needs --label LABEL, --list or --out-dir DIR"},
       {"--arch sm_90 --sizes '' --db " + (dir / "a.db").string(), "--sizes is empty"},
       {"--arch sm_90 --device -1 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -1"},
+      {"--arch sm_90 --device 0,0 --db " + (dir / "a.db").string(), "--device: device 0 is listed twice"},
+      {"--arch sm_90 --device 0,x --db " + (dir / "a.db").string(),
+       "--device must be a device ordinal >= 0, a list N,M,... or all, got 'x'"},
+      {"--arch sm_90 --device 1,-2 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -2"},
+      {"--arch sm_90 --device 0, --db " + (dir / "a.db").string(),
+       "--device must be a device ordinal >= 0, a list N,M,... or all, got ''"},
+      {"--arch sm_90 --device 0,1 --json - --db " + (dir / "a.db").string(), "--json is per GPU in a node tune"},
       {"--arch sm_90 --time-budget nan --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got nan"},
       {"--dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64'"},  // before any device query
       {"-j -1 --db " + (dir / "a.db").string(), "--jobs"},

@@ -1,6 +1,8 @@
 // End-to-end tuning of a small grid on the GPU into a fresh database, then `amax-tune check` on it
 // (label `gpu`).
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <array>
@@ -100,8 +102,8 @@ struct CmdResult {
   std::string out;
 };
 
-CmdResult run_cli(const std::string& args) {
-  FILE* p = popen((std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1").c_str(), "r");
+CmdResult run_cli(const std::string& args, const std::string& env = "") {
+  FILE* p = popen((env + std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1").c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
   while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
@@ -160,5 +162,46 @@ TEST(GpuTuner, CheckReportsEveryKeyAndNeverChangesTheDatabaseWithoutRetune) {
   EXPECT_NE(filtered.out.find("1 entries of"), std::string::npos) << filtered.out;
   EXPECT_EQ(slurp(o.db_path), bytes) << "check without --retune changed the database";
   EXPECT_EQ(std::filesystem::last_write_time(o.db_path), mtime);
+  std::filesystem::remove_all(dir);
+}
+
+// The node tune's plumbing on one GPU (issue 16): two workers on device 0 (allowed only with
+// AMAX_TUNE_NODE_ALLOW_REPEAT, for this test; their timings share the GPU, so agreement is not
+// asserted), each into its own database under <db>.node/, the report with both GPUs' winners per
+// key, and the per-GPU databases merged into <db> next to an entry it already held.
+TEST(GpuTuner, NodeTuneRunsOneWorkerPerListedGpuReportsAgreementAndMerges) {
+  Vendor v;
+  if (!first_available_vendor(v)) GTEST_SKIP() << "no GPU present, GPU test skipped";
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-node-test-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  const auto db = dir / "tuning.db";
+  // An entry the node tune does not touch: it must survive the merge.
+  const CmdResult first = run_cli("--dtypes bf16 --sizes 4096 -q --db " + db.string());
+  ASSERT_EQ(first.code, 0) << first.out;
+  const CmdResult node = run_cli("--device 0,0 --dtypes fp32 --sizes 1000,2^20 --db " + db.string(),
+                                 "AMAX_TUNE_NODE_ALLOW_REPEAT=1 ");
+  ASSERT_EQ(node.code, 0) << node.out;
+  EXPECT_NE(node.out.find("node tune of 2 GPUs (0, 0)"), std::string::npos) << node.out;
+  EXPECT_NE(node.out.find("node agreement (2 GPUs; tie: "), std::string::npos) << node.out;
+  EXPECT_NE(node.out.find(" keys agree"), std::string::npos) << node.out;
+  EXPECT_NE(node.out.find("merged into " + db.string() + " (3 inputs)"), std::string::npos) << node.out;
+  for (const char* f : {"gpu0.db", "gpu0-1.db", "gpu0.log", "gpu0-1.log", "gpu0.json", "report.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "tuning.db.node" / f)) << f;
+  const auto report = nlohmann::json::parse(slurp(dir / "tuning.db.node" / "report.json"));
+  ASSERT_EQ(report["keys"].size(), 2u) << report.dump(1);
+  for (const auto& k : report["keys"]) {
+    ASSERT_EQ(k["winners"].size(), 2u);
+    for (const auto& w : k["winners"]) {
+      EXPECT_EQ(w["device"], 0);
+      EXPECT_FALSE(w["label"].get<std::string>().empty());
+      EXPECT_GT(w["median_us"].get<double>(), 0.0);
+      EXPECT_GT(w["samples"].get<int>(), 0);
+    }
+    EXPECT_GE(k["spread"].get<double>(), 1.0);
+  }
+  const CmdResult shown = run_cli("export --format csv --db " + db.string());
+  ASSERT_EQ(shown.code, 0) << shown.out;
+  for (const char* key : {",bf16,4096,", ",fp32,1000,", ",fp32,1048576,"})
+    EXPECT_NE(shown.out.find(key), std::string::npos) << key << "\n" << shown.out;
   std::filesystem::remove_all(dir);
 }

@@ -5,13 +5,19 @@
 // fewer than two GPUs of one vendor are visible.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "amax/amax_tune.hpp"
 #include "amax/backend.hpp"
@@ -140,4 +146,31 @@ TEST(MultiGpu, AStreamOrAPointerOfDevice1GivenToAContextOfDevice0IsRefusedNaming
   EXPECT_EQ(bits(*b1, out1.p), 0x12345678u);
   b0->destroy_stream(s0);
   b1->destroy_stream(s1);
+}
+
+// `amax-tune --device all` on this node: one worker per GPU, the agreement report naming every
+// GPU's winner per key, the per-GPU databases merged (GPUs of one SKU). Agreement itself is
+// printed, not asserted: it is what the node run measures.
+TEST(MultiGpu, NodeTuneOfEveryGpuReportsEachGpusWinnerAndMerges) {
+  AMAX_REQUIRE_TWO_GPUS();
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-node-" + std::to_string(std::random_device{}()));
+  std::filesystem::create_directories(dir);
+  const auto db = dir / "tuning.db";
+  const std::string cmd = std::string(AMAX_TUNE_EXE) + " --device all --dtypes bf16 --sizes 2^16,2^24 --db " +
+                          db.string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int st = pclose(p);
+  std::printf("%s\n", out.c_str());
+  const int devices = device_count(vendor);
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0) << out;
+  EXPECT_NE(out.find("node tune of " + std::to_string(devices) + " GPUs"), std::string::npos) << out;
+  EXPECT_NE(out.find("merged into " + db.string()), std::string::npos) << out;
+  std::ifstream f(dir / "tuning.db.node" / "report.json");
+  const auto report = nlohmann::json::parse(f);
+  ASSERT_EQ(report["keys"].size(), 2u);
+  for (const auto& k : report["keys"]) EXPECT_EQ(k["winners"].size(), static_cast<std::size_t>(devices));
+  std::filesystem::remove_all(dir);
 }
