@@ -6,8 +6,9 @@
 #          second; both runs exported as text; the first turned into data/system-db.jsonl.
 #   bench: rebuild (the new system.db and its bundle), the install test, `amax-tune bench` against
 #          the shipped database only, the Python package's install, tests and bench.
+#   test:  build; every `gpu` test (Python's too) and the `multigpu` tests (they skip with one GPU).
 # Results go to $OUT: results-PHASE.tar.gz (every log) and data/system-db.jsonl.
-#   usage: bash scripts/device-release.sh tune|bench|all
+#   usage: bash scripts/device-release.sh test|tune|bench|all
 set -uo pipefail
 phase=${1:-all}
 OUT=${OUT:-out}; R="$OUT/r-$phase"; mkdir -p "$R"
@@ -25,6 +26,12 @@ build() {
   cmake --build $B -j"$(nproc)" > "$R/build$1.log" 2>&1 || { tail -30 "$R/build$1.log"; exit 1; }
 }
 export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache
+if [[ $phase == test ]]; then
+  s=$SECONDS; build ""; log "build: $((SECONDS-s)) s"
+  s=$SECONDS; ctest --test-dir $B -L 'gpu|multigpu' --output-on-failure --timeout 300 -V > "$R/ctest-gpu.log" 2>&1; rc=$?
+  log "ctest -L 'gpu|multigpu' rc=$rc in $((SECONDS-s)) s"; grep -E "tests passed|\*\*\*|Failed  |Skipped" "$R/ctest-gpu.log" | tail -20
+  grep -hE "bit-exact|first call|from the bundle|wrong-device checks|node tune|keys agree" "$R/ctest-gpu.log" | head -20
+fi
 if [[ $phase == tune || $phase == all ]]; then
   s=$SECONDS; build ""; log "build: $((SECONDS-s)) s"
   s=$SECONDS; ctest --test-dir $B -L gpu -E '^python' --output-on-failure --timeout 300 -V > "$R/ctest-gpu.log" 2>&1; rc=$?
