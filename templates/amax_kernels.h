@@ -10,11 +10,13 @@
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
 //   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS or
 //                     AMAX_STRATEGY_SELF_RESET
+//   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
+//                     scale and scale_inv by amax_scale_rule in the same launch; each defined too)
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
 // AMAX_RESTRICT, amax_shfl_xor, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
-// amax_zero_above_u16x2 and amax_float_bits.
+// amax_zero_above_u16x2, amax_float_bits, amax_bits_float, amax_div_rn and amax_rcp_rn.
 //
 // Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,
 // and for non-negative IEEE values (denormals and +Inf included) unsigned integer order is numeric
@@ -36,6 +38,14 @@
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
 // launched with one block of AMAX_THREADS threads.
 // atomic requires *out == +0.0 before the launch (the launcher memsets it).
+//
+// The scale epilogue (AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE) adds one last parameter by value to
+// the stage-one kernel and to the two_stage second stage: amax_scale_args_t (below: the scale and
+// scale_inv outputs, the rule's max, epsilon and flags). Whoever writes the amax writes scale and
+// scale_inv from it, in the same launch: the single block of a one-block grid, the last block of
+// one_pass and self_reset, the second stage of two_stage, and for atomic the last block to arrive,
+// counted on counter[0] as one_pass does (so atomic with the epilogue uses the stream slot when
+// its grid has more than one block). The amax-only kernels' signatures are unchanged.
 
 #define AMAX_STRATEGY_ATOMIC 0
 #define AMAX_STRATEGY_TWO_STAGE 1
@@ -59,6 +69,68 @@ struct alignas(2) amax_vec_t { unsigned short h; };
 #endif
 
 AMAX_DEVICE unsigned amax_umax(unsigned a, unsigned b) { return a > b ? a : b; }
+
+// ---- the scale rule: amax -> scale, scale_inv (FP8 current scaling, DESIGN.md section 6) ----
+// TransformerEngine's compute_scale_from_amax, case by case, plus torchao's NaN option: the same
+// operations in the same order as the CPU reference amax::reference_scale_bits
+// (common/include/amax/scale_rule.hpp, which cites TE's source by commit), so both agree to the
+// bit. The one device function of the rule: every kernel family that writes a scale calls it.
+//   1. amax < epsilon: amax = epsilon (an fp32 compare: a NaN amax stays NaN);
+//   2. amax infinite, zero or NaN: scale = 1;
+//   3. else scale = max / amax, fp32 division rounded to nearest (amax_div_rn);
+//   4. an infinite quotient (a tiny amax, e.g. a denormal) becomes the largest finite fp32;
+//   5. AMAX_RULE_FORCE_POW2: the scale's mantissa bits are cleared (down to a power of two);
+//   6. scale_inv = 1 / scale rounded to nearest (amax_rcp_rn; TE's __frcp_rn), denormals kept.
+// AMAX_RULE_NAN_PROPAGATES: a NaN amax (any payload) gives scale = scale_inv = 0x7fc00000.
+// amax_bits: any fp32 bits (the kernels pass a sign-cleared amax). max: positive and finite;
+// epsilon: finite and >= 0 (the runtime validates both).
+#define AMAX_RULE_FORCE_POW2 1u
+#define AMAX_RULE_NAN_PROPAGATES 2u
+struct amax_scale_bits_t {
+  unsigned scale;
+  unsigned scale_inv;
+};
+AMAX_DEVICE amax_scale_bits_t amax_scale_rule(unsigned amax_bits, float max, float epsilon, unsigned rule_flags) {
+  amax_scale_bits_t r;
+  if ((amax_bits & 0x7fffffffu) > AMAX_FP32_INF && (rule_flags & AMAX_RULE_NAN_PROPAGATES)) {
+    r.scale = r.scale_inv = AMAX_FP32_QNAN;
+    return r;
+  }
+  float amax = amax_bits_float(amax_bits);
+  if (amax < epsilon) amax = epsilon;
+  const unsigned a = amax_float_bits(amax) & 0x7fffffffu;
+  unsigned scale = 0x3f800000u;  // 1.0f
+  if (!(a >= AMAX_FP32_INF || a == 0u)) {  // not infinite, NaN or zero
+    scale = amax_float_bits(amax_div_rn(max, amax));
+    if ((scale & 0x7fffffffu) == AMAX_FP32_INF) scale = 0x7f7fffffu;  // FLT_MAX (TE PR #786)
+    if (rule_flags & AMAX_RULE_FORCE_POW2) scale &= 0xff800000u;
+  }
+  r.scale = scale;
+  r.scale_inv = amax_float_bits(amax_rcp_rn(amax_bits_float(scale)));
+  return r;
+}
+
+// The scale epilogue's kernel parameter (passed by value; the host mirrors its layout).
+struct amax_scale_args_t {
+  float* scale;          // one fp32, device memory
+  float* scale_inv;      // one fp32, device memory
+  float max;             // the rule's numerator: the FP8 format's largest finite value or explicit
+  float epsilon;         // the rule's floor of the amax
+  unsigned rule_flags;   // AMAX_RULE_FORCE_POW2 | AMAX_RULE_NAN_PROPAGATES
+};
+AMAX_DEVICE void amax_write_scale(const amax_scale_args_t& sa, unsigned amax_bits) {
+  const amax_scale_bits_t r = amax_scale_rule(amax_bits, sa.max, sa.epsilon, sa.rule_flags);
+  *reinterpret_cast<unsigned*>(sa.scale) = r.scale;
+  *reinterpret_cast<unsigned*>(sa.scale_inv) = r.scale_inv;
+}
+
+#if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
+#define AMAX_SCALE_PARAM , amax_scale_args_t scale_args
+#define AMAX_SCALE_ARG , scale_args
+#else
+#define AMAX_SCALE_PARAM
+#define AMAX_SCALE_ARG
+#endif
 
 // ---- folding input words into a thread's accumulator ----
 #if AMAX_ELEM_BYTES == 4
@@ -177,25 +249,46 @@ AMAX_DEVICE unsigned amax_reduce_words(const volatile unsigned* words, unsigned 
   return amax_block_reduce(v);
 }
 
-AMAX_DEVICE void amax_write_result(float* out, unsigned bits) {
-  *reinterpret_cast<unsigned*>(out) = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+// Writes the amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue, scale and
+// scale_inv from it. Called by one thread.
+AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
+  bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+  *reinterpret_cast<unsigned*>(out) = bits;
+#if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
+  amax_write_scale(scale_args, bits);
+#endif
 }
 
 AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
-                 unsigned* counter, unsigned flags) {
+                 unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
   const unsigned char* p = static_cast<const unsigned char*>(in);
   unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
                                                   : amax_thread_partial<false>(p, n);
   bits = amax_block_reduce(bits);
 #if AMAX_STRATEGY == AMAX_STRATEGY_ATOMIC
   // Canonical NaN (0x7fc00000) is above every non-NaN value, so the atomic max keeps it.
-  if (threadIdx.x == 0) amax_atomic_max(reinterpret_cast<unsigned*>(out),
-                                        bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+  if (threadIdx.x == 0) {
+    unsigned* out_bits = reinterpret_cast<unsigned*>(out);
+    bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+    amax_atomic_max(out_bits, bits);
+#if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
+    // The last block to arrive (acquire-release count on counter[0], as one_pass) reads the
+    // final amax with an atomic (max with 0 returns it unchanged), writes scale and scale_inv and
+    // resets the count. The release orders each block's atomic max before its count. One block:
+    // it holds the final amax itself and needs no count.
+    if (gridDim.x == 1) {
+      amax_write_scale(scale_args, bits);
+    } else if (amax_arrive(counter) == gridDim.x - 1) {
+      amax_write_scale(scale_args, amax_atomic_max(out_bits, 0u));
+      *counter = 0u;
+    }
+#endif
+  }
   (void)workspace; (void)counter;
 #else
   if (gridDim.x == 1) {  // one block: it holds the result; no workspace, no counter
-    if (threadIdx.x == 0) amax_write_result(out, bits);
+    if (threadIdx.x == 0) amax_write_result(out, bits AMAX_SCALE_ARG);
     return;
   }
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
@@ -212,7 +305,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   if (threadIdx.x == 0) {
     amax_atomic_max(counter + 1, bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
     if (amax_arrive(counter) == gridDim.x - 1) {
-      amax_write_result(out, amax_atomic_exch(counter + 1, 0u));
+      amax_write_result(out, amax_atomic_exch(counter + 1, 0u) AMAX_SCALE_ARG);
       *counter = 0u;
     }
   }
@@ -231,7 +324,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   if (is_last) {
     bits = amax_reduce_words(workspace, gridDim.x);
     if (threadIdx.x == 0) {
-      amax_write_result(out, bits);
+      amax_write_result(out, bits AMAX_SCALE_ARG);
       *counter = 0u;
     }
   }
@@ -241,8 +334,8 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
 
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
 AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
-AMAX_FINISH_NAME(const unsigned* AMAX_RESTRICT workspace, unsigned count, float* out) {
+AMAX_FINISH_NAME(const unsigned* AMAX_RESTRICT workspace, unsigned count, float* out AMAX_SCALE_PARAM) {
   unsigned bits = amax_reduce_words(workspace, count);
-  if (threadIdx.x == 0) amax_write_result(out, bits);
+  if (threadIdx.x == 0) amax_write_result(out, bits AMAX_SCALE_ARG);
 }
 #endif

@@ -30,3 +30,8 @@ AMAX_DEVICE unsigned amax_zero_above_u16x2(unsigned w, unsigned limit) {
   return w & ~__vcmpgtu2(w, limit);
 }
 AMAX_DEVICE unsigned amax_float_bits(float f) { return __float_as_uint(f); }
+AMAX_DEVICE float amax_bits_float(unsigned u) { return __uint_as_float(u); }
+// fp32 a / b and 1 / x rounded to nearest (IEEE), whatever the compile options; denormals are
+// kept (NVRTC runs with --ftz=false). The scale rule needs both exact (amax_scale_rule).
+AMAX_DEVICE float amax_div_rn(float a, float b) { return __fdiv_rn(a, b); }
+AMAX_DEVICE float amax_rcp_rn(float x) { return __frcp_rn(x); }

@@ -33,3 +33,10 @@ AMAX_DEVICE unsigned amax_zero_above_u16x2(unsigned w, unsigned limit) {
   return lo | hi;
 }
 AMAX_DEVICE unsigned amax_float_bits(float f) { return __float_as_uint(f); }
+AMAX_DEVICE float amax_bits_float(unsigned u) { return __uint_as_float(u); }
+// fp32 a / b and 1 / x rounded to nearest (IEEE), denormals kept. HIP's __frcp_rn is not
+// correctly rounded on every ROCm (some map it to v_rcp_f32, 1 ulp), so the reciprocal is a
+// division: clang compiles HIP fp32 division correctly rounded by default
+// (-fhip-fp32-correctly-rounded-divide-sqrt; hipRTC is given no fast-math option).
+AMAX_DEVICE float amax_div_rn(float a, float b) { return a / b; }
+AMAX_DEVICE float amax_rcp_rn(float x) { return 1.0f / x; }

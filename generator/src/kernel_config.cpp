@@ -24,6 +24,16 @@ std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::string_view to_string(Epilogue e) noexcept {
+  return static_cast<std::size_t>(e) < std::size(kEpilogues) ? info(e).name : "?";
+}
+
+std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept {
+  for (const auto& e : kEpilogues)
+    if (e.name == s) return e.epilogue;
+  return std::nullopt;
+}
+
 std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
   // 2^31 - 1 is the grid.x limit on both vendors.
   constexpr std::uint64_t kGridLimit = 0x7fffffffu;
@@ -39,6 +49,7 @@ std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
 namespace {
 std::string format_value(Strategy s) { return std::string(to_string(s)); }
 std::string format_value(std::uint32_t v) { return std::to_string(v); }
+std::string format_value(Epilogue e) { return std::string(to_string(e)); }
 std::string format_value(const BlockCap& b) {
   switch (b.kind) {
     case BlockCap::Kind::per_cu: return std::to_string(b.value) + "cu";
@@ -65,6 +76,11 @@ bool parse_value(std::string_view s, std::uint32_t& out) {
   if (v) out = *v;
   return v.has_value();
 }
+bool parse_value(std::string_view s, Epilogue& out) {
+  auto v = parse_epilogue(s);
+  if (v) out = *v;
+  return v.has_value();
+}
 bool parse_value(std::string_view s, BlockCap& out) {
   if (s == "uncapped") { out = BlockCap::uncapped(); return true; }
   const bool cu = s.ends_with("cu");
@@ -86,11 +102,27 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   return parts;
 }
 
+// Omissible fields come last (so that a label's token count says which are present).
+constexpr bool omissible_fields_last() {
+  bool seen = false, ok = true;
+  std::apply([&](const auto&... f) { ((ok = ok && (f.omitted_at_default || !seen), seen = seen || f.omitted_at_default), ...); },
+             KernelConfig::fields());
+  return ok;
+}
+static_assert(omissible_fields_last(), "omissible fields must come last in KernelConfig::fields()");
+constexpr std::size_t kRequiredFields = [] {
+  std::size_t n = 0;
+  std::apply([&](const auto&... f) { ((n += f.omitted_at_default ? 0 : 1), ...); }, KernelConfig::fields());
+  return n;
+}();
+
 std::string make_label(const KernelConfig& c, bool compile_time_only) {
+  static const KernelConfig defaults{};
   std::string out;
   std::apply(
       [&](const auto&... f) {
-        ((void)((compile_time_only && !f.compile_time)
+        ((void)((compile_time_only && !f.compile_time) ||
+                        (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
                     ? 0
                     : (out += (out.empty() ? "" : "."), out += f.prefix,
                        out += format_value(c.*(f.member)), out += f.suffix, 0)),
@@ -107,17 +139,19 @@ std::string KernelConfig::kernel_label() const { return make_label(*this, true);
 KernelConfig KernelConfig::parse(std::string_view label) {
   constexpr std::size_t kFields = std::tuple_size_v<decltype(fields())>;
   const auto parts = split(label, '.');
-  if (parts.size() != kFields)
+  if (parts.size() < kRequiredFields || parts.size() > kFields)
     throw std::invalid_argument("invalid variant label '" + std::string(label) + "': expected " +
-                                std::to_string(kFields) +
-                                " '.'-separated fields (strategy.tT.vN.uU.bB, e.g. "
+                                std::to_string(kRequiredFields) + " to " + std::to_string(kFields) +
+                                " '.'-separated fields (strategy.tT.vN.uU.bB[.scale], e.g. "
                                 "two_stage.t256.v8.u4.b8cu), got " + std::to_string(parts.size()));
+  const KernelConfig defaults{};
   KernelConfig c;
   std::size_t i = 0;
   std::apply(
       [&](const auto&... f) {
         (
             [&] {
+              if (i == parts.size()) return;  // an omitted (omissible) field keeps its default
               std::string_view tok = parts[i++];
               if (!tok.starts_with(f.prefix) || !tok.ends_with(f.suffix) ||
                   tok.size() < f.prefix.size() + f.suffix.size() ||
@@ -127,6 +161,10 @@ KernelConfig KernelConfig::parse(std::string_view label) {
                 throw std::invalid_argument("invalid variant label '" + std::string(label) +
                                             "': bad " + std::string(f.name) + " field '" +
                                             std::string(tok) + "'");
+              if (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
+                throw std::invalid_argument("invalid variant label '" + std::string(label) + "': the " +
+                                            std::string(f.name) + " field '" + std::string(tok) +
+                                            "' is the default and is written by leaving it out");
             }(),
             ...);
       },

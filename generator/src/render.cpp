@@ -82,6 +82,9 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_FP32_INF " + hex_literal(info(DType::fp32).inf_abs_bits) + "\n";
   s += "#define AMAX_FP32_QNAN " + hex_literal(info(DType::fp32).quiet_nan_bits()) + "\n";
   s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
+  for (const EpilogueInfo& e : kEpilogues)
+    s += "#define " + std::string(e.macro) + " " + std::to_string(static_cast<unsigned>(e.epilogue)) + "\n";
+  s += "#define AMAX_EPILOGUE " + std::string(info(c.epilogue).macro) + "\n";
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";

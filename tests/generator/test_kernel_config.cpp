@@ -22,6 +22,36 @@ TEST(KernelConfig, LabelHasEveryFieldInOrder) {
             "amax_self_reset_t512_v8_u2_bf16");
 }
 
+// The epilogue is the last field, left out of the label when it is the amax alone: every label
+// written before the field existed still parses to the amax-only variant it named.
+TEST(KernelConfig, EpilogueIsOmittedWhenAmaxOnlyAndEndsTheLabelWhenFused) {
+  KernelConfig c{Strategy::two_stage, 256, 8, 4, BlockCap::per_cu(8)};
+  EXPECT_EQ(c.epilogue, Epilogue::amax);
+  EXPECT_EQ(KernelConfig::parse("two_stage.t256.v8.u4.b8cu"), c);
+  EXPECT_EQ(KernelConfig::parse("two_stage.t256.v8.u4.b8cu").epilogue, Epilogue::amax);
+  c.epilogue = Epilogue::scale;
+  EXPECT_EQ(c.label(), "two_stage.t256.v8.u4.b8cu.scale");
+  EXPECT_EQ(c.kernel_label(), "two_stage.t256.v8.u4.scale");
+  EXPECT_EQ(KernelConfig::parse("two_stage.t256.v8.u4.b8cu.scale"), c);
+  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_two_stage_t256_v8_u4_scale_bf16");
+  EXPECT_EQ(finish_kernel_name(c, DType::fp32), "amax_two_stage_t256_v8_u4_scale_fp32_finish");
+  EXPECT_NE(c, KernelConfig::parse("two_stage.t256.v8.u4.b8cu"));
+  EXPECT_EQ(to_string(Epilogue::scale), "scale");
+  EXPECT_EQ(parse_epilogue("amax"), Epilogue::amax);
+  EXPECT_EQ(parse_epilogue("fused"), std::nullopt);
+}
+
+TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
+  for (const auto& d : all_dtypes())
+    for (KernelConfig c : enumerate_space(ArchInfo::parse("sm_90"), d.dtype, SpaceKind::full)) {
+      ASSERT_EQ(c.epilogue, Epilogue::amax) << "the tuned space is amax-only: " << c.label();
+      c.epilogue = Epilogue::scale;
+      const std::string label = c.label();
+      ASSERT_TRUE(label.ends_with(".scale")) << label;
+      ASSERT_EQ(KernelConfig::parse(label), c) << label;
+    }
+}
+
 TEST(KernelConfig, LabelRoundTripsOverTheFullSpaces) {
   std::size_t n = 0;
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-", "gfx1100"})
@@ -40,9 +70,12 @@ TEST(KernelConfig, ParseRejectsMalformedLabelsNamingTheField) {
     const char* label;
     const char* expect;
   } cases[] = {
-      {"", "expected 5"},
-      {"two_stage.t256.v8.u4", "expected 5"},
-      {"two_stage.t256.v8.u4.b8cu.x", "expected 5"},
+      {"", "expected 5 to 6 '.'-separated fields"},
+      {"two_stage.t256.v8.u4", "expected 5 to 6 '.'-separated fields"},
+      {"two_stage.t256.v8.u4.b8cu.scale.x", "expected 5 to 6 '.'-separated fields (strategy.tT.vN.uU.bB[.scale]"},
+      {"two_stage.t256.v8.u4.b8cu.x", "bad epilogue field 'x'"},
+      {"two_stage.t256.v8.u4.b8cu.", "bad epilogue field ''"},
+      {"two_stage.t256.v8.u4.b8cu.amax", "the epilogue field 'amax' is the default and is written by leaving it out"},
       {"three_stage.t256.v8.u4.b8cu", "bad strategy field 'three_stage'"},
       {"two_stage.256.v8.u4.b8cu", "bad threads field '256'"},
       {"two_stage.t256.v8.u4.b0cu", "bad max_blocks field 'b0cu'"},

@@ -49,6 +49,28 @@ TEST(Render, EveryStrategyHasItsMacro) {
   }
 }
 
+// The epilogue field is rendered as AMAX_EPILOGUE (both epilogue macros defined from kEpilogues),
+// and it changes the source and the entry point; the template's fused code is selected by it.
+TEST(Render, EpilogueFieldRendersItsMacro) {
+  for (Strategy strategy : kStrategies)
+    for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
+      KernelConfig c{strategy, 256, 8, 4, BlockCap::per_cu(8)};
+      const std::string amax_only = render_source(c, DType::fp16, v);
+      c.epilogue = Epilogue::scale;
+      const std::string fused = render_source(c, DType::fp16, v);
+      for (const std::string& s : {amax_only, fused}) {
+        EXPECT_NE(s.find("#define AMAX_EPILOGUE_AMAX 0\n"), std::string::npos);
+        EXPECT_NE(s.find("#define AMAX_EPILOGUE_SCALE 1\n"), std::string::npos);
+        EXPECT_NE(s.find("AMAX_DEVICE amax_scale_bits_t amax_scale_rule("), std::string::npos);
+      }
+      EXPECT_NE(amax_only.find("#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n"), std::string::npos);
+      EXPECT_NE(fused.find("#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n"), std::string::npos);
+      EXPECT_NE(fused.find("#define AMAX_KERNEL_NAME " + kernel_name(c, DType::fp16) + "\n"), std::string::npos);
+      EXPECT_NE(fused.find("_scale_fp16\n"), std::string::npos);
+      EXPECT_NE(fused.find("// kernel label " + c.kernel_label() + " "), std::string::npos);
+    }
+}
+
 TEST(Render, TemplateHashIsSixteenHexDigits) {
   EXPECT_TRUE(std::regex_match(template_hash(), std::regex("[0-9a-f]{16}")));
 }

@@ -39,13 +39,19 @@ std::map<std::string, ResourceUsage> usage_of(const CompiledProgram& p, Vendor v
 
 class JitCompile : public ::testing::TestWithParam<Target> {};
 
+// Skips the test where the build lacks the target's compiler or (AMD) the code-object reader.
+#define SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t)                                               \
+  do {                                                                                               \
+    if (!have_compiler((t).vendor)) GTEST_SKIP() << "this build has no " << to_string((t).vendor) << " backend"; \
+    if ((t).vendor == Vendor::amd && !can_read_amdgpu_code_objects())                                \
+      GTEST_SKIP() << "built without LLVM: cannot read AMD code objects";                           \
+  } while (0)
+
 }  // namespace
 
 TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
   const Target t = GetParam();
-  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
-  if (t.vendor == Vendor::amd && !can_read_amdgpu_code_objects())
-    GTEST_SKIP() << "built without LLVM: cannot read AMD code objects";
+  SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t);
   const auto compiler = make_compiler(t.vendor);
   const auto arch = ArchInfo::parse(t.arch);
   int compiled = 0;
@@ -82,6 +88,35 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
   }
   EXPECT_EQ(compiled, 42);
   RecordProperty("compiled", compiled);
+}
+
+// The scale epilogue compiles for every strategy and dtype with both compilers, without spills,
+// with its entry points named after the fused kernel label.
+TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
+  const Target t = GetParam();
+  SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t);
+  const auto compiler = make_compiler(t.vendor);
+  const auto arch = ArchInfo::parse(t.arch);
+  int compiled = 0;
+  for (const auto& d : all_dtypes())
+    for (Strategy s : kStrategies) {
+      const KernelConfig c{s, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
+      ASSERT_FALSE(c.validate(arch, d.dtype)) << *c.validate(arch, d.dtype);
+      CompiledProgram p;
+      try {
+        p = compiler->compile(render_source(c, d.dtype, t.vendor), c.kernel_label() + ".src", arch);
+      } catch (const CompileError& e) {
+        FAIL() << c.label() << " " << d.name << ": " << e.what();
+      }
+      const auto usage = usage_of(p, t.vendor);
+      const std::string name = kernel_name(c, d.dtype);
+      ASSERT_TRUE(usage.count(name)) << name << " missing from resource report";
+      EXPECT_EQ(usage.at(name).spill_stores, 0) << name << " spills";
+      EXPECT_EQ(usage.at(name).spill_loads, 0) << name << " spills";
+      EXPECT_EQ(usage.count(finish_kernel_name(c, d.dtype)), s == Strategy::two_stage ? 1u : 0u) << name;
+      ++compiled;
+    }
+  EXPECT_EQ(compiled, 12);
 }
 
 TEST_P(JitCompile, CompileErrorCarriesTheFullLog) {

@@ -31,6 +31,28 @@ inline constexpr Strategy kStrategies[] = {Strategy::atomic, Strategy::two_stage
 std::string_view to_string(Strategy s) noexcept;
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
 
+/// What the launch writes besides the reduction (DESIGN.md section 6, "Fused scale").
+/// - amax: the amax alone (amax_compute).
+/// - scale: the amax, then scale and scale_inv by the scale rule (amax_scale_rule in the template,
+///   bit-exact with common/include/amax/scale_rule.hpp), written in the same launch by whoever
+///   writes the amax (amax_and_scale).
+enum class Epilogue : std::uint8_t { amax = 0, scale = 1 };
+
+/// Static facts about one Epilogue.
+struct EpilogueInfo {
+  Epilogue epilogue;
+  std::string_view name;   ///< label spelling ("scale"; "amax" is never written in a label)
+  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_EPILOGUE_SCALE"), value = enum value
+};
+/// Every epilogue, in enum order: label parsing and the rendered AMAX_EPILOGUE_* defines derive from it.
+inline constexpr EpilogueInfo kEpilogues[] = {
+    {Epilogue::amax, "amax", "AMAX_EPILOGUE_AMAX"},
+    {Epilogue::scale, "scale", "AMAX_EPILOGUE_SCALE"},
+};
+constexpr const EpilogueInfo& info(Epilogue e) noexcept { return kEpilogues[static_cast<std::size_t>(e)]; }
+std::string_view to_string(Epilogue e) noexcept;
+std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept;
+
 /// The grid cap. Written in labels as `b8cu` (8 blocks per CU/SM: carries across SKUs of one
 /// arch), `b65535` (an absolute number of blocks, used for TransformerEngine's fixed config) or
 /// `buncapped` (as many blocks as there are vectors to load).
@@ -54,11 +76,13 @@ struct KernelConfig {
   std::uint32_t nvec = 4;       ///< elements per vector load; nvec * element bytes <= 16
   std::uint32_t unroll = 1;     ///< vector loads in flight per thread per iteration
   BlockCap max_blocks{};        ///< grid cap; a launch parameter, not compiled in
+  Epilogue epilogue = Epilogue::amax;  ///< amax alone, or amax + scale + scale_inv (compiled in)
 
   auto operator<=>(const KernelConfig&) const = default;
 
   /// Descriptor of one field: its name, the label prefix/suffix, whether it is compiled into
-  /// the kernel source (false: a launch parameter) and the member it reads.
+  /// the kernel source (false: a launch parameter), the member it reads, and whether the label
+  /// leaves it out at its default value (an omissible field; only at the end of the list).
   template <class M>
   struct Field {
     std::string_view name;
@@ -66,21 +90,28 @@ struct KernelConfig {
     std::string_view suffix;
     bool compile_time;
     M KernelConfig::*member;
+    bool omitted_at_default = false;
   };
 
   /// The field list: the one place the variant's fields are enumerated.
+  /// The epilogue is omissible: labels written before it existed (in databases, overrides, the
+  /// README) name the amax-only variant they always named, and a fused variant's label ends in
+  /// `.scale` (`one_pass.t256.v8.u4.b8cu.scale`). `.amax` is not accepted: one label per variant.
   static constexpr auto fields() {
     return std::make_tuple(
         Field<Strategy>{"strategy", "", "", true, &KernelConfig::strategy},
         Field<std::uint32_t>{"threads", "t", "", true, &KernelConfig::threads},
         Field<std::uint32_t>{"nvec", "v", "", true, &KernelConfig::nvec},
         Field<std::uint32_t>{"unroll", "u", "", true, &KernelConfig::unroll},
-        Field<BlockCap>{"max_blocks", "b", "", false, &KernelConfig::max_blocks});
+        Field<BlockCap>{"max_blocks", "b", "", false, &KernelConfig::max_blocks},
+        Field<Epilogue>{"epilogue", "", "", true, &KernelConfig::epilogue, true});
   }
 
-  /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu`: every field in order, '.'-separated.
+  /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu` or `two_stage.t256.v8.u4.b8cu.scale`:
+  /// every field in order, '.'-separated, omissible fields left out at their default.
   std::string label() const;
-  /// The compile-time part of the label (launch parameters left out), e.g. `two_stage.t256.v8.u4`:
+  /// The compile-time part of the label (launch parameters left out), e.g. `two_stage.t256.v8.u4`
+  /// or `two_stage.t256.v8.u4.scale`:
   /// configs with equal kernel_label() share one compiled binary.
   std::string kernel_label() const;
   /// Parses a full label. Errors: std::invalid_argument naming the label and the bad token.
@@ -91,7 +122,8 @@ struct KernelConfig {
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
 
-/// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_',
+/// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
+/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`),
 /// plus the second-stage kernel of two_stage (`..._finish`).
 std::string kernel_name(const KernelConfig& c, DType dtype);
 std::string finish_kernel_name(const KernelConfig& c, DType dtype);
