@@ -66,6 +66,7 @@ struct amax_context {
   ArchInfo arch;
   NanMode nan_mode = NanMode::propagate;
   std::uint32_t cu = 1;
+  bool check_pointers = true;  // false where the process sees one GPU: no other device's memory exists
   std::string user_db, system_db;
   std::unique_ptr<DispatchTables> tables;
 
@@ -222,6 +223,7 @@ void need_own_stream(amax_context& c, StreamHandle s) {
 }
 
 void need_own_memory(amax_context& c, const void* p, const char* name) {
+  if (!c.check_pointers) return;
   const int d = c.backend->memory_device(p);
   if (d >= 0 && d != c.backend->device().ordinal)
     fail(AMAX_STATUS_WRONG_DEVICE, fmt::format("{} {} is memory of device {}, but this context is on {}: use a "
@@ -261,6 +263,7 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->compiler = make_compiler(vendor);
     c->arch = ArchInfo::parse(c->backend->device().arch);
     c->cu = static_cast<std::uint32_t>(c->backend->device().cu_count);
+    c->check_pointers = device_count(vendor) > 1;
     c->nan_mode = o->nan_mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
     const std::filesystem::path cache = o->kernel_cache_dir ? o->kernel_cache_dir : BinaryCache::default_dir();
     c->kernels = std::make_unique<KernelCache>(*c->backend, c->compiler, BinaryCache(cache));

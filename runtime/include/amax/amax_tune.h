@@ -37,7 +37,8 @@
  * memory are not refused; peer access does not make another device's memory acceptable: copy it
  * first). Every call leaves the calling thread's current device/context as it found it. HIP before
  * ROCm 6 cannot tell a stream's device (no hipStreamGetDevice): there only pointers are checked.
- * The checks cost one cuStreamGetCtx and up to three cuPointerGetAttributes per call.
+ * The checks cost one cuStreamGetCtx per call, and where the process sees more than one GPU of
+ * the vendor three cuPointerGetAttributes (with one GPU no other device's memory exists).
  */
 #ifndef AMAX_TUNE_H
 #define AMAX_TUNE_H
