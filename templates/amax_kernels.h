@@ -262,6 +262,9 @@ AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
 AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
+#if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
+  amax_launch_dependents();  // the finish kernel may start now; it waits for this grid's stores
+#endif
   const unsigned char* p = static_cast<const unsigned char*>(in);
   unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
                                                   : amax_thread_partial<false>(p, n);
@@ -335,6 +338,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
 AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
 AMAX_FINISH_NAME(const unsigned* AMAX_RESTRICT workspace, unsigned count, float* out AMAX_SCALE_PARAM) {
+  amax_wait_prerequisite_grid();  // launched as a programmatic dependent: stage one's stores first
   unsigned bits = amax_reduce_words(workspace, count);
   if (threadIdx.x == 0) amax_write_result(out, bits AMAX_SCALE_ARG);
 }

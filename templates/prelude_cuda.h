@@ -35,3 +35,18 @@ AMAX_DEVICE float amax_bits_float(unsigned u) { return __uint_as_float(u); }
 // kept (NVRTC runs with --ftz=false). The scale rule needs both exact (amax_scale_rule).
 AMAX_DEVICE float amax_div_rn(float a, float b) { return __fdiv_rn(a, b); }
 AMAX_DEVICE float amax_rcp_rn(float x) { return __frcp_rn(x); }
+// Programmatic dependent launch (Hopper, sm_90+; CUDA programming guide "Programmatic Dependent
+// Launch and Synchronization", PTX ISA griddepcontrol): two_stage's first stage lets its finish
+// kernel be launched before it completes, and the finish kernel waits, before it reads the
+// workspace, until the first stage has completed and its stores are visible. Both are no-ops in
+// an ordinary launch and below sm_90.
+AMAX_DEVICE void amax_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+AMAX_DEVICE void amax_wait_prerequisite_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}

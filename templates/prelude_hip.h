@@ -40,3 +40,6 @@ AMAX_DEVICE float amax_bits_float(unsigned u) { return __uint_as_float(u); }
 // (-fhip-fp32-correctly-rounded-divide-sqrt; hipRTC is given no fast-math option).
 AMAX_DEVICE float amax_div_rn(float a, float b) { return a / b; }
 AMAX_DEVICE float amax_rcp_rn(float x) { return 1.0f / x; }
+// Programmatic dependent launch is a CUDA (sm_90+) feature: no-ops here (see prelude_cuda.h).
+AMAX_DEVICE void amax_launch_dependents() {}
+AMAX_DEVICE void amax_wait_prerequisite_grid() {}

@@ -38,6 +38,7 @@ struct Driver {
 #undef AMAX_DECLARE
   std::string error;  // why the driver is unusable; empty when usable
   int device_count = 0;
+  decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;  // optional (driver 12.0+): PDL
 };
 
 const Driver& driver() {
@@ -56,6 +57,7 @@ const Driver& driver() {
   }
     AMAX_CUDA_FUNCTIONS(AMAX_LOAD)
 #undef AMAX_LOAD
+    d.cuLaunchKernelEx = reinterpret_cast<decltype(&::cuLaunchKernelEx)>(dlsym(lib, AMAX_STR(cuLaunchKernelEx)));
     if (CUresult r = d.cuInit(0); r != CUDA_SUCCESS) {
       const char* name = nullptr;
       d.cuGetErrorName(r, &name);
@@ -148,6 +150,7 @@ class CudaBackend final : public Backend {
     const int major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     const int minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     info_.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+    pdl_ = d.cuLaunchKernelEx != nullptr && major >= 9;
     info_.cu_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     info_.wave_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
     info_.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
@@ -176,6 +179,26 @@ class CudaBackend final : public Backend {
     AMAX_CU(cuLaunchKernel(static_cast<CUfunction>(f), grid, 1, 1, block, 1, 1, 0,
                            static_cast<CUstream>(s), args, nullptr),
             "cuLaunchKernel");
+  }
+  void launch_dependent(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
+                        void** args) override {
+    if (!pdl_) {
+      launch(f, grid, block, s, args);
+      return;
+    }
+    const ScopedContext current(ctx_);
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = static_cast<CUstream>(s);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    AMAX_CU(cuLaunchKernelEx(&cfg, static_cast<CUfunction>(f), args, nullptr), "cuLaunchKernelEx");
   }
   void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
     const ScopedContext current(ctx_);
@@ -310,6 +333,7 @@ class CudaBackend final : public Backend {
 
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
+  bool pdl_ = false;  // programmatic dependent launch: sm_90+ and a driver with cuLaunchKernelEx
   DeviceInfo info_;
 };
 

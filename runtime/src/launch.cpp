@@ -38,7 +38,10 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   if (shape.finish_kernel) {
     unsigned blocks = shape.grid;
     void* fargs[] = {&workspace, &blocks, &out};
-    backend.launch(k.finish, 1, shape.block, stream, fargs);
+    if (shape.dependent_finish)
+      backend.launch_dependent(k.finish, 1, shape.block, stream, fargs);
+    else
+      backend.launch(k.finish, 1, shape.block, stream, fargs);
   }
 }
 

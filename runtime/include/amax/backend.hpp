@@ -80,6 +80,15 @@ class Backend {
   /// Launches `f` with a 1-D grid and block on `stream`; `args` as for cuLaunchKernel.
   virtual void launch(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
                       void** args) = 0;
+  /// As launch(), as a programmatic dependent launch (CUDA sm_90+ with cuLaunchKernelEx:
+  /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), so that `f` may start before the
+  /// previous kernel on `stream` completes; `f` must execute griddepcontrol.wait before it reads
+  /// that kernel's results (amax_wait_prerequisite_grid in the template). Where the device or
+  /// driver lacks it (HIP, before sm_90, a driver without cuLaunchKernelEx): an ordinary launch.
+  virtual void launch_dependent(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
+                                void** args) {
+    launch(f, grid, block, stream, args);
+  }
   /// Sets `count` 32-bit words at `dst` to `value`, asynchronously on `stream` (a memset node
   /// under graph capture).
   virtual void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle stream) = 0;
