@@ -20,6 +20,7 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
     s.workspace_bytes = 4ull * s.grid;
   s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset) && s.grid > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
+  s.dependent_finish = s.finish_kernel;
   return s;
 }
 
@@ -38,7 +39,7 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   if (shape.finish_kernel) {
     unsigned blocks = shape.grid;
     void* fargs[] = {&workspace, &blocks, &out};
-    if (shape.dependent_finish)
+    if (shape.dependent_finish && !backend.is_capturing(stream))
       backend.launch_dependent(k.finish, 1, shape.block, stream, fargs);
     else
       backend.launch(k.finish, 1, shape.block, stream, fargs);

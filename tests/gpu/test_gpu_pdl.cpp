@@ -42,9 +42,9 @@ TEST(GpuPdl, TwoStageWithADependentFinishKernelIsBitExactAndTimed) {
     const LoadedKernel& k2 = env->kernels->get(two, d);
     const LoadedKernel& ks = env->kernels->get(self, d);
     for (std::uint64_t n : sizes) {
-      LaunchShape plain = launch_shape(two, n, cu), dep = plain;
-      dep.dependent_finish = true;
-      ASSERT_TRUE(plain.finish_kernel) << n;
+      LaunchShape dep = launch_shape(two, n, cu), plain = dep;
+      plain.dependent_finish = false;
+      ASSERT_TRUE(dep.finish_kernel && dep.dependent_finish) << n;
       // Bit-exact, new data every call, the answer read back each time.
       for (int i = 0; i < 12; ++i) {
         const auto host = make_input(all_input_kinds()[i % all_input_kinds().size()], d, n, rng());
@@ -67,4 +67,32 @@ TEST(GpuPdl, TwoStageWithADependentFinishKernelIsBitExactAndTimed) {
     }
   }
   b.destroy_stream(stream);
+}
+
+// Under graph capture the finish kernel is an ordinary launch (launch_amax asks the stream); the
+// kernel's griddepcontrol.wait is then a no-op. Captured once, replayed on new data three times.
+TEST(GpuPdl, TwoStageCapturedIntoAGraphReplaysBitExact) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const std::uint32_t cu = static_cast<std::uint32_t>(b.device().cu_count);
+  const std::uint64_t n = 3u << 20;
+  const KernelConfig two = KernelConfig::parse("two_stage.t512.v8.u2.b4cu");
+  const LoadedKernel& k = env->kernels->get(two, DType::bf16);
+  const LaunchShape shape = launch_shape(two, n, cu);
+  ASSERT_TRUE(shape.dependent_finish);
+  DeviceBuffer in(b, n * 2), out(b, 4), ws(b, shape.workspace_bytes);
+  StreamHandle s = b.create_stream();
+  b.begin_capture(s);
+  launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, nullptr, NanMode::ignore, s);
+  GraphExecHandle g = b.end_capture(s);
+  std::mt19937_64 rng(std::random_device{}());
+  for (int i = 0; i < 3; ++i) {
+    const auto host = make_input(InputKind::random, DType::bf16, n, rng());
+    b.copy_to_device(in.p, host.data(), host.size());
+    b.launch_graph(g, s);
+    b.synchronize(s);
+    EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore)) << "replay " << i;
+  }
+  b.destroy_graph(g);
+  b.destroy_stream(s);
 }

@@ -25,10 +25,12 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   s = launch_shape(two, 1ull << 31, 132);
   EXPECT_EQ(s.grid, 65535u);
   EXPECT_TRUE(s.finish_kernel);
+  EXPECT_TRUE(s.dependent_finish);  // programmatic dependent launch of the finish kernel
   EXPECT_EQ(s.launches(), 2);
   s = launch_shape(two, 100, 132);
   EXPECT_EQ(s.grid, 1u);
   EXPECT_FALSE(s.finish_kernel);
+  EXPECT_FALSE(s.dependent_finish);
   EXPECT_EQ(s.launches(), 1);
 
   // self_reset: one launch, the stream slot with more than one block, never a workspace.
@@ -44,6 +46,7 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   EXPECT_EQ(s.workspace_bytes, 0u);
   EXPECT_FALSE(s.memset_output);
   EXPECT_FALSE(s.finish_kernel);
+  EXPECT_FALSE(s.dependent_finish);
   EXPECT_EQ(s.launches(), 1);
   s = launch_shape(self, 1ull << 33, 132);
   EXPECT_EQ(s.grid, 528u);

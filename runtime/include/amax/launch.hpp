@@ -26,9 +26,10 @@ struct LaunchShape {
   bool uses_slot = false;             ///< one_pass or self_reset with grid > 1: the stream's slot
   bool memset_output = false;         ///< atomic: the output is zeroed first
   bool finish_kernel = false;         ///< two_stage with grid > 1: a second launch
-  /// Launch the finish kernel as a programmatic dependent of stage one (Backend::launch_dependent:
-  /// sm_90+; elsewhere an ordinary launch). Off by default: the H200 measurement that would turn
-  /// it on is in README "Programmatic dependent launch".
+  /// two_stage with grid > 1: the finish kernel is launched as a programmatic dependent of stage
+  /// one (Backend::launch_dependent: sm_90+; elsewhere an ordinary launch), except while the stream
+  /// is being captured (an ordinary launch there). Measured on the H200 (README "Programmatic
+  /// dependent launch"): two_stage 1.02-1.12x faster, cold, 2^14-2^24 elements.
   bool dependent_finish = false;
   int launches() const noexcept { return (grid ? 1 : 0) + (memset_output ? 1 : 0) + (finish_kernel ? 1 : 0); }
 };
