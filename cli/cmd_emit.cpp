@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "amax/multi_config.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "commands.hpp"
@@ -19,6 +20,7 @@ struct EmitOptions {
   std::string label;
   bool list = false;
   bool full = false;
+  std::string family = "single";
   std::string out;
   std::string out_dir;
 };
@@ -37,6 +39,54 @@ ArchInfo need_arch(const std::string& s) {
   }
 }
 
+void make_out_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw std::runtime_error("cannot create the directory " + dir + ": " +
+                             (ec ? ec.message() : std::string("a file of that name exists")));
+}
+
+// One rendered source to stdout (no -o, or -o -) or to the file -o names.
+void write_source(const EmitOptions& o, const std::string& src) {
+  if (o.out.empty() || o.out == "-")
+    std::cout << src;
+  else
+    write_file_atomically(o.out, [&](std::ostream& f) { f << src; });
+}
+
+// The multi-tensor family: labels multi.*, sources at the arch's largest descriptor capacity.
+int run_emit_multi(const EmitOptions& o, const ArchInfo& arch, DType dtype) {
+  const auto space = enumerate_multi_space(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
+  const std::uint32_t k = multi_max_tensors(arch);
+  if (o.list) {
+    for (const auto& c : space) std::cout << c.label() << "\n";
+    std::cerr << fmt::format("{} multi-tensor variants in the {} space for {} {} ({} tensors per launch at most)\n",
+                             space.size(), o.full ? "full" : "pruned", arch.name, to_string(dtype), k);
+    return kExitOk;
+  }
+  if (!o.out_dir.empty()) {
+    make_out_dir(o.out_dir);
+    for (const auto& c : space)
+      std::ofstream(std::filesystem::path(o.out_dir) /
+                    (multi_kernel_name(c, dtype, k) + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip")))
+          << render_multi_source(c, dtype, arch, k);
+    std::cerr << fmt::format("wrote {} multi-tensor kernel sources to {}\n", space.size(), o.out_dir);
+    return kExitOk;
+  }
+  if (o.label.empty()) throw UsageError("emit needs --label LABEL, --list or --out-dir DIR");
+  MultiConfig c;
+  try {
+    c = MultiConfig::parse(o.label);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (auto why = c.validate(arch, dtype))
+    throw UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) + ": " + *why);
+  write_source(o, render_multi_source(c, dtype, arch, k));
+  return kExitOk;
+}
+
 int run_emit(const EmitOptions& o) {
   const ArchInfo arch = need_arch(o.arch);
   const DType dtype = need_dtype(o.dtype);
@@ -44,6 +94,9 @@ int run_emit(const EmitOptions& o) {
   if (int(o.list) + int(!o.label.empty()) + int(!o.out_dir.empty()) > 1)
     throw UsageError("emit takes one of --label, --list and --out-dir");
   if (o.list && !o.out.empty()) throw UsageError("-o/--out goes with --label (--list prints to stdout)");
+  if (o.family != "single" && o.family != "multi")
+    throw UsageError("unknown --family '" + o.family + "' (expected single or multi)");
+  if (o.family == "multi" || MultiConfig::is_multi_label(o.label)) return run_emit_multi(o, arch, dtype);
   if (o.list) {
     for (const auto& c : space) std::cout << c.label() << "\n";
     std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}\n",
@@ -52,11 +105,7 @@ int run_emit(const EmitOptions& o) {
     return kExitOk;
   }
   if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    if (ec || !std::filesystem::is_directory(o.out_dir))
-      throw std::runtime_error("cannot create the directory " + o.out_dir + ": " +
-                               (ec ? ec.message() : std::string("a file of that name exists")));
+    make_out_dir(o.out_dir);
     const auto kernels = distinct_kernels(space);
     for (const auto& c : kernels) {
       const auto path = std::filesystem::path(o.out_dir) /
@@ -76,12 +125,7 @@ int run_emit(const EmitOptions& o) {
   if (auto why = c.validate(arch, dtype))
     throw UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) +
                      ": " + *why);
-  const std::string src = render_source(c, dtype, arch.vendor);
-  if (o.out.empty() || o.out == "-") {
-    std::cout << src;
-  } else {
-    write_file_atomically(o.out, [&](std::ostream& f) { f << src; });
-  }
+  write_source(o, render_source(c, dtype, arch.vendor));
   return kExitOk;
 }
 
@@ -93,7 +137,10 @@ void add_emit(CLI::App& app) {
   sub->add_option("--arch", o->arch, "Target: sm_XY or an AMD target ID (gfx942:sramecc+:xnack-)")
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "Element type: fp32, fp16, bf16")->capture_default_str();
-  sub->add_option("--label", o->label, "Variant label, e.g. two_stage.t256.v8.u4.b8cu");
+  sub->add_option("--label", o->label,
+                  "Variant label, e.g. two_stage.t256.v8.u4.b8cu, or a multi-tensor one, multi.t512.v8.u4.c32k.warp");
+  sub->add_option("--family", o->family, "Kernel family of --list and --out-dir: single or multi (many tensors per launch)")
+      ->capture_default_str();
   sub->add_flag("--list", o->list, "List the variant labels of the space (one per line)");
   sub->add_flag("--full", o->full, "Use the full space instead of the pruned default");
   sub->add_option("-o,--out", o->out, "Write the source to this file instead of stdout");

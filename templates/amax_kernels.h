@@ -14,6 +14,8 @@
 //                     scale and scale_inv by amax_scale_rule in the same launch; each defined too)
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
+//   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
+//   the helpers below and its entry point from amax_multi_kernels.h)
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
 // AMAX_RESTRICT, amax_shfl_xor, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
 // amax_zero_above_u16x2, amax_float_bits, amax_bits_float, amax_div_rn and amax_rcp_rn.
@@ -185,18 +187,19 @@ AMAX_DEVICE unsigned amax_fold_vec(unsigned acc, const amax_vec_t& v) {
 #endif
 }
 
-// ---- per-thread partial over the whole tensor (grid-stride, 64-bit indexing) ----
+// ---- one thread's partial over a range (64-bit indexing) ----
 // The input splits into an unaligned head (< AMAX_NVEC elements up to the first AMAX_VEC_BYTES
-// boundary), `body` aligned vectors, and a tail (< AMAX_NVEC elements). Returns fp32 bits.
+// boundary), `body` aligned vectors, and a tail (< AMAX_NVEC elements). Thread `tid` of `stride`
+// threads folds head element tid, tail element tid and vectors tid, tid + stride, ... Returns
+// fp32 bits.
 template <bool IGNORE_NAN>
-AMAX_DEVICE unsigned amax_thread_partial(const unsigned char* AMAX_RESTRICT in, amax_u64 n) {
+AMAX_DEVICE unsigned amax_range_partial(const unsigned char* AMAX_RESTRICT in, amax_u64 n, amax_u64 gtid,
+                                        amax_u64 stride) {
   const amax_u64 misalign = (amax_u64)in % AMAX_VEC_BYTES;
   amax_u64 head = misalign ? (AMAX_VEC_BYTES - misalign) / AMAX_ELEM_BYTES : 0;
   if (head > n) head = n;
   const amax_u64 body = (n - head) / AMAX_NVEC;
   const amax_u64 tail = n - head - body * AMAX_NVEC;
-  const amax_u64 gtid = (amax_u64)blockIdx.x * AMAX_THREADS + threadIdx.x;
-  const amax_u64 stride = (amax_u64)gridDim.x * AMAX_THREADS;
 
   unsigned acc = 0;
   if (gtid < head) acc = amax_fold_word<IGNORE_NAN>(acc, amax_load_element(in + gtid * AMAX_ELEM_BYTES));
@@ -217,6 +220,13 @@ AMAX_DEVICE unsigned amax_thread_partial(const unsigned char* AMAX_RESTRICT in, 
   }
   for (; i < body; i += stride) acc = amax_fold_vec<IGNORE_NAN>(acc, vp[i]);
   return amax_acc_to_fp32_bits(acc);
+}
+
+// The calling thread's partial over the whole tensor (grid-stride). Returns fp32 bits.
+template <bool IGNORE_NAN>
+AMAX_DEVICE unsigned amax_thread_partial(const unsigned char* AMAX_RESTRICT in, amax_u64 n) {
+  return amax_range_partial<IGNORE_NAN>(in, n, (amax_u64)blockIdx.x * AMAX_THREADS + threadIdx.x,
+                                        (amax_u64)gridDim.x * AMAX_THREADS);
 }
 
 // ---- block reduction: max of fp32 bits over the block; the result is valid in thread 0 ----
@@ -259,6 +269,9 @@ AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
 #endif
 }
 
+// The single-tensor entry points (not rendered into multi-tensor sources, which define
+// AMAX_MULTI and bring their own: amax_multi_kernels.h).
+#ifndef AMAX_MULTI
 AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
@@ -343,3 +356,4 @@ AMAX_FINISH_NAME(const unsigned* AMAX_RESTRICT workspace, unsigned count, float*
   if (threadIdx.x == 0) amax_write_result(out, bits AMAX_SCALE_ARG);
 }
 #endif
+#endif  // AMAX_MULTI

@@ -45,8 +45,32 @@ std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
   return kGridLimit;
 }
 
+namespace detail {
+std::optional<std::uint32_t> parse_u32(std::string_view s) {
+  std::uint32_t v = 0;
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return parts;
+}
+}  // namespace detail
+
 // ---- per-type token codecs: the label spelling of each field's value ----
 namespace {
+using detail::parse_u32;
+using detail::split;
 std::string format_value(Strategy s) { return std::string(to_string(s)); }
 std::string format_value(std::uint32_t v) { return std::to_string(v); }
 std::string format_value(Epilogue e) { return std::string(to_string(e)); }
@@ -59,13 +83,6 @@ std::string format_value(const BlockCap& b) {
   return "uncapped";
 }
 
-std::optional<std::uint32_t> parse_u32(std::string_view s) {
-  std::uint32_t v = 0;
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 bool parse_value(std::string_view s, Strategy& out) {
   auto v = parse_strategy(s);
   if (v) out = *v;
@@ -90,17 +107,6 @@ bool parse_value(std::string_view s, BlockCap& out) {
   return true;
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  for (;;) {
-    std::size_t pos = s.find(sep, start);
-    parts.push_back(s.substr(start, pos - start));
-    if (pos == std::string_view::npos) break;
-    start = pos + 1;
-  }
-  return parts;
-}
 
 // Omissible fields come last (so that a label's token count says which are present).
 constexpr bool omissible_fields_last() {

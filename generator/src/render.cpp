@@ -35,15 +35,20 @@ std::string hex_literal(std::uint32_t v) {
 
 std::string_view generator_version() noexcept { return AMAX_VERSION; }
 
+namespace detail {
+std::string hash_templates(std::initializer_list<std::string_view> skip) {
+  std::uint64_t h = kFnvOffsetBasis;
+  for (const auto& t : kTemplates) {
+    if (std::find(skip.begin(), skip.end(), t.name) != skip.end()) continue;
+    for (std::string_view part : {t.name, std::string_view("\0", 1), t.text}) h = fnv1a64(part, h);
+  }
+  return to_hex(h);
+}
+}  // namespace detail
+
 const std::string& template_hash() {
-  static const std::string hash = [] {
-    std::uint64_t h = kFnvOffsetBasis;
-    for (const auto& t : detail::kTemplates) {
-      if (t.name == "bench_kernels.h") continue;  // reference kernels: not part of any variant
-      for (std::string_view part : {t.name, std::string_view("\0", 1), t.text}) h = fnv1a64(part, h);
-    }
-    return to_hex(h);
-  }();
+  // The reference kernels are not part of any variant; the multi-tensor family has its own hash.
+  static const std::string hash = detail::hash_templates({"bench_kernels.h", "amax_multi_kernels.h"});
   return hash;
 }
 
@@ -56,6 +61,17 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
   const std::uint32_t by_registers = 65536 / (c.threads * need);
   const std::uint32_t by_threads = 2048 / c.threads;
   return std::max<std::uint32_t>(1, std::min(by_registers, by_threads));
+}
+
+std::string dtype_defines(DType dtype) {
+  std::string s = "#define AMAX_ELEM_BYTES " + std::to_string(info(dtype).bytes) + "\n";
+  for (const DTypeInfo& d : all_dtypes())
+    s += "#define " + std::string(d.macro) + " " + std::to_string(index(d.dtype)) + "\n";
+  s += "#define AMAX_DTYPE " + std::string(info(dtype).macro) + "\n";
+  s += "#define AMAX_ELEM_INF " + hex_literal(info(dtype).inf_abs_bits) + "\n";
+  s += "#define AMAX_FP32_INF " + hex_literal(info(DType::fp32).inf_abs_bits) + "\n";
+  s += "#define AMAX_FP32_QNAN " + hex_literal(info(DType::fp32).quiet_nan_bits()) + "\n";
+  return s;
 }
 
 std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
@@ -74,13 +90,7 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_THREADS " + std::to_string(c.threads) + "\n";
   s += "#define AMAX_NVEC " + std::to_string(c.nvec) + "\n";
   s += "#define AMAX_UNROLL " + std::to_string(c.unroll) + "\n";
-  s += "#define AMAX_ELEM_BYTES " + std::to_string(info(dtype).bytes) + "\n";
-  for (const DTypeInfo& d : all_dtypes())
-    s += "#define " + std::string(d.macro) + " " + std::to_string(index(d.dtype)) + "\n";
-  s += "#define AMAX_DTYPE " + std::string(info(dtype).macro) + "\n";
-  s += "#define AMAX_ELEM_INF " + hex_literal(info(dtype).inf_abs_bits) + "\n";
-  s += "#define AMAX_FP32_INF " + hex_literal(info(DType::fp32).inf_abs_bits) + "\n";
-  s += "#define AMAX_FP32_QNAN " + hex_literal(info(DType::fp32).quiet_nan_bits()) + "\n";
+  s += dtype_defines(dtype);
   s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
   for (const EpilogueInfo& e : kEpilogues)
     s += "#define " + std::string(e.macro) + " " + std::to_string(static_cast<unsigned>(e.epilogue)) + "\n";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
+#include "amax/multi_launch.hpp"
 #include "amax/paths.hpp"
 #include "amax/plan_cache.hpp"
 #include "amax/render.hpp"
@@ -71,6 +73,7 @@ struct amax_context {
   std::unique_ptr<DispatchTables> tables;
 
   PlanCache<Plan> plans;
+  std::optional<MultiConfig> force_multi;  // AMAX_TUNE_FORCE_MULTI_LABEL, when it parsed
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
 
@@ -233,6 +236,93 @@ void need_own_memory(amax_context& c, const void* p, const char* name) {
 
 }  // namespace
 
+
+namespace {
+
+// ---- many tensors per call ----
+
+/// How the tensors of one dtype of a multi-tensor call are launched.
+struct MultiGroup {
+  MultiConfig config;
+  amax_source_t source = AMAX_SOURCE_DEFAULT;
+  std::string why;                      // for amax_multi_explain
+  std::uint32_t capacity = 0;
+  std::vector<MultiLaunch> launches;
+  std::uint64_t workspace_bytes = 0;    // covers the built-in default too (the compile fallback)
+};
+struct MultiCall {
+  MultiList list;
+  std::array<MultiGroup, kDTypeCount> groups;
+};
+
+void check(const std::optional<MultiListError>& e) {
+  if (e) fail(e->status, e->message);
+}
+
+/// Validates the list (pointers too when `check_pointers`) and sorts it into one group per dtype,
+/// each with its variant, launches and workspace. Reuses `m`'s storage. Throws Failure naming the
+/// first bad tensor's index and value.
+void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, MultiCall& m) {
+  check(sort_multi_list(t, count, check_pointers, m.list));
+  const std::vector<std::uint32_t> caps = multi_capacities(c.arch);
+  for (const DTypeInfo& di : all_dtypes()) {
+    MultiGroup& x = m.groups[index(di.dtype)];
+    const auto& tensors = m.list.tensors[index(di.dtype)];
+    const GroupShape& shape = m.list.shapes[index(di.dtype)];
+    x.launches.clear();
+    if (tensors.empty()) continue;
+    const MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
+    x.config = def;
+    x.source = AMAX_SOURCE_DEFAULT;
+    x.why.clear();
+    if (c.force_multi) {
+      if (auto bad = c.force_multi->validate(c.arch, di.dtype)) {
+        x.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", c.arch.name, di.name, *bad);
+      } else {
+        x.config = *c.force_multi;
+        x.source = AMAX_SOURCE_OVERRIDE;
+      }
+    }
+    x.capacity = caps.back();
+    for (std::uint32_t k : caps)
+      if (shape.tensors <= k) { x.capacity = k; break; }
+    x.launches = split_multi_launches(tensors, x.config.chunk_elems(di.dtype), x.capacity);
+    x.workspace_bytes = multi_workspace_bytes(x.launches);
+    if (!(x.config == def))
+      x.workspace_bytes = std::max(x.workspace_bytes,
+                                   multi_workspace_bytes(split_multi_launches(tensors, def.chunk_elems(di.dtype), x.capacity)));
+  }
+}
+
+/// The loaded kernel of group `x` of dtype `d`: compiled or loaded on first use (never during
+/// capture); when a chosen variant fails to compile, the built-in default (one warning; the group's
+/// launches are split again for it).
+const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream) {
+  MultiGroup& x = m.groups[index(d)];
+  if (const LoadedMultiKernel* k = c.kernels->find_multi(x.config, d, x.capacity)) return *k;
+  if (c.backend->is_capturing(stream))
+    fail(AMAX_STATUS_NOT_PRELOADED,
+         fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the stream is "
+                     "being captured: JIT compilation is not allowed during graph capture; call amax_multi_preload "
+                     "with a list of this shape first", x.config.label(), to_string(d), x.capacity));
+  try {
+    return c.kernels->get_multi(x.config, d, x.capacity);
+  } catch (const CompileError& e) {
+    const MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+    if (x.config == def) throw;
+    log().warn("{} failed to compile; using the built-in default {}: {}", x.config.label(), def.label(), e.what());
+    x.config = def;
+    x.source = AMAX_SOURCE_DEFAULT;
+    x.launches = split_multi_launches(m.list.tensors[index(d)], def.chunk_elems(d), x.capacity);
+    return c.kernels->get_multi(def, d, x.capacity);
+  }
+}
+
+thread_local MultiCall t_call;
+thread_local std::vector<unsigned char> t_args;
+
+}  // namespace
+
 extern "C" {
 
 AMAX_API void amax_context_options_init(amax_context_options_t* o) {
@@ -273,6 +363,13 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->tables = std::make_unique<DispatchTables>(
         c->arch, running_provenance(dev, c->compiler->version()));
     c->tables->read_environment();
+    if (const char* f = std::getenv("AMAX_TUNE_FORCE_MULTI_LABEL"); f && *f) {
+      try {
+        c->force_multi = MultiConfig::parse(f);
+      } catch (const std::invalid_argument& e) {
+        log().warn("AMAX_TUNE_FORCE_MULTI_LABEL ignored: {}", e.what());
+      }
+    }
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
     c->slots = static_cast<std::uint32_t*>(c->backend->allocate(4 * kSlotWords * amax_context::kSlots));
@@ -386,6 +483,104 @@ AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64
                            "the arch family", c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
                            c->system_db.empty() ? "disabled" : c->system_db);
     }
+    std::snprintf(e->detail, sizeof e->detail, "%s", detail.c_str());
+  });
+}
+
+AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t c, const amax_tensor_t* tensors, size_t count,
+                                                 size_t* bytes) {
+  return guarded([&] {
+    need(c, "context");
+    need(bytes, "bytes (out-parameter)");
+    group_multi(*c, tensors, count, false, t_call);
+    std::uint64_t b = 4;
+    for (const MultiGroup& x : t_call.groups)
+      if (!x.launches.empty()) b = std::max(b, x.workspace_bytes);
+    *bytes = b;
+  });
+}
+
+AMAX_API amax_status_t amax_multi_compute(amax_context_t c, const amax_tensor_t* tensors, size_t count, float* output,
+                                          void* workspace, size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    group_multi(*c, tensors, count, true, t_call);
+    check(check_multi_output(output, count));
+    if (count == 0) return;
+    // Everything that can fail before a launch is done for every group first: a call that fails
+    // writes no output.
+    std::uint64_t need_ws = 4;
+    for (const MultiGroup& x : t_call.groups)
+      if (!x.launches.empty()) need_ws = std::max(need_ws, x.workspace_bytes);  // covers the fallback too
+    if (workspace_bytes < need_ws || !workspace)
+      fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+           fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
+                       "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
+    std::array<const LoadedMultiKernel*, kDTypeCount> kernels{};
+    bool slot = false;
+    for (const DTypeInfo& di : all_dtypes()) {
+      const std::size_t i = index(di.dtype);
+      if (t_call.groups[i].launches.empty()) continue;
+      kernels[i] = &ready_multi(*c, t_call, di.dtype, stream);
+      for (const MultiLaunch& l : t_call.groups[i].launches) slot = slot || l.multi_chunks;
+    }
+    std::uint32_t* counter = slot ? c->slot_for(stream) : nullptr;
+    for (const DTypeInfo& di : all_dtypes()) {
+      const std::size_t i = index(di.dtype);
+      if (!kernels[i]) continue;
+      const MultiGroup& x = t_call.groups[i];
+      const std::uint64_t chunk = x.config.chunk_elems(di.dtype);
+      for (const MultiLaunch& l : x.launches) {
+        pack_multi_args(t_args, x.capacity, t_call.list.tensors[i], l, chunk, output, workspace, counter, c->nan_mode);
+        void* args[] = {t_args.data()};
+        c->backend->launch(kernels[i]->main, l.chunks, x.config.threads, stream, args);
+      }
+    }
+  });
+}
+
+AMAX_API amax_status_t amax_multi_preload(amax_context_t c, const amax_tensor_t* tensors, size_t count) {
+  return guarded([&] {
+    need(c, "context");
+    group_multi(*c, tensors, count, false, t_call);
+    for (const DTypeInfo& di : all_dtypes()) {
+      const std::size_t i = index(di.dtype);
+      if (t_call.groups[i].launches.empty()) continue;
+      ready_multi(*c, t_call, di.dtype, nullptr);
+      c->kernels->get_multi(builtin_multi_default(c->arch, di.dtype, t_call.list.shapes[i]), di.dtype,
+                            t_call.groups[i].capacity);
+    }
+  });
+}
+
+AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t* tensors, size_t count,
+                                          amax_dtype_t dtype, amax_multi_explanation_t* e) {
+  return guarded([&] {
+    need(c, "context");
+    need(e, "explanation (out-parameter)");
+    const DType d = need_dtype(dtype);
+    group_multi(*c, tensors, count, false, t_call);
+    std::memset(e, 0, sizeof *e);
+    const MultiGroup& x = t_call.groups[index(d)];
+    const GroupShape& shape = t_call.list.shapes[index(d)];
+    e->source = AMAX_SOURCE_DEFAULT;
+    if (x.launches.empty()) {
+      std::snprintf(e->detail, sizeof e->detail, "the list holds no %s tensor", std::string(to_string(d)).c_str());
+      return;
+    }
+    e->source = x.source;
+    std::snprintf(e->label, sizeof e->label, "%s", x.config.label().c_str());
+    e->tensors = shape.tensors;
+    e->total_bytes = shape.total_bytes;
+    e->largest_bytes = shape.largest_bytes;
+    e->launches = static_cast<std::uint32_t>(x.launches.size());
+    e->tensors_per_launch = x.capacity;
+    e->workspace_bytes = x.workspace_bytes;
+    const std::string detail =
+        x.source == AMAX_SOURCE_OVERRIDE
+            ? std::string("forced by AMAX_TUNE_FORCE_MULTI_LABEL")
+            : x.why + fmt::format("built-in multi-tensor default of the arch family for {} tensors, {} bytes, the "
+                                  "largest {} bytes", shape.tensors, shape.total_bytes, shape.largest_bytes);
     std::snprintf(e->detail, sizeof e->detail, "%s", detail.c_str());
   });
 }

@@ -79,4 +79,39 @@ const LoadedKernel& KernelCache::load(KernelBinary&& b) {
   return *loaded_.emplace(name, std::move(k)).first->second;
 }
 
+CachedBinary build_multi_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                                const MultiConfig& config, DType dtype, std::uint32_t capacity, ResourceUsage* usage,
+                                bool* from_cache) {
+  const std::string name = multi_kernel_name(config, dtype, capacity);
+  CachedBinary b = compile_cached(compiler, cache, arch, render_multi_source(config, dtype, arch, capacity),
+                                  name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), from_cache);
+  if (usage && compiler.vendor() == Vendor::nvidia) {
+    const auto report = parse_ptxas_report(b.log);
+    if (auto it = report.find(name); it != report.end()) *usage = it->second;
+  }
+  return b;
+}
+
+const LoadedMultiKernel* KernelCache::find_multi(const MultiConfig& config, DType dtype,
+                                                 std::uint32_t capacity) const noexcept {
+  std::lock_guard lock(mu_);
+  auto it = multi_.find(multi_kernel_name(config, dtype, capacity));
+  return it == multi_.end() ? nullptr : it->second.get();
+}
+
+const LoadedMultiKernel& KernelCache::get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) {
+  if (const LoadedMultiKernel* k = find_multi(config, dtype, capacity)) return *k;
+  auto k = std::make_unique<LoadedMultiKernel>();
+  k->config = config;
+  k->dtype = dtype;
+  k->capacity = capacity;
+  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &k->usage);
+  const std::string name = multi_kernel_name(config, dtype, capacity);
+  std::lock_guard lock(mu_);
+  if (auto it = multi_.find(name); it != multi_.end()) return *it->second;
+  k->module = backend_.load_module(b.binary);
+  k->main = k->module->function(name);
+  return *multi_.emplace(name, std::move(k)).first->second;
+}
+
 }  // namespace amax

@@ -87,6 +87,9 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"-j -1 --db " + (dir / "a.db").string(), "--jobs"},
       {"emit --list --arch sm_90 -o " + (dir / "l.txt").string(), "-o/--out goes with --label"},
       {"emit --list --label x --arch sm_90", "emit takes one of --label, --list and --out-dir"},
+      {"emit --arch sm_90 --dtype fp32 --label multi.t512.v8.u4.c32k.warp", "vector of 8 x fp32 = 32 bytes exceeds 16 bytes"},
+      {"emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32.warp", "bad chunk_kib field 'c32'"},
+      {"emit --list --family double --arch sm_90", "unknown --family 'double' (expected single or multi)"},
       {"export --db " + (dir / "none.db").string(), "--format is required"},
       {"bench --regime lukewarm", "--regime must be cold, warm or both, got 'lukewarm'"},
       {"bench --rounds 1", "--rounds must be at least 3, got 1"},
@@ -209,6 +212,23 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 60);
+}
+
+TEST_F(Cli, EmitTheMultiTensorFamily) {
+  CmdResult r = run("emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32k.warp");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("// amax-tune generated multi-tensor kernel: multi.t512.v8.u4.c32k.warp bf16 (sm_90, 1600 tensors "
+                        "per launch)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_FALSE(has(r.out, "#include"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_c32k_warp_bf16_k1600"));
+  r = run("emit --list --family multi --arch sm_90 --dtype fp32");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "multi.t1024.v4.u8.c512k.block\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "160 multi-tensor variants in the pruned space for sm_90 fp32 (1600 tensors per launch at most)")) << r.out;
+  r = run("emit --family multi --out-dir " + (dir / "msrc").string() + " --arch gfx90a --dtype fp16");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "msrc"), fs::directory_iterator{}), 2 * 4 * 7 * 2);
+  EXPECT_TRUE(fs::exists(dir / "msrc" / "amax_multi_t256_v8_u1_c8k_warp_fp16_k192.hip"));
 }
 
 TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
@@ -121,6 +122,13 @@ struct KernelConfig {
   /// multiple of the wave size or over the limit, vector wider than 16 bytes, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
+
+namespace detail {
+/// Label tokens: a decimal u32 without leading zeros (nullopt otherwise), and `s` split at `sep`.
+/// Shared by the label codecs of KernelConfig and MultiConfig.
+std::optional<std::uint32_t> parse_u32(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char sep);
+}  // namespace detail
 
 /// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
 /// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`),

@@ -14,7 +14,7 @@ namespace amax {
 std::string_view generator_version() noexcept;
 
 /// 16 hex digits: FNV-1a 64 over the template files variants are rendered from (the preludes and
-/// amax_kernels.h; not the reference kernels) as built into this binary. Changes whenever one of
+/// amax_kernels.h; not the reference kernels nor amax_multi_kernels.h, see multi_template_hash) as built into this binary. Changes whenever one of
 /// them changes; recorded with every tuning row so that rows made from other templates are
 /// recognised as stale. Thread-safe.
 const std::string& template_hash();
@@ -22,6 +22,10 @@ const std::string& template_hash();
 /// Blocks per SM that the kernel's launch bounds promise (NVIDIA): the largest count whose
 /// register share still holds the thread's vectors in flight, at most 2048 / threads, at least 1.
 std::uint32_t min_blocks_per_sm(const KernelConfig& config, DType dtype);
+
+/// The element type's #defines every kernel source starts with: AMAX_ELEM_BYTES, the
+/// AMAX_DTYPE_* values, AMAX_DTYPE, AMAX_ELEM_INF, AMAX_FP32_INF, AMAX_FP32_QNAN. Thread-safe.
+std::string dtype_defines(DType dtype);
 
 /// The kernel source for `config` (its compile-time fields), `dtype` and `vendor`: a comment
 /// naming the kernel label, dtype, vendor, template hash and generator version; the compile-time

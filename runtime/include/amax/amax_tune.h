@@ -164,6 +164,72 @@ AMAX_API amax_status_t amax_preload(amax_context_t context, const amax_dtype_t* 
 AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, uint64_t n,
                                     amax_explanation_t* explanation);
 
+/* ---- Many tensors per call (docs/DESIGN.md section 6) ----
+ *
+ *   amax_tensor_t t[3] = {{w0, n0, AMAX_DTYPE_BF16}, {w1, n1, AMAX_DTYPE_BF16}, {NULL, 0, AMAX_DTYPE_FP32}};
+ *   size_t ws; amax_multi_workspace_size(ctx, t, 3, &ws);           // never 0
+ *   amax_multi_compute(ctx, t, 3, d_amax, workspace, ws, stream);   // d_amax[i] = amax of t[i]
+ *
+ * One launch of the multi-tensor kernel serves up to 1600 tensors of one dtype on NVIDIA sm_70+
+ * (the descriptors travel by value in the kernel parameters, which CUDA 12.1+ allows up to 32764
+ * bytes), 192 on AMD (HIP's 4 KiB of kernel arguments) and older NVIDIA: a list of one dtype costs
+ * ceil(count / 1600) launches, a mixed list that per dtype. Tensors are cut into chunks (the
+ * variant's chunk bytes), one block per chunk; a tensor of several chunks is combined by the block
+ * of its launch that finishes last, through the caller's workspace and the stream's slot (as
+ * one_pass), so no memset is launched. Every result follows the single-tensor contract (exact, the
+ * context's NaN mode, +0.0 for n == 0). Under graph capture each launch's descriptors are copied
+ * into the graph: no host memory outlives the call, and a replay reads whatever the tensors hold
+ * then. The rules of streams, slots and workspaces are those of amax_compute. */
+
+/** One tensor of a multi-tensor call. */
+typedef struct amax_tensor_t {
+  const void* data;    /**< device memory aligned to the element size (any offset); NULL allowed when n == 0 */
+  uint64_t n;          /**< element count, 0 to 2^40 - 1 */
+  amax_dtype_t dtype;  /**< element type; a list may mix dtypes (one launch group per dtype) */
+} amax_tensor_t;
+
+/** Workspace bytes amax_multi_compute needs for this list (4 per chunk of its largest launch, at
+ *  least 4; it depends on the counts and dtypes only, not on the pointers). count may be 0.
+ *  Errors: NULL_POINTER (context, bytes, or tensors NULL with count > 0), UNKNOWN_DTYPE (naming the
+ *  tensor's index and value), INVALID_ARGUMENT (count above 2^24 - 1, n above 2^40 - 1). */
+AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t context, const amax_tensor_t* tensors, size_t count,
+                                                 size_t* bytes);
+
+/** Enqueues the amax of every tensor of the list into output[i] (fp32, device memory, 4-byte
+ *  aligned, count entries) on `stream`, with the context's NaN mode; count == 0 enqueues nothing.
+ *  Everything is validated before anything is enqueued, so a failed call writes no output:
+ *  NULL_POINTER (context; tensors NULL with count > 0; tensors[i].data NULL with n > 0; output NULL
+ *  with count > 0), MISALIGNED_POINTER (tensors[i].data not aligned to its element size; output not
+ *  to 4 bytes), UNKNOWN_DTYPE (tensors[i].dtype), INVALID_ARGUMENT (count above 2^24 - 1, n above
+ *  2^40 - 1), WORKSPACE_TOO_SMALL, NOT_PRELOADED (a kernel the list needs is not loaded and the
+ *  stream is capturing: call amax_multi_preload first), COMPILE_FAILED, TOO_MANY_STREAMS; each
+ *  message names the tensor's index and the value. DRIVER_ERROR from a launch may leave later
+ *  launches of the call not enqueued. */
+AMAX_API amax_status_t amax_multi_compute(amax_context_t context, const amax_tensor_t* tensors, size_t count,
+                                          float* output, void* workspace, size_t workspace_bytes, void* stream);
+
+/** Compiles (or loads from the kernel cache) the kernels amax_multi_compute uses for lists of this
+ *  shape (dtypes, counts; pointers are not read), so that it needs no JIT during graph capture.
+ *  Errors: as amax_multi_workspace_size, COMPILE_FAILED, DRIVER_ERROR. */
+AMAX_API amax_status_t amax_multi_preload(amax_context_t context, const amax_tensor_t* tensors, size_t count);
+
+/** Which multi-tensor variant serves the tensors of `dtype` in this list, and how. */
+typedef struct amax_multi_explanation_t {
+  amax_source_t source;       /**< override, user/system database, or built-in default */
+  char label[96];             /**< e.g. "multi.t512.v8.u4.c32k.warp" ("" when the list has no tensor of dtype) */
+  uint64_t tensors;           /**< tensors of dtype in the list */
+  uint64_t total_bytes;       /**< their bytes */
+  uint64_t largest_bytes;     /**< the largest one's bytes */
+  uint32_t launches;          /**< kernel launches for them */
+  uint32_t tensors_per_launch;/**< descriptors per launch of the kernel used (192 or 1600 on NVIDIA sm_70+) */
+  uint64_t workspace_bytes;   /**< what they need of the workspace */
+  char detail[512];           /**< a sentence: which entry, or why the default */
+} amax_multi_explanation_t;
+
+/** Explains the dispatch of the list's tensors of `dtype`. Errors: as amax_multi_workspace_size. */
+AMAX_API amax_status_t amax_multi_explain(amax_context_t context, const amax_tensor_t* tensors, size_t count,
+                                          amax_dtype_t dtype, amax_multi_explanation_t* explanation);
+
 /** The calling thread's message for its last failed call ("" if none). Valid until the thread's
  *  next amax call. */
 AMAX_API const char* amax_last_error(void);

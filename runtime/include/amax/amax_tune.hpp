@@ -84,6 +84,34 @@ class Context {
     check(amax_explain(ctx_, dtype, n, &e));
     return e;
   }
+  /// Workspace bytes for a multi-tensor call on `tensors` (see amax_multi_workspace_size).
+  std::size_t multi_workspace_size(const amax_tensor_t* tensors, std::size_t count) const {
+    std::size_t b = 0;
+    check(amax_multi_workspace_size(ctx_, tensors, count, &b));
+    return b;
+  }
+  std::size_t multi_workspace_size(const std::vector<amax_tensor_t>& tensors) const {
+    return multi_workspace_size(tensors.data(), tensors.size());
+  }
+  /// Enqueues output[i] = amax of tensors[i] for every i on `stream` (see amax_multi_compute).
+  void multi_compute(const amax_tensor_t* tensors, std::size_t count, float* output, void* workspace,
+                     std::size_t workspace_bytes, void* stream = nullptr) {
+    check(amax_multi_compute(ctx_, tensors, count, output, workspace, workspace_bytes, stream));
+  }
+  void multi_compute(const std::vector<amax_tensor_t>& tensors, float* output, void* workspace,
+                     std::size_t workspace_bytes, void* stream = nullptr) {
+    multi_compute(tensors.data(), tensors.size(), output, workspace, workspace_bytes, stream);
+  }
+  /// Compiles or loads ahead the multi-tensor kernels for lists of this shape.
+  void multi_preload(const std::vector<amax_tensor_t>& tensors) {
+    check(amax_multi_preload(ctx_, tensors.data(), tensors.size()));
+  }
+  /// Which multi-tensor variant serves the list's tensors of `dtype`.
+  amax_multi_explanation_t multi_explain(const std::vector<amax_tensor_t>& tensors, amax_dtype_t dtype) const {
+    amax_multi_explanation_t e{};
+    check(amax_multi_explain(ctx_, tensors.data(), tensors.size(), dtype, &e));
+    return e;
+  }
   amax_context_t get() const noexcept { return ctx_; }
 
  private:

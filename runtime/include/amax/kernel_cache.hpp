@@ -14,6 +14,7 @@
 #include "amax/compiler.hpp"
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
 
 namespace amax {
 
@@ -54,6 +55,24 @@ struct LoadedKernel {
   std::unique_ptr<Module> module;
 };
 
+/// A multi-tensor kernel (amax_multi_kernels.h) loaded on a device, compiled for `capacity`
+/// descriptors per launch.
+struct LoadedMultiKernel {
+  MultiConfig config;
+  DType dtype{};
+  std::uint32_t capacity = 0;
+  FunctionHandle main = nullptr;
+  ResourceUsage usage;
+  std::unique_ptr<Module> module;
+};
+
+/// Renders the multi-tensor `config` for `arch`, `dtype` and `capacity` and compiles it through
+/// `cache` (as build_kernel). `usage` is the entry point's. Thread-safe; needs no GPU.
+/// Errors: CompileError with the full log.
+CachedBinary build_multi_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                                const MultiConfig& config, DType dtype, std::uint32_t capacity,
+                                ResourceUsage* usage = nullptr, bool* from_cache = nullptr);
+
 /// The in-process kernel cache of one device: each (kernel label, dtype) is built and loaded once.
 /// Thread-safety: all methods may be called concurrently; returned references stay valid for the
 /// cache's lifetime (entries are never evicted).
@@ -68,6 +87,10 @@ class KernelCache {
   const LoadedKernel& load(KernelBinary&& binary);
   /// The kernel if already loaded, else nullptr. Never compiles or loads (safe during capture).
   const LoadedKernel* find(const KernelConfig& config, DType dtype) const noexcept;
+  /// The multi-tensor kernel, built and loaded on first use. Errors: CompileError, BackendError.
+  const LoadedMultiKernel& get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
+  /// The multi-tensor kernel if already loaded, else nullptr (safe during capture).
+  const LoadedMultiKernel* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) const noexcept;
 
   Backend& backend() noexcept { return backend_; }
   const JitCompiler& compiler() const noexcept { return *compiler_; }
@@ -81,6 +104,7 @@ class KernelCache {
   ArchInfo arch_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // key: kernel_name(config, dtype)
+  std::map<std::string, std::unique_ptr<LoadedMultiKernel>> multi_;  // key: multi_kernel_name
 };
 
 }  // namespace amax

@@ -1,0 +1,266 @@
+// Many tensors per call on the GPU (label `gpu`; skips without a GPU): amax_multi_compute through the
+// C++ API, every tensor's result bit-exact against the CPU reference, for 1 to 10,000 tensors of
+// mixed dtypes and sizes (n = 0 with NULL, odd element offsets), forced variants of both combines
+// and small chunks (tensors of many chunks), both descriptor capacities, both NaN modes, a tensor
+// of 2^31 + 1 elements, graph capture replayed with new data, and bad input writing no output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "amax/amax_tune.hpp"
+#include "amax/dtype_c.hpp"
+#include "amax/multi_config.hpp"
+#include "amax/reference.hpp"
+#include "gpu_env.hpp"
+
+using namespace amax;
+using amax::test::DeviceBuffer;
+using amax::test::read_bits;
+
+namespace {
+
+amax_tune::Options options(amax_nan_mode_t mode) {
+  amax_tune::Options o;
+  o.nan_mode = mode;
+  o.user_db_path = "";
+  o.system_db_path = "";
+  return o;
+}
+
+// AMAX_TUNE_FORCE_MULTI_LABEL for the contexts created while it lives (read at creation).
+struct ForceMulti {
+  explicit ForceMulti(const std::string& l) { setenv("AMAX_TUNE_FORCE_MULTI_LABEL", l.c_str(), 1); }
+  ~ForceMulti() { unsetenv("AMAX_TUNE_FORCE_MULTI_LABEL"); }
+};
+
+struct Spec {
+  DType dtype;
+  std::uint64_t n;
+  std::uint32_t offset;  // elements past a 256-byte boundary
+  InputKind kind;
+};
+
+std::string fmt_ptr(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+// The list's inputs in one device buffer, with their host copies and expected bits.
+struct Group {
+  std::vector<Spec> specs;
+  std::vector<std::vector<std::uint8_t>> host;
+  std::vector<amax_tensor_t> tensors;
+  std::unique_ptr<DeviceBuffer> in, out;
+};
+
+std::unique_ptr<Group> make_group(Backend& b, std::vector<Spec> specs, std::uint64_t seed) {
+  auto g = std::make_unique<Group>();
+  g->specs = std::move(specs);
+  std::vector<std::uint64_t> at;
+  std::uint64_t bytes = 256;
+  for (const Spec& s : g->specs) {
+    at.push_back(bytes + s.offset * info(s.dtype).bytes);
+    bytes += (s.offset + s.n) * info(s.dtype).bytes + 256 - ((s.offset + s.n) * info(s.dtype).bytes) % 256 + 256;
+  }
+  g->in = std::make_unique<DeviceBuffer>(b, bytes);
+  g->out = std::make_unique<DeviceBuffer>(b, 4 * std::max<std::size_t>(1, g->specs.size()));
+  for (std::size_t i = 0; i < g->specs.size(); ++i) {
+    const Spec& s = g->specs[i];
+    g->host.push_back(make_input(s.kind, s.dtype, s.n, seed + i));
+    if (s.n) b.copy_to_device(g->in->get(at[i]), g->host.back().data(), g->host.back().size());
+    g->tensors.push_back({s.n ? g->in->get(at[i]) : nullptr, s.n, to_c(s.dtype)});
+  }
+  return g;
+}
+
+// Runs the call (output filled with garbage first) and checks every tensor; returns the mismatches.
+int run_and_check(Backend& b, amax_tune::Context& ctx, Group& g, NanMode mode, const std::string& what) {
+  const std::size_t ws_bytes = ctx.multi_workspace_size(g.tensors);
+  DeviceBuffer ws(b, ws_bytes);
+  b.memset32_async(ws.p, 0xdeadbeefu, ws_bytes / 4, nullptr);
+  b.memset32_async(g.out->p, 0x7f800001u, g.specs.size(), nullptr);  // garbage: a NaN
+  ctx.multi_compute(g.tensors, g.out->get<float>(), ws.p, ws_bytes, nullptr);
+  b.synchronize(nullptr);
+  std::vector<std::uint32_t> got(g.specs.size());
+  b.copy_to_host(got.data(), g.out->p, 4 * got.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < g.specs.size(); ++i) {
+    const Spec& s = g.specs[i];
+    const std::uint32_t want = reference_amax_bits(g.host[i].data(), s.dtype, s.n, mode);
+    if (got[i] != want && bad++ < 10)
+      ADD_FAILURE() << what << ": tensor " << i << " of " << g.specs.size() << " (" << to_string(s.dtype) << " n=" << s.n
+                    << " offset " << s.offset << " " << to_string(s.kind) << "): got 0x" << std::hex << got[i]
+                    << ", want 0x" << want;
+  }
+  return bad;
+}
+
+std::vector<Spec> random_specs(std::mt19937_64& rng, std::size_t count, double max_log2, bool mixed_dtypes) {
+  std::vector<Spec> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    const DType d = mixed_dtypes ? all_dtypes()[rng() % 3].dtype : DType::bf16;
+    std::uint64_t n = static_cast<std::uint64_t>(std::exp2(std::uniform_real_distribution<double>(0, max_log2)(rng)));
+    if (rng() % 10 == 0) n = 0;
+    const auto kinds = all_input_kinds();
+    out.push_back({d, n, static_cast<std::uint32_t>(rng() % (16 / info(d).bytes)), kinds[rng() % kinds.size()]});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(GpuMulti, ListsOf1To10000TensorsAreBitExactPerTensor) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  int cases = 0;
+  for (amax_nan_mode_t m : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+    amax_tune::Context ctx(options(m));
+    const NanMode mode = m == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+    for (std::size_t count : {1, 7, 500, 4096, 10000}) {
+      const std::uint64_t seed = rng();
+      auto g = make_group(b, random_specs(rng, count, count > 1000 ? 15 : 20, true), seed);
+      const auto e = ctx.multi_explain(g->tensors, AMAX_DTYPE_BF16);
+      EXPECT_EQ(run_and_check(b, ctx, *g, mode, std::to_string(count) + " tensors seed " + std::to_string(seed)), 0)
+          << "bf16 via " << e.label << ", " << e.launches << " launches";
+      ++cases;
+    }
+  }
+  std::printf("multi: %d lists (1 to 10000 tensors, mixed dtypes, n = 0 with NULL, odd offsets) bit-exact\n", cases);
+}
+
+TEST(GpuMulti, ForcedVariantsBothCombinesSmallChunksBothCapacities) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  const ArchInfo arch = ArchInfo::parse(b.device().arch);
+  int cases = 0;
+  for (const auto& d : all_dtypes())
+    for (const MultiConfig& c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned)) {
+      // Every combine and thread count; the smallest and a large chunk; unroll 1 and 8.
+      if (!(c.chunk_kib == (c.threads * 16 > 8192 ? 16u : 8u) || c.chunk_kib == 256) || !(c.unroll == 1 || c.unroll == 8))
+        continue;
+      ForceMulti force(c.label());
+      for (amax_nan_mode_t m : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+        amax_tune::Context ctx(options(m));
+        for (std::size_t count : {5, 300}) {  // capacity 192 and 1600 on NVIDIA sm_70+
+          std::vector<Spec> specs = random_specs(rng, count, 19, false);
+          for (Spec& s : specs) s.dtype = d.dtype;
+          auto g = make_group(b, specs, rng());
+          const auto e = ctx.multi_explain(g->tensors, to_c(d.dtype));
+          ASSERT_EQ(std::string(e.label), c.label());
+          ASSERT_EQ(e.source, AMAX_SOURCE_OVERRIDE);
+          EXPECT_EQ(run_and_check(b, ctx, *g, m == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate,
+                                  c.label() + " " + std::string(d.name) + " x" + std::to_string(count)), 0);
+          ++cases;
+        }
+      }
+    }
+  std::printf("multi: %d forced-variant lists bit-exact\n", cases);
+}
+
+TEST(GpuMulti, TensorOfTwoTo31PlusOneElementsBesideSmallOnes) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  if (b.device().memory_bytes < (6ull << 30)) GTEST_SKIP() << "needs 6 GiB of device memory";
+  const std::uint64_t n = (1ull << 31) + 1;
+  // bf16, 4 GiB: every element 1.0 but the last (index 2^31: 3.0), beside a 1-element tensor (2.0)
+  // and an empty one; the default variant, 4 KiB chunks (2^20 of them, combined by one block) and
+  // 4 MiB chunks.
+  DeviceBuffer big(b, n * 2 + 16), small(b, 64), out(b, 16);
+  b.memset32_async(big.p, 0x3f803f80u, (n * 2 + 16) / 4, nullptr);  // bf16 1.0 pairs
+  const std::uint16_t three = 0x4040, two = 0x4000;
+  b.copy_to_device(big.get((n - 1) * 2), &three, 2);
+  b.copy_to_device(small.p, &two, 2);
+  for (const char* label : {"", "multi.t512.v8.u4.c4k.block", "multi.t1024.v8.u8.c4096k.warp"}) {
+    std::unique_ptr<ForceMulti> force;
+    if (*label) force = std::make_unique<ForceMulti>(label);
+    amax_tune::Context c(options(AMAX_NAN_PROPAGATE));
+    const std::vector<amax_tensor_t> t = {{small.p, 1, AMAX_DTYPE_BF16}, {big.p, n, AMAX_DTYPE_BF16}, {nullptr, 0, AMAX_DTYPE_BF16}};
+    const std::size_t ws_bytes = c.multi_workspace_size(t);
+    DeviceBuffer ws(b, ws_bytes);
+    b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+    c.multi_compute(t, out.get<float>(), ws.p, ws_bytes, nullptr);
+    b.synchronize(nullptr);
+    EXPECT_EQ(read_bits(b, out.get(0)), 0x40000000u) << label;  // 2.0
+    EXPECT_EQ(read_bits(b, out.get(4)), 0x40400000u) << label;  // 3.0 at index 2^31
+    EXPECT_EQ(read_bits(b, out.get(8)), 0u) << label;           // n = 0: +0.0
+  }
+}
+
+TEST(GpuMulti, GraphCapturedOnceAndReplayedWithNewData) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
+  for (std::size_t count : {3, 500, 2000}) {  // one launch at capacity 192; 1600; two launches
+    auto g = make_group(b, random_specs(rng, count, 18, true), rng());
+    ctx.multi_preload(g->tensors);
+    StreamHandle s = b.create_stream();
+    const std::size_t ws_bytes = ctx.multi_workspace_size(g->tensors);
+    DeviceBuffer ws(b, ws_bytes);
+    b.begin_capture(s);
+    {
+      // The list lives only in this scope: the graph must not read it after the call.
+      std::vector<amax_tensor_t> copy = g->tensors;
+      ctx.multi_compute(copy, g->out->get<float>(), ws.p, ws_bytes, s);
+      std::fill(copy.begin(), copy.end(), amax_tensor_t{nullptr, 0, AMAX_DTYPE_FP32});
+    }
+    GraphExecHandle graph = b.end_capture(s);
+    for (int replay = 0; replay < 3; ++replay) {
+      for (std::size_t i = 0; i < count; ++i) {
+        const Spec& sp = g->specs[i];
+        const InputKind k = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
+        g->host[i] = make_input(k, sp.dtype, sp.n, rng());
+        if (sp.n) b.copy_to_device(const_cast<void*>(g->tensors[i].data), g->host[i].data(), g->host[i].size());
+      }
+      b.memset32_async(g->out->p, 0x7f800001u, count, s);
+      b.launch_graph(graph, s);
+      b.synchronize(s);
+      std::vector<std::uint32_t> got(count);
+      b.copy_to_host(got.data(), g->out->p, 4 * count);
+      int bad = 0;
+      for (std::size_t i = 0; i < count; ++i)
+        if (got[i] != reference_amax_bits(g->host[i].data(), g->specs[i].dtype, g->specs[i].n, NanMode::propagate) &&
+            bad++ < 5)
+          ADD_FAILURE() << "replay " << replay << " of " << count << " tensors: tensor " << i;
+    }
+    b.destroy_graph(graph);
+    b.destroy_stream(s);
+  }
+}
+
+TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  ForceMulti force("multi.t256.v8.u2.c128k.block");  // a variant no other test of this context loaded
+  amax_context_options_t o;
+  amax_context_options_init(&o);
+  o.user_db_path = "";
+  o.system_db_path = "";
+  amax_context_t c = nullptr;
+  ASSERT_EQ(amax_context_create(&o, &c), AMAX_STATUS_SUCCESS);
+  DeviceBuffer in(b, 4096), out(b, 16), ws(b, 4096);
+  b.memset32_async(out.p, 0x12345678u, 4, nullptr);
+  amax_tensor_t t[3] = {{in.p, 100, AMAX_DTYPE_BF16}, {in.get(2), 10, AMAX_DTYPE_BF16}, {in.get(1), 5, AMAX_DTYPE_FP32}};
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_STREQ(amax_last_error(), ("tensors[2].data " + fmt_ptr(in.get(1)) + " is not aligned to the 4-byte elements of fp32").c_str());
+  t[2].data = nullptr;
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, nullptr), AMAX_STATUS_NULL_POINTER);
+  t[2] = {in.p, 5, AMAX_DTYPE_FP32};
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(1), ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, 0, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
+  StreamHandle s = b.create_stream();
+  b.begin_capture(s);
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, s), AMAX_STATUS_NOT_PRELOADED);
+  EXPECT_NE(std::string(amax_last_error()).find("call amax_multi_preload"), std::string::npos) << amax_last_error();
+  b.destroy_graph(b.end_capture(s));
+  b.destroy_stream(s);
+  b.synchronize(nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(read_bits(b, out.get(4 * i)), 0x12345678u) << "output " << i << " was written";
+  EXPECT_EQ(amax_multi_compute(c, t, 0, nullptr, nullptr, 0, nullptr), AMAX_STATUS_SUCCESS);  // empty list: nothing
+  amax_context_destroy(c);
+}
