@@ -139,6 +139,7 @@ std::string render_multi_source(const MultiConfig& c, DType dtype, const ArchInf
   s += "#define AMAX_MULTI 1\n";
   s += c.defines();
   s += dtype_defines(dtype);
+  s += epilogue_defines(Epilogue::amax);  // amax only so far; scale per tensor is a follow-up
   s += "#define AMAX_MIN_BLOCKS " +
        std::to_string(min_blocks_per_sm(KernelConfig{Strategy::one_pass, c.threads, c.nvec, c.unroll, {}}, dtype)) + "\n";
   s += "#define AMAX_MULTI_MAX_TENSORS " + std::to_string(k) + "\n";

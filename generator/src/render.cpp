@@ -63,6 +63,14 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
   return std::max<std::uint32_t>(1, std::min(by_registers, by_threads));
 }
 
+std::string epilogue_defines(Epilogue epilogue) {
+  std::string s;
+  for (const EpilogueInfo& e : kEpilogues)
+    s += "#define " + std::string(e.macro) + " " + std::to_string(static_cast<unsigned>(e.epilogue)) + "\n";
+  s += "#define AMAX_EPILOGUE " + std::string(info(epilogue).macro) + "\n";
+  return s;
+}
+
 std::string dtype_defines(DType dtype) {
   std::string s = "#define AMAX_ELEM_BYTES " + std::to_string(info(dtype).bytes) + "\n";
   for (const DTypeInfo& d : all_dtypes())
@@ -92,9 +100,7 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_UNROLL " + std::to_string(c.unroll) + "\n";
   s += dtype_defines(dtype);
   s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
-  for (const EpilogueInfo& e : kEpilogues)
-    s += "#define " + std::string(e.macro) + " " + std::to_string(static_cast<unsigned>(e.epilogue)) + "\n";
-  s += "#define AMAX_EPILOGUE " + std::string(info(c.epilogue).macro) + "\n";
+  s += epilogue_defines(c.epilogue);
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";

@@ -507,6 +507,12 @@ AMAX_API amax_status_t amax_multi_compute(amax_context_t c, const amax_tensor_t*
     group_multi(*c, tensors, count, true, t_call);
     check(check_multi_output(output, count));
     if (count == 0) return;
+    need_own_stream(*c, stream);
+    need_own_memory(*c, output, "output");
+    if (workspace) need_own_memory(*c, workspace, "workspace");
+    if (c->check_pointers)
+      for (std::size_t i = 0; i < count; ++i)
+        if (tensors[i].n) need_own_memory(*c, tensors[i].data, fmt::format("tensors[{}].data", i).c_str());
     // Everything that can fail before a launch is done for every group first: a call that fails
     // writes no output.
     std::uint64_t need_ws = 4;

@@ -104,7 +104,7 @@ TEST(MultiConfig, RenderedSourceDefinesEveryFieldAndHasNoSingleTensorEntryPoint)
   const std::string s = render_multi_source(c, DType::fp16, ArchInfo::parse("sm_90"), 1600);
   for (const char* line : {"#define AMAX_MULTI 1\n", "#define AMAX_THREADS 256\n", "#define AMAX_NVEC 8\n",
                            "#define AMAX_UNROLL 2\n", "#define AMAX_CHUNK_KIB 64\n", "#define AMAX_COMBINE AMAX_COMBINE_BLOCK\n",
-                           "#define AMAX_ELEM_BYTES 2\n", "#define AMAX_DTYPE AMAX_DTYPE_FP16\n",
+                           "#define AMAX_ELEM_BYTES 2\n", "#define AMAX_DTYPE AMAX_DTYPE_FP16\n", "#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n",
                            "#define AMAX_MULTI_MAX_TENSORS 1600\n", "#define AMAX_MULTI_ARGS_BYTES 32048\n",
                            "#define AMAX_MULTI_KERNEL_NAME amax_multi_t256_v8_u2_c64k_block_fp16_k1600\n",
                            "template hash "})

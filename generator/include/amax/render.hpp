@@ -26,6 +26,8 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& config, DType dtype);
 /// The element type's #defines every kernel source starts with: AMAX_ELEM_BYTES, the
 /// AMAX_DTYPE_* values, AMAX_DTYPE, AMAX_ELEM_INF, AMAX_FP32_INF, AMAX_FP32_QNAN. Thread-safe.
 std::string dtype_defines(DType dtype);
+/// The AMAX_EPILOGUE_* values and `#define AMAX_EPILOGUE` of `epilogue`. Thread-safe.
+std::string epilogue_defines(Epilogue epilogue);
 
 /// The kernel source for `config` (its compile-time fields), `dtype` and `vendor`: a comment
 /// naming the kernel label, dtype, vendor, template hash and generator version; the compile-time

@@ -202,7 +202,8 @@ AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t context, const a
  *  with count > 0), MISALIGNED_POINTER (tensors[i].data not aligned to its element size; output not
  *  to 4 bytes), UNKNOWN_DTYPE (tensors[i].dtype), INVALID_ARGUMENT (count above 2^24 - 1, n above
  *  2^40 - 1), WORKSPACE_TOO_SMALL, NOT_PRELOADED (a kernel the list needs is not loaded and the
- *  stream is capturing: call amax_multi_preload first), COMPILE_FAILED, TOO_MANY_STREAMS; each
+ *  stream is capturing: call amax_multi_preload first), WRONG_DEVICE (as amax_compute, for the
+ *  stream, output, workspace and each tensor), COMPILE_FAILED, TOO_MANY_STREAMS; each
  *  message names the tensor's index and the value. DRIVER_ERROR from a launch may leave later
  *  launches of the call not enqueued. */
 AMAX_API amax_status_t amax_multi_compute(amax_context_t context, const amax_tensor_t* tensors, size_t count,
