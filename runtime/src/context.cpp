@@ -24,6 +24,7 @@
 #include "amax/paths.hpp"
 #include "amax/plan_cache.hpp"
 #include "amax/render.hpp"
+#include "amax/scale_rule.hpp"
 #include "amax/search_space.hpp"
 
 namespace {
@@ -72,7 +73,8 @@ struct amax_context {
   std::string user_db, system_db;
   std::unique_ptr<DispatchTables> tables;
 
-  PlanCache<Plan> plans;
+  PlanCache<Plan> plans;        // amax_compute's
+  PlanCache<Plan> scale_plans;  // amax_and_scale's: the same choice with the scale epilogue
   std::optional<MultiConfig> force_multi;  // AMAX_TUNE_FORCE_MULTI_LABEL, when it parsed
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
@@ -88,10 +90,13 @@ struct amax_context {
   }
 
   // ---- plans ----
-  std::unique_ptr<Plan> make_plan(DType d, std::uint64_t n) const {
+  // The fused call reuses amax_compute's choice with the scale epilogue: the tuned tables hold
+  // amax-only winners (the epilogue runs once per call, in one thread, after the reduction).
+  std::unique_ptr<Plan> make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
     auto p = std::make_unique<Plan>();
     const Choice c = tables->choose(d, n);
     p->config = c.config;
+    p->config.epilogue = epilogue;  // also over a forced label's
     p->source = static_cast<amax_source_t>(c.source);
     p->entry = c.entry;
     p->shape = launch_shape(p->config, n, cu);
@@ -106,13 +111,14 @@ struct amax_context {
   // needs none), so amax_workspace_size reports what the chosen variant needs (at least 4 bytes).
   KernelConfig fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
     KernelConfig def = builtin_default(arch, d, n);
+    def.epilogue = chosen.epilogue;
     if (launch_shape(def, n, cu).workspace_bytes > launch_shape(chosen, n, cu).workspace_bytes)
       def.strategy = Strategy::atomic;
     return def;
   }
 
-  Plan& plan(DType d, std::uint64_t n) {
-    return plans.get(d, n, [&] { return make_plan(d, n); });
+  Plan& plan(DType d, std::uint64_t n, Epilogue e = Epilogue::amax) {
+    return (e == Epilogue::amax ? plans : scale_plans).get(d, n, [&] { return make_plan(d, n, e); });
   }
 
   // The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
@@ -127,8 +133,9 @@ struct amax_context {
     if (!k && backend->is_capturing(stream))
       fail(AMAX_STATUS_NOT_PRELOADED,
            fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
-                       "is not allowed during graph capture; call amax_preload for this dtype and size first",
-                       p.config.label(), to_string(d), n));
+                       "is not allowed during graph capture; call {} for this dtype and size first",
+                       p.config.label(), to_string(d), n,
+                       p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload"));
     if (!k) {
       try {
         k = &kernels->get(p.config, d);
@@ -232,6 +239,73 @@ void need_own_memory(amax_context& c, const void* p, const char* name) {
     fail(AMAX_STATUS_WRONG_DEVICE, fmt::format("{} {} is memory of device {}, but this context is on {}: use a "
                                                "context created for device {} (or copy the data)", name, p, d,
                                                this_device(c), d));
+}
+
+void need_aligned_output(const float* p, const char* name) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 4)
+    fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("{} {} is not aligned to 4 bytes", name, static_cast<const void*>(p)));
+}
+
+// The rule of amax_scale_options_t, validated (amax_tune.h, amax_scale_options_check).
+ScaleRule scale_rule_of(const amax_scale_options_t* o) {
+  need(o, "options");
+  if (o->struct_size != sizeof(amax_scale_options_t))
+    fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.struct_size is {}, expected {} (call "
+                                                   "amax_scale_options_init)", o->struct_size, sizeof(amax_scale_options_t)));
+  ScaleRule r;
+  const int format = static_cast<int>(o->format);
+  if (format == AMAX_FP8_EXPLICIT_MAX) {
+    r.max = o->max;
+  } else if (auto f = fp8_format_from_int(format)) {
+    if (o->max != 0.0f)
+      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.max is {} with options.format {} ({}): set the format to "
+                                                     "AMAX_FP8_EXPLICIT_MAX = 255 for an explicit max, else leave max 0",
+                                                     o->max, format, info(*f).name));
+    r.max = info(*f).max_finite;
+  } else {
+    fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.format is {} (expected AMAX_FP8_E4M3 = 0, AMAX_FP8_E5M2 = 1, "
+                                                   "AMAX_FP8_E4M3FNUZ = 2, AMAX_FP8_E5M2FNUZ = 3 or "
+                                                   "AMAX_FP8_EXPLICIT_MAX = 255)", format));
+  }
+  if (o->force_pow2 != 0 && o->force_pow2 != 1)
+    fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.force_pow2 is {} (expected 0 or 1)", o->force_pow2));
+  if (o->nan_propagates != 0 && o->nan_propagates != 1)
+    fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.nan_propagates is {} (expected 0 or 1)", o->nan_propagates));
+  r.epsilon = o->epsilon;
+  r.force_pow2 = o->force_pow2 == 1;
+  r.nan_propagates = o->nan_propagates == 1;
+  if (auto why = validate(r))
+    fail(AMAX_STATUS_INVALID_ARGUMENT, "options." + *why + (format == AMAX_FP8_EXPLICIT_MAX && why->starts_with("max")
+                                                               ? " with AMAX_FP8_EXPLICIT_MAX" : ""));
+  return r;
+}
+
+// The body of amax_compute and amax_and_scale (scale: the fused call's outputs and rule), after
+// the output pointers were checked: everything else is checked before anything is enqueued.
+void enqueue(amax_context& c, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
+             std::size_t workspace_bytes, StreamHandle stream, const ScaleArgs* scale) {
+  need_own_stream(c, stream);
+  need_own_memory(c, output, scale ? "amax_out" : "output");
+  if (n == 0) {  // +0.0 (and the rule's scale for it), no kernel
+    launch_amax(*c.backend, LoadedKernel{}, LaunchShape{}, input, 0, output, workspace, nullptr, c.nan_mode, stream,
+                scale);
+    return;
+  }
+  need(input, "input");
+  if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
+    fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
+                                                     info(d).bytes, to_string(d)));
+  need_own_memory(c, input, "input");
+  if (workspace) need_own_memory(c, workspace, "workspace");
+  Plan& planned = c.plan(d, n, scale ? Epilogue::scale : Epilogue::amax);
+  const Plan& p = c.ready(planned, d, n, stream);
+  if (workspace_bytes < planned.workspace_bytes || (!workspace && p.shape.workspace_bytes))
+    fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+         fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
+                     workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
+  const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
+  std::uint32_t* slot = p.shape.uses_slot ? c.slot_for(stream) : nullptr;
+  launch_amax(*c.backend, k, p.shape, input, n, output, workspace, slot, c.nan_mode, stream, scale);
 }
 
 }  // namespace
@@ -398,45 +472,79 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
     need(c, "context");
     need(output, "output");
     const DType d = need_dtype(dtype);
-    if (reinterpret_cast<std::uintptr_t>(output) % 4)
-      fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("output {} is not aligned to 4 bytes", static_cast<void*>(output)));
-    need_own_stream(*c, stream);
-    need_own_memory(*c, output, "output");
-    if (n == 0) {  // +0.0, no kernel
-      c->backend->memset32_async(output, 0u, 1, stream);
-      return;
-    }
-    need(input, "input");
-    if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
-      fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
-                                                       info(d).bytes, to_string(d)));
-    need_own_memory(*c, input, "input");
-    if (workspace) need_own_memory(*c, workspace, "workspace");
-    Plan& planned = c->plan(d, n);
-    const Plan& p = c->ready(planned, d, n, stream);
-    if (workspace_bytes < planned.workspace_bytes || (!workspace && p.shape.workspace_bytes))
-      fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
-           fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
-                       workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
-    const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
-    std::uint32_t* slot = p.shape.uses_slot ? c->slot_for(stream) : nullptr;
-    launch_amax(*c->backend, k, p.shape, input, n, output, workspace, slot, c->nan_mode, stream);
+    need_aligned_output(output, "output");
+    enqueue(*c, input, d, n, output, workspace, workspace_bytes, stream, nullptr);
   });
 }
+
+AMAX_API void amax_scale_options_init(amax_scale_options_t* o) {
+  if (!o) return;
+  std::memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->format = AMAX_FP8_E4M3;
+}
+
+AMAX_API amax_status_t amax_scale_options_check(const amax_scale_options_t* o) {
+  return guarded([&] { (void)scale_rule_of(o); });
+}
+
+AMAX_API amax_status_t amax_and_scale(amax_context_t c, const void* input, amax_dtype_t dtype, uint64_t n,
+                                      const amax_scale_options_t* options, float* amax_out, float* scale_out,
+                                      float* scale_inv_out, void* workspace, size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    const ScaleRule rule = scale_rule_of(options);
+    need(amax_out, "amax_out");
+    need(scale_out, "scale_out");
+    need(scale_inv_out, "scale_inv_out");
+    const DType d = need_dtype(dtype);
+    need_aligned_output(amax_out, "amax_out");
+    need_aligned_output(scale_out, "scale_out");
+    need_aligned_output(scale_inv_out, "scale_inv_out");
+    if (amax_out == scale_out || amax_out == scale_inv_out || scale_out == scale_inv_out)
+      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("amax_out {}, scale_out {} and scale_inv_out {} must be three "
+                                                     "distinct fp32 words", static_cast<void*>(amax_out),
+                                                     static_cast<void*>(scale_out), static_cast<void*>(scale_inv_out)));
+    need_own_memory(*c, scale_out, "scale_out");
+    need_own_memory(*c, scale_inv_out, "scale_inv_out");
+    const ScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,
+                       (rule.force_pow2 ? kRuleForcePow2 : 0u) | (rule.nan_propagates ? kRuleNanPropagates : 0u)};
+    enqueue(*c, input, d, n, amax_out, workspace, workspace_bytes, stream, &sa);
+  });
+}
+
+namespace {
+// amax_preload and amax_preload_scale: the kernels of the built-in defaults and of every (dtype, size).
+void preload(amax_context& c, const amax_dtype_t* dtypes, size_t num_dtypes, const uint64_t* sizes, size_t num_sizes,
+             Epilogue e) {
+  if (num_dtypes) need(dtypes, "dtypes");
+  if (num_sizes) need(sizes, "sizes");
+  for (std::size_t i = 0; i < num_dtypes; ++i) {
+    const DType d = need_dtype(dtypes[i]);
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30}) {
+      KernelConfig def = builtin_default(c.arch, d, n);
+      def.epilogue = e;
+      c.kernels->get(def, d);
+    }
+    for (std::size_t j = 0; j < num_sizes; ++j)
+      if (sizes[j]) c.ready(c.plan(d, sizes[j], e), d, sizes[j], nullptr);
+  }
+}
+}  // namespace
 
 AMAX_API amax_status_t amax_preload(amax_context_t c, const amax_dtype_t* dtypes, size_t num_dtypes,
                                     const uint64_t* sizes, size_t num_sizes) {
   return guarded([&] {
     need(c, "context");
-    if (num_dtypes) need(dtypes, "dtypes");
-    if (num_sizes) need(sizes, "sizes");
-    for (std::size_t i = 0; i < num_dtypes; ++i) {
-      const DType d = need_dtype(dtypes[i]);
-      c->kernels->get(builtin_default(c->arch, d, 1), d);
-      c->kernels->get(builtin_default(c->arch, d, 1ull << 30), d);
-      for (std::size_t j = 0; j < num_sizes; ++j)
-        if (sizes[j]) c->ready(c->plan(d, sizes[j]), d, sizes[j], nullptr);
-    }
+    preload(*c, dtypes, num_dtypes, sizes, num_sizes, Epilogue::amax);
+  });
+}
+
+AMAX_API amax_status_t amax_preload_scale(amax_context_t c, const amax_dtype_t* dtypes, size_t num_dtypes,
+                                          const uint64_t* sizes, size_t num_sizes) {
+  return guarded([&] {
+    need(c, "context");
+    preload(*c, dtypes, num_dtypes, sizes, num_sizes, Epilogue::scale);
   });
 }
 

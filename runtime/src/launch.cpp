@@ -1,6 +1,10 @@
 #include "amax/launch.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "amax/scale_rule.hpp"
 
 #include "amax/kernel_cache.hpp"
 
@@ -18,7 +22,10 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   s.memset_output = c.strategy == Strategy::atomic;
   if ((c.strategy == Strategy::two_stage || c.strategy == Strategy::one_pass) && s.grid > 1)
     s.workspace_bytes = 4ull * s.grid;
-  s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset) && s.grid > 1;
+  // atomic with the scale epilogue counts its blocks in the slot to find the last one.
+  s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset ||
+                 (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
+                s.grid > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
   s.dependent_finish = s.finish_kernel;
   return s;
@@ -26,19 +33,30 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
 
 void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
-                 StreamHandle stream) {
+                 StreamHandle stream, const ScaleArgs* scale) {
   if (n == 0 || shape.grid == 0) {  // +0.0 without a zero-sized launch
     backend.memset32_async(out, 0u, 1, stream);
+    if (scale) {
+      const ScaleBits b = reference_scale_bits(0u, ScaleRule{scale->max, scale->epsilon,
+                                                             (scale->rule_flags & kRuleForcePow2) != 0,
+                                                             (scale->rule_flags & kRuleNanPropagates) != 0});
+      backend.memset32_async(scale->scale, b.scale, 1, stream);
+      backend.memset32_async(scale->scale_inv, b.scale_inv, 1, stream);
+    }
     return;
   }
+  if ((scale != nullptr) != (k.config.epilogue == Epilogue::scale))
+    throw std::logic_error("launch_amax: scale arguments " + std::string(scale ? "given" : "missing") +
+                           " for kernel " + k.config.label());
   if (shape.memset_output) backend.memset32_async(out, 0u, 1, stream);
   unsigned long long count = n;
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
-  void* args[] = {&in, &count, &out, &workspace, &slot, &flags};
+  ScaleArgs sa = scale ? *scale : ScaleArgs{};
+  void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
   backend.launch(k.main, shape.grid, shape.block, stream, args);
   if (shape.finish_kernel) {
     unsigned blocks = shape.grid;
-    void* fargs[] = {&workspace, &blocks, &out};
+    void* fargs[] = {&workspace, &blocks, &out, &sa};
     if (shape.dependent_finish && !backend.is_capturing(stream))
       backend.launch_dependent(k.finish, 1, shape.block, stream, fargs);
     else

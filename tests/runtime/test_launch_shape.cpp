@@ -67,6 +67,24 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   EXPECT_EQ(s.launches(), 0);  // n == 0: launch_amax only memsets the output
 }
 
+// The scale epilogue changes no grid or workspace; atomic with it counts its blocks in the slot.
+TEST(LaunchShape, ScaleEpilogueKeepsTheShapeAndGivesAtomicTheSlot) {
+  for (Strategy st : kStrategies)
+    for (std::uint64_t n : {std::uint64_t{100}, std::uint64_t{1} << 20, std::uint64_t{1} << 33}) {
+      KernelConfig c{st, 512, 4, 2, BlockCap::per_cu(4)};
+      const LaunchShape a = launch_shape(c, n, 132);
+      c.epilogue = Epilogue::scale;
+      const LaunchShape f = launch_shape(c, n, 132);
+      EXPECT_EQ(f.grid, a.grid);
+      EXPECT_EQ(f.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(f.launches(), a.launches()) << c.label() << " n=" << n;
+      EXPECT_EQ(f.uses_slot, a.uses_slot || (st == Strategy::atomic && f.grid > 1)) << c.label() << " n=" << n;
+    }
+  KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped(), Epilogue::scale};
+  EXPECT_FALSE(launch_shape(atomic, 100, 132).uses_slot);  // one block: no count needed
+  EXPECT_TRUE(launch_shape(atomic, 1u << 20, 132).uses_slot);
+}
+
 TEST(Backend, NoDeviceIsReportedNotThrown) {
   for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
     const int n = device_count(v);

@@ -160,6 +160,74 @@ AMAX_API amax_status_t amax_compute(amax_context_t context, const void* input, a
 AMAX_API amax_status_t amax_preload(amax_context_t context, const amax_dtype_t* dtypes, size_t num_dtypes,
                                     const uint64_t* sizes, size_t num_sizes);
 
+/* ---- Fused scale: amax, scale and scale_inv in the launch of the reduction (FP8 current scaling,
+ * docs/DESIGN.md section 6) ----
+ * The rule (TransformerEngine's compute_scale_from_amax, exactly; commits cited in
+ * common/include/amax/scale_rule.hpp, its CPU reference), with m the format's largest finite value
+ * or the explicit max:
+ *   1. amax < epsilon: amax = epsilon (for the scale only; amax_out receives the true amax);
+ *   2. amax infinite, zero or NaN: scale = 1;
+ *   3. else scale = m / amax, fp32 division rounded to nearest;
+ *   4. a quotient that overflows to infinity (e.g. a denormal amax) becomes FLT_MAX (TE PR #786);
+ *   5. force_pow2: scale rounded down to a power of two (its mantissa bits cleared);
+ *   6. scale_inv = 1 / scale, rounded to nearest in fp32 (denormals kept).
+ * nan_propagates (torchao's choice): a NaN amax gives scale = scale_inv = NaN (0x7fc00000) instead
+ * of rule 2's 1. A NaN amax arises only under the context's AMAX_NAN_PROPAGATE mode; under
+ * AMAX_NAN_IGNORE NaNs are skipped and the option changes nothing. */
+
+/** The scale's numerator: an FP8 format's largest finite value, or the explicit max. */
+typedef enum amax_fp8_format_t {
+  AMAX_FP8_E4M3 = 0,              /**< 448 (OCP E4M3, TE's default forward format) */
+  AMAX_FP8_E5M2 = 1,              /**< 57344 */
+  AMAX_FP8_E4M3FNUZ = 2,          /**< 240 (AMD MI300 E4M3) */
+  AMAX_FP8_E5M2FNUZ = 3,          /**< 57344 (AMD MI300 E5M2) */
+  AMAX_FP8_EXPLICIT_MAX = 255     /**< amax_scale_options_t.max is the numerator */
+} amax_fp8_format_t;
+
+/** Options of amax_and_scale. Initialise with amax_scale_options_init. */
+typedef struct amax_scale_options_t {
+  uint32_t struct_size;       /**< sizeof(amax_scale_options_t), set by _init */
+  amax_fp8_format_t format;   /**< default AMAX_FP8_E4M3 */
+  float max;                  /**< the numerator with AMAX_FP8_EXPLICIT_MAX: finite and > 0 (ignored,
+                                   and must be 0, with a format) */
+  float epsilon;              /**< floor of the amax for the scale (TE's amax_epsilon): finite and
+                                   >= 0; default 0 */
+  int force_pow2;             /**< 0 or 1 (TE's force_pow_2_scales); default 0 */
+  int nan_propagates;         /**< 0 (TE: scale 1 for a NaN amax) or 1 (torchao: NaN); default 0 */
+} amax_scale_options_t;
+
+/** Sets the defaults: E4M3, epsilon 0, no pow2 rounding, TE's NaN rule (scale 1). */
+AMAX_API void amax_scale_options_init(amax_scale_options_t* options);
+
+/** Checks options without a context or a device: INVALID_ARGUMENT naming the field and its value
+ *  ("options.epsilon is -1 (must be finite and >= 0)", "options.format is 7 (...)",
+ *  "options.max is inf (must be finite and > 0) with AMAX_FP8_EXPLICIT_MAX"), NULL_POINTER.
+ *  amax_and_scale makes the same checks. Thread-safe. */
+AMAX_API amax_status_t amax_scale_options_check(const amax_scale_options_t* options);
+
+/** Enqueues amax of n elements at `input` into the fp32 at `amax_out` and, from it, the fp32
+ *  `scale_out` and `scale_inv_out` by the rule above: all three written by the launch(es) that
+ *  compute the amax (the same number of launches as amax_compute: no separate scale kernel; the
+ *  atomic strategy also uses the stream's slot to find its last block). Inputs, workspace
+ *  (amax_workspace_size bytes: the same as for amax_compute), stream and NaN mode as for
+ *  amax_compute; the three outputs are fp32 in device memory, each 4-byte aligned, distinct.
+ *  n == 0 writes amax +0.0 and the rule's scale and scale_inv for it with memsets.
+ *  Bit-exact with the rule on the CPU (amax::reference_scale_bits) for every variant.
+ *  The variant is the one amax_compute dispatches to for (dtype, n), with the scale epilogue
+ *  (label ending in `.scale`). Bad input writes nothing and enqueues nothing.
+ *  Errors: those of amax_compute, and INVALID_ARGUMENT (options, as amax_scale_options_check),
+ *  NULL_POINTER / MISALIGNED_POINTER naming amax_out, scale_out or scale_inv_out.
+ *  Thread-safety: as amax_compute (concurrent calls need their own workspaces and outputs). */
+AMAX_API amax_status_t amax_and_scale(amax_context_t context, const void* input, amax_dtype_t dtype, uint64_t n,
+                                      const amax_scale_options_t* options, float* amax_out, float* scale_out,
+                                      float* scale_inv_out, void* workspace, size_t workspace_bytes, void* stream);
+
+/** amax_preload for amax_and_scale's kernels (the fused variants of the same (dtype, size) pairs
+ *  and of the built-in defaults): call it before capturing amax_and_scale into a graph.
+ *  Errors: as amax_preload. */
+AMAX_API amax_status_t amax_preload_scale(amax_context_t context, const amax_dtype_t* dtypes, size_t num_dtypes,
+                                          const uint64_t* sizes, size_t num_sizes);
+
 /** Which entry or fallback amax_compute uses for (dtype, n), and what it expects. */
 AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, uint64_t n,
                                     amax_explanation_t* explanation);

@@ -35,6 +35,33 @@ struct Options {
   std::optional<std::string> user_db_path, system_db_path, kernel_cache_dir;
 };
 
+/// Options of Context::amax_and_scale (amax_scale_options_t; the rule is in amax_tune.h).
+/// An explicit numerator: `ScaleOptions::explicit_max(1.0f)`.
+struct ScaleOptions {
+  amax_fp8_format_t format = AMAX_FP8_E4M3;
+  float max = 0.0f;  ///< only with AMAX_FP8_EXPLICIT_MAX: finite and > 0
+  float epsilon = 0.0f;
+  bool force_pow2 = false;
+  bool nan_propagates = false;
+
+  static ScaleOptions explicit_max(float m) {
+    ScaleOptions o;
+    o.format = AMAX_FP8_EXPLICIT_MAX;
+    o.max = m;
+    return o;
+  }
+  amax_scale_options_t to_c() const {
+    amax_scale_options_t c;
+    amax_scale_options_init(&c);
+    c.format = format;
+    c.max = max;
+    c.epsilon = epsilon;
+    c.force_pow2 = force_pow2 ? 1 : 0;
+    c.nan_propagates = nan_propagates ? 1 : 0;
+    return c;
+  }
+};
+
 /// One device's amax dispatcher. Thread-safe as amax_tune.h describes; movable, not copyable.
 class Context {
  public:
@@ -70,6 +97,19 @@ class Context {
   void compute(const void* input, amax_dtype_t dtype, std::uint64_t n, float* output, void* workspace,
                std::size_t workspace_bytes, void* stream = nullptr) {
     check(amax_compute(ctx_, input, dtype, n, output, workspace, workspace_bytes, stream));
+  }
+  /// Enqueues amax, scale and scale_inv of n elements of `input` in the reduction's launch (see
+  /// amax_and_scale); throws Error (INVALID_ARGUMENT for bad options) having enqueued nothing.
+  void amax_and_scale(const void* input, amax_dtype_t dtype, std::uint64_t n, const ScaleOptions& options,
+                      float* amax_out, float* scale_out, float* scale_inv_out, void* workspace,
+                      std::size_t workspace_bytes, void* stream = nullptr) {
+    const amax_scale_options_t o = options.to_c();
+    check(::amax_and_scale(ctx_, input, dtype, n, &o, amax_out, scale_out, scale_inv_out, workspace,
+                           workspace_bytes, stream));
+  }
+  /// amax_preload_scale: the fused kernels ahead of graph capture.
+  void preload_scale(const std::vector<amax_dtype_t>& dtypes, const std::vector<std::uint64_t>& sizes) {
+    check(amax_preload_scale(ctx_, dtypes.data(), dtypes.size(), sizes.data(), sizes.size()));
   }
   /// Compiles or loads ahead the kernels for every (dtype, size) pair.
   void preload(const amax_dtype_t* dtypes, std::size_t num_dtypes, const std::uint64_t* sizes, std::size_t num_sizes) {

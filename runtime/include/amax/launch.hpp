@@ -23,7 +23,8 @@ struct LaunchShape {
   std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched)
   std::uint32_t block = 0;
   std::uint64_t workspace_bytes = 0;  ///< 4 x grid for two_stage/one_pass when grid > 1, else 0
-  bool uses_slot = false;             ///< one_pass or self_reset with grid > 1: the stream's slot
+  bool uses_slot = false;             ///< one_pass, self_reset or atomic with the scale epilogue,
+                                      ///< with grid > 1: the stream's slot
   bool memset_output = false;         ///< atomic: the output is zeroed first
   bool finish_kernel = false;         ///< two_stage with grid > 1: a second launch
   /// two_stage with grid > 1: the finish kernel is launched as a programmatic dependent of stage
@@ -35,15 +36,33 @@ struct LaunchShape {
 };
 LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint32_t cu_count);
 
+/// The scale epilogue's kernel parameter, byte for byte the template's amax_scale_args_t
+/// (templates/amax_kernels.h): the scale and scale_inv outputs (one fp32 each, device memory,
+/// 4-byte aligned) and the rule (ScaleRule of common/include/amax/scale_rule.hpp).
+struct ScaleArgs {
+  float* scale = nullptr;
+  float* scale_inv = nullptr;
+  float max = 448.0f;
+  float epsilon = 0.0f;
+  std::uint32_t rule_flags = 0;  ///< kRuleForcePow2 | kRuleNanPropagates
+};
+inline constexpr std::uint32_t kRuleForcePow2 = 1u;      // AMAX_RULE_FORCE_POW2
+inline constexpr std::uint32_t kRuleNanPropagates = 2u;  // AMAX_RULE_NAN_PROPAGATES
+static_assert(sizeof(ScaleArgs) == 32 && offsetof(ScaleArgs, max) == 16 && offsetof(ScaleArgs, rule_flags) == 24,
+              "ScaleArgs must match amax_scale_args_t of templates/amax_kernels.h");
+
 /// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
 /// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
 /// one and, with more than one block, the finish kernel; one_pass and self_reset launch once.
 /// workspace: at least shape.workspace_bytes bytes (any content); slot: kSlotWords 32-bit words
 /// that are 0 (the kernels leave them 0), needed when shape.uses_slot; no two launches that may
 /// run at the same time may share a slot. Never synchronises or allocates.
+/// `scale`: required exactly when the kernel's config has the scale epilogue; the kernels then
+/// write scale and scale_inv in the same launch. With n == 0 the amax 0 and the rule's scale and
+/// scale_inv for it (reference_scale_bits) are written with memsets.
 /// Errors: BackendError from the launch.
 void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
-                 StreamHandle stream);
+                 StreamHandle stream, const ScaleArgs* scale = nullptr);
 
 }  // namespace amax

@@ -1,0 +1,368 @@
+// The fused scale epilogue on the GPU (label `gpu`): amax, scale and scale_inv written by the
+// reduction's launch, bit-exact against the CPU rule (amax::reference_scale_bits, TE's
+// compute_scale_from_amax) for every strategy, one block and many, both NaN modes, every format
+// and an explicit max; then through the public API (every strategy forced, n = 0, graph capture
+// replayed with new data, bad input writing nothing).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "amax/amax_tune.hpp"
+#include "amax/dtype_c.hpp"
+#include "amax/reference.hpp"
+#include "amax/scale_rule.hpp"
+#include "gpu_env.hpp"
+
+using namespace amax;
+using amax::test::DeviceBuffer;
+using amax::test::read_bits;
+
+namespace {
+
+constexpr std::uint32_t kQNan = 0x7fc00000u, kOne = 0x3f800000u, kFltMax = 0x7f7fffffu;
+
+// n elements of `dtype`, all +-0 but one, whose sign-cleared fp32 bits are `amax_bits` (low 16
+// bits zero for the 16-bit types: bf16 takes the top half; fp16 only the values used below), at
+// `pos`, negated (the amax is of |x|).
+std::vector<std::uint8_t> one_hot(DType dtype, std::uint64_t n, std::uint64_t pos, std::uint32_t amax_bits) {
+  std::vector<std::uint8_t> h(n * info(dtype).bytes, 0);
+  if (dtype == DType::fp32) {
+    const std::uint32_t v = amax_bits | 0x80000000u;
+    std::memcpy(h.data() + pos * 4, &v, 4);
+  } else {
+    std::uint16_t v = 0;
+    if (dtype == DType::bf16) {
+      v = static_cast<std::uint16_t>(amax_bits >> 16);
+    } else {  // fp16: the few values of the cases below
+      switch (amax_bits) {
+        case 0u: v = 0; break;
+        case 0x7f800000u: v = 0x7c00; break;
+        case 0x7fc00000u: v = 0x7e00; break;
+        case 0x40400000u: v = 0x4200; break;   // 3
+        case 0x447a0000u: v = 0x63d0; break;   // 1000
+        case 0x3a800000u: v = 0x1400; break;   // 2^-10
+        case 0x33800000u: v = 0x0001; break;   // 2^-24, the smallest fp16 denormal
+        default: ADD_FAILURE() << "no fp16 value for " << std::hex << amax_bits;
+      }
+    }
+    v |= 0x8000;
+    std::memcpy(h.data() + pos * 2, &v, 2);
+  }
+  return h;
+}
+
+ScaleRule rule_of(const amax_tune::ScaleOptions& o) {
+  ScaleRule r;
+  r.max = o.format == AMAX_FP8_EXPLICIT_MAX ? o.max : info(*fp8_format_from_int(o.format)).max_finite;
+  r.epsilon = o.epsilon;
+  r.force_pow2 = o.force_pow2;
+  r.nan_propagates = o.nan_propagates;
+  return r;
+}
+
+ScaleArgs args_of(const ScaleRule& r, float* scale, float* scale_inv) {
+  return {scale, scale_inv, r.max, r.epsilon, (r.force_pow2 ? kRuleForcePow2 : 0u) | (r.nan_propagates ? kRuleNanPropagates : 0u)};
+}
+
+// One special case: the amax present in the input and the rule, with the bits TE's rule gives
+// (literal where worked out by hand; 0 = take the CPU reference alone).
+struct SpecialCase {
+  const char* what;
+  std::uint32_t amax_bits;
+  amax_tune::ScaleOptions options;
+  NanMode mode;
+  std::uint32_t expect_amax, expect_scale, expect_scale_inv;
+};
+
+amax_tune::ScaleOptions opts(amax_fp8_format_t f, float eps = 0, bool pow2 = false, bool nanp = false) {
+  amax_tune::ScaleOptions o;
+  o.format = f;
+  o.epsilon = eps;
+  o.force_pow2 = pow2;
+  o.nan_propagates = nanp;
+  return o;
+}
+
+std::vector<SpecialCase> special_cases(DType d) {
+  std::vector<SpecialCase> c = {
+      {"amax 0", 0u, opts(AMAX_FP8_E4M3), NanMode::propagate, 0u, kOne, kOne},
+      {"amax 3, e4m3", 0x40400000u, opts(AMAX_FP8_E4M3), NanMode::propagate, 0x40400000u, 0x43155555u, 0x3bdb6db7u},
+      {"amax 3, e4m3, pow2", 0x40400000u, opts(AMAX_FP8_E4M3, 0, true), NanMode::propagate, 0x40400000u, 0x43000000u,
+       0x3c000000u},
+      {"amax 3, e4m3fnuz", 0x40400000u, opts(AMAX_FP8_E4M3FNUZ), NanMode::propagate, 0x40400000u, 0x42a00000u,
+       0x3c4ccccdu},
+      {"amax 1000, e5m2", 0x447a0000u, opts(AMAX_FP8_E5M2), NanMode::propagate, 0x447a0000u, 0x42656042u, 0x3c8edb6du},
+      {"amax 1000, e5m2fnuz", 0x447a0000u, opts(AMAX_FP8_E5M2FNUZ), NanMode::propagate, 0x447a0000u, 0x42656042u,
+       0x3c8edb6du},
+      {"amax 1000, e5m2, pow2", 0x447a0000u, opts(AMAX_FP8_E5M2, 0, true), NanMode::propagate, 0x447a0000u, 0x42000000u,
+       0x3d000000u},
+      {"amax 3, explicit max 1", 0x40400000u, amax_tune::ScaleOptions::explicit_max(1.0f), NanMode::propagate,
+       0x40400000u, 0x3eaaaaabu, 0x40400000u},
+      // below epsilon: the scale is max / epsilon; the amax written is the true one
+      {"amax 2^-10 below epsilon 0.5", 0x3a800000u, opts(AMAX_FP8_E4M3, 0.5f), NanMode::propagate, 0x3a800000u,
+       0x44600000u, 0x3a924925u},
+      {"amax 0 below epsilon 0.5", 0u, opts(AMAX_FP8_E4M3, 0.5f), NanMode::propagate, 0u, 0x44600000u, 0x3a924925u},
+      {"amax +Inf", 0x7f800000u, opts(AMAX_FP8_E4M3), NanMode::propagate, 0x7f800000u, kOne, kOne},
+      {"amax +Inf, pow2", 0x7f800000u, opts(AMAX_FP8_E4M3, 0, true), NanMode::propagate, 0x7f800000u, kOne, kOne},
+      {"NaN, propagate mode, TE rule", kQNan, opts(AMAX_FP8_E4M3), NanMode::propagate, kQNan, kOne, kOne},
+      {"NaN, propagate mode, nan_propagates", kQNan, opts(AMAX_FP8_E4M3, 0, false, true), NanMode::propagate, kQNan,
+       kQNan, kQNan},
+      {"NaN, ignore mode, TE rule (all other elements 0)", kQNan, opts(AMAX_FP8_E4M3), NanMode::ignore, 0u, kOne, kOne},
+      {"NaN, ignore mode, nan_propagates", kQNan, opts(AMAX_FP8_E4M3, 0, false, true), NanMode::ignore, 0u, kOne, kOne},
+  };
+  if (d == DType::fp32)  // the smallest denormal: 448 / 2^-149 overflows -> FLT_MAX, 1 / FLT_MAX = 2^-128
+    c.push_back({"denormal amax 2^-149", 0x00000001u, opts(AMAX_FP8_E4M3), NanMode::propagate, 1u, kFltMax, 0x00200000u});
+  if (d == DType::bf16)  // the smallest bf16 denormal 2^-133: 448 * 2^133 overflows
+    c.push_back({"denormal amax 2^-133", 0x00010000u, opts(AMAX_FP8_E4M3), NanMode::propagate, 0x00010000u, kFltMax,
+                 0x00200000u});
+  if (d == DType::fp16)  // the smallest fp16 denormal 2^-24: 448 * 2^24, no overflow
+    c.push_back({"denormal amax 2^-24", 0x33800000u, opts(AMAX_FP8_E4M3), NanMode::propagate, 0x33800000u, 0x4fe00000u,
+                 0x2f124925u});
+  return c;
+}
+
+// The fused config of a strategy for a dtype (16-byte loads).
+KernelConfig fused(Strategy s, DType d, BlockCap cap = BlockCap::per_cu(4)) {
+  return KernelConfig{s, 256, 16 / info(d).bytes, 2, cap, Epilogue::scale};
+}
+
+}  // namespace
+
+// Every strategy x dtype x special case, with a one-block grid (n = 1000) and a many-block grid
+// (n = 2^20 + 3, the amax in the last element), garbage in all three outputs beforehand, the slot
+// back at zero afterwards.
+TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const std::uint32_t cu = static_cast<std::uint32_t>(b.device().cu_count);
+  DeviceBuffer in(b, ((1u << 20) + 3) * 4), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 1u << 20);
+  b.memset32_async(slot.p, 0, kSlotWords, nullptr);
+  int checked = 0;
+  for (Strategy st : kStrategies)
+    for (const auto& d : all_dtypes()) {
+      const KernelConfig c = fused(st, d.dtype);
+      const LoadedKernel& k = env->kernels->get(c, d.dtype);
+      for (std::uint64_t n : {std::uint64_t{1000}, (std::uint64_t{1} << 20) + 3})
+        for (const SpecialCase& sc : special_cases(d.dtype)) {
+          const auto host = one_hot(d.dtype, n, n - 1, sc.amax_bits);
+          b.copy_to_device(in.p, host.data(), host.size());
+          b.memset32_async(out.p, 0xdeadbeefu, 3, nullptr);
+          const ScaleRule r = rule_of(sc.options);
+          const ScaleArgs sa = args_of(r, out.get<float>(4), out.get<float>(8));
+          const LaunchShape shape = launch_shape(c, n, cu);
+          ASSERT_LE(shape.workspace_bytes, ws.bytes);
+          launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, slot.get<std::uint32_t>(), sc.mode, nullptr, &sa);
+          b.synchronize(nullptr);
+          const std::uint32_t amax = read_bits(b, out.p), scale = read_bits(b, out.get(4)),
+                              inv = read_bits(b, out.get(8));
+          const std::string where = c.label() + " " + std::string(d.name) + " n=" + std::to_string(n) + " grid=" +
+                                    std::to_string(shape.grid) + ": " + sc.what;
+          const std::uint32_t ref_amax = reference_amax_bits(host.data(), d.dtype, n, sc.mode);
+          const ScaleBits ref = reference_scale_bits(ref_amax, r);
+          ASSERT_EQ(amax, ref_amax) << where;
+          ASSERT_EQ(scale, ref.scale) << where;
+          ASSERT_EQ(inv, ref.scale_inv) << where;
+          EXPECT_EQ(amax, sc.expect_amax) << where;  // the hand-worked bits (the CPU rule's own test too)
+          EXPECT_EQ(scale, sc.expect_scale) << where;
+          EXPECT_EQ(inv, sc.expect_scale_inv) << where;
+          ASSERT_EQ(read_bits(b, slot.p), 0u) << where << ": slot count not reset";
+          ASSERT_EQ(read_bits(b, slot.get(4)), 0u) << where << ": slot accumulator not reset";
+          ++checked;
+        }
+    }
+  std::printf("scale epilogue: %d strategy x dtype x size x special-value cases bit-exact\n", checked);
+}
+
+// Random inputs of every kind, sizes and offsets, capped and uncapped grids: amax, scale and
+// scale_inv against the CPU reference for every strategy, both NaN modes, random rules.
+TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const std::uint32_t cu = static_cast<std::uint32_t>(b.device().cu_count);
+  std::mt19937_64 rng(std::random_device{}());
+  const std::uint64_t max_n = 1u << 24;
+  DeviceBuffer in(b, max_n * 4 + 64), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 64u << 20);
+  b.memset32_async(slot.p, 0, kSlotWords, nullptr);
+  int checked = 0;
+  for (Strategy st : kStrategies)
+    for (const auto& d : all_dtypes())
+      for (BlockCap cap : {BlockCap::per_cu(2), BlockCap::uncapped()}) {
+        const KernelConfig c = fused(st, d.dtype, cap);
+        const LoadedKernel& k = env->kernels->get(c, d.dtype);
+        for (int i = 0; i < 12; ++i) {
+          const std::uint64_t n = 1 + rng() % (i < 6 ? 5000 : max_n - 16);
+          const std::uint64_t off = rng() % (16 / d.bytes);
+          const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
+          const auto seed = rng();
+          const auto host = make_input(kind, d.dtype, n, seed);
+          b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
+          b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+          amax_tune::ScaleOptions o = opts(static_cast<amax_fp8_format_t>(rng() % 4), (rng() % 3 == 0) ? 1e-6f : 0.0f,
+                                           rng() % 2, rng() % 2);
+          const ScaleRule r = rule_of(o);
+          const ScaleArgs sa = args_of(r, out.get<float>(4), out.get<float>(8));
+          const NanMode mode = rng() % 2 ? NanMode::ignore : NanMode::propagate;
+          const LaunchShape shape = launch_shape(c, n, cu);
+          launch_amax(b, k, shape, in.get(off * d.bytes), n, out.get<float>(), ws.p, slot.get<std::uint32_t>(), mode,
+                      nullptr, &sa);
+          b.synchronize(nullptr);
+          const std::uint32_t ref_amax = reference_amax_bits(host.data(), d.dtype, n, mode);
+          const ScaleBits ref = reference_scale_bits(ref_amax, r);
+          const std::string where = c.label() + " " + std::string(d.name) + " n=" + std::to_string(n) +
+                                    " off=" + std::to_string(off) + " " + std::string(to_string(kind)) +
+                                    " seed=" + std::to_string(seed);
+          ASSERT_EQ(read_bits(b, out.p), ref_amax) << where;
+          ASSERT_EQ(read_bits(b, out.get(4)), ref.scale) << where;
+          ASSERT_EQ(read_bits(b, out.get(8)), ref.scale_inv) << where;
+          ++checked;
+        }
+      }
+  ASSERT_EQ(read_bits(b, slot.p), 0u);
+  ASSERT_EQ(read_bits(b, slot.get(4)), 0u);
+  std::printf("scale epilogue: %d random cases bit-exact\n", checked);
+}
+
+namespace {
+amax_tune::Options api_options(amax_nan_mode_t mode = AMAX_NAN_PROPAGATE) {
+  amax_tune::Options o;
+  o.nan_mode = mode;
+  o.user_db_path = "";
+  o.system_db_path = "";  // built-in defaults; each strategy is forced below
+  return o;
+}
+// AMAX_TUNE_FORCE_STRATEGY for the contexts created while it lives (read at creation).
+struct ForceStrategy {
+  explicit ForceStrategy(Strategy s) { setenv("AMAX_TUNE_FORCE_STRATEGY", std::string(to_string(s)).c_str(), 1); }
+  ~ForceStrategy() { unsetenv("AMAX_TUNE_FORCE_STRATEGY"); }
+};
+}  // namespace
+
+// amax_and_scale through the C++ API for every strategy (forced), one block, many blocks and a
+// capped grid, and n = 0; then a graph captured once per strategy and replayed with new data:
+// every replay gives the new amax, scale and scale_inv.
+TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
+  DeviceBuffer in(b, 50000000ull * 4 + 16), out(b, 12);
+  for (Strategy st : kStrategies) {
+    ForceStrategy force(st);
+    amax_tune::Context ctx(api_options());
+    const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
+    ctx.preload_scale({AMAX_DTYPE_BF16, AMAX_DTYPE_FP32}, {1000, 1u << 20, 50000000});
+    amax_tune::ScaleOptions o = opts(AMAX_FP8_E4M3, 1e-12f, true, false);
+    const ScaleRule r = rule_of(o);
+    // n = 0: amax +0.0 and the rule's scale for it (epsilon 1e-12: 448 / 1e-12, pow2), no kernel
+    b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+    ctx.amax_and_scale(in.p, AMAX_DTYPE_FP32, 0, o, out.get<float>(), out.get<float>(4), out.get<float>(8), nullptr, 4);
+    b.synchronize(nullptr);
+    const ScaleBits zero = reference_scale_bits(0u, r);
+    EXPECT_EQ(read_bits(b, out.p), 0u);
+    EXPECT_EQ(read_bits(b, out.get(4)), zero.scale);
+    EXPECT_EQ(read_bits(b, out.get(8)), zero.scale_inv);
+    for (amax_dtype_t dt : dtypes)
+      for (std::uint64_t n : sizes) {
+        const DType d = static_cast<DType>(dt);
+        const std::size_t wsb = ctx.workspace_size(dt, n);
+        DeviceBuffer ws(b, wsb);
+        // direct
+        auto host = make_input(InputKind::random, d, n, rng());
+        b.copy_to_device(in.p, host.data(), host.size());
+        b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+        ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
+        b.synchronize(nullptr);
+        std::uint32_t ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
+        ScaleBits rs = reference_scale_bits(ra, r);
+        const std::string where = std::string(to_string(st)) + " " + std::string(to_string(d)) + " n=" + std::to_string(n);
+        ASSERT_EQ(read_bits(b, out.p), ra) << where;
+        ASSERT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
+        ASSERT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
+        // captured once, replayed with new data
+        StreamHandle s = b.create_stream();
+        b.begin_capture(s);
+        ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, s);
+        GraphExecHandle g = b.end_capture(s);
+        std::uint32_t previous = ra;
+        for (int replay = 0; replay < 3; ++replay) {
+          const InputKind kind = replay == 0 ? InputKind::max_last : replay == 1 ? InputKind::nan_middle : InputKind::random;
+          host = make_input(kind, d, n, rng());
+          b.copy_to_device(in.p, host.data(), host.size());
+          b.memset32_async(out.p, 0xffffffffu, 3, s);
+          b.launch_graph(g, s);
+          b.synchronize(s);
+          ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
+          rs = reference_scale_bits(ra, r);
+          EXPECT_EQ(read_bits(b, out.p), ra) << where << " replay " << replay;
+          EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where << " replay " << replay;
+          EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where << " replay " << replay;
+          if (replay == 1) EXPECT_NE(ra, previous) << "the NaN input must change the result";
+          previous = ra;
+        }
+        b.destroy_graph(g);
+        b.destroy_stream(s);
+      }
+  }
+}
+
+// Bad input to amax_and_scale on a real context: its own status, a message naming the value, and
+// nothing written (the outputs keep their sentinel).
+TEST(GpuScale, BadInputWritesNothing) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_tune::Context ctx(api_options());
+  DeviceBuffer in(b, 4096 * 4), out(b, 16), ws(b, 1u << 20);
+  std::vector<float> h(4096, 2.0f);
+  b.copy_to_device(in.p, h.data(), h.size() * 4);
+  b.memset32_async(out.p, 0xdeadbeefu, 4, nullptr);
+  b.synchronize(nullptr);
+  amax_scale_options_t o;
+  auto call = [&](const amax_scale_options_t* opt, float* a, float* s, float* si) {
+    return amax_and_scale(ctx.get(), in.p, AMAX_DTYPE_FP32, 4096, opt, a, s, si, ws.p, ws.bytes, nullptr);
+  };
+  float* a = out.get<float>(0);
+  float* s = out.get<float>(4);
+  float* si = out.get<float>(8);
+  amax_scale_options_init(&o);
+  o.epsilon = -1.0f;
+  EXPECT_EQ(call(&o, a, s, si), AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(amax_last_error(), "options.epsilon is -1 (must be finite and >= 0)");
+  amax_scale_options_init(&o);
+  o.format = static_cast<amax_fp8_format_t>(9);
+  EXPECT_EQ(call(&o, a, s, si), AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(amax_last_error()).find("options.format is 9"), std::string::npos) << amax_last_error();
+  amax_scale_options_init(&o);
+  o.format = AMAX_FP8_EXPLICIT_MAX;
+  o.max = 0.0f;
+  EXPECT_EQ(call(&o, a, s, si), AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_STREQ(amax_last_error(), "options.max is 0 (must be finite and > 0) with AMAX_FP8_EXPLICIT_MAX");
+  EXPECT_EQ(call(nullptr, a, s, si), AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), "options is NULL");
+  amax_scale_options_init(&o);
+  EXPECT_EQ(call(&o, a, nullptr, si), AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), "scale_out is NULL");
+  EXPECT_EQ(call(&o, a, s, nullptr), AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), "scale_inv_out is NULL");
+  EXPECT_EQ(call(&o, nullptr, s, si), AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), "amax_out is NULL");
+  EXPECT_EQ(call(&o, a, s, reinterpret_cast<float*>(out.get<char>(10))), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_NE(std::string(amax_last_error()).find("scale_inv_out"), std::string::npos) << amax_last_error();
+  EXPECT_EQ(call(&o, a, a, si), AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(amax_last_error()).find("must be three distinct"), std::string::npos) << amax_last_error();
+  EXPECT_EQ(amax_and_scale(ctx.get(), in.p, AMAX_DTYPE_FP32, 4096, &o, a, s, si, ws.p, 0, nullptr),
+            AMAX_STATUS_WORKSPACE_TOO_SMALL);
+  b.synchronize(nullptr);
+  for (int w = 0; w < 4; ++w) EXPECT_EQ(read_bits(b, out.get(4 * w)), 0xdeadbeefu) << "word " << w << " was written";
+  // and the good call writes all three: amax 2, scale 448 / 2 = 224, scale_inv 1/224
+  EXPECT_EQ(call(&o, a, s, si), AMAX_STATUS_SUCCESS) << amax_last_error();
+  b.synchronize(nullptr);
+  EXPECT_EQ(read_bits(b, a), 0x40000000u);
+  EXPECT_EQ(read_bits(b, s), 0x43600000u);
+  EXPECT_EQ(read_bits(b, si), std::bit_cast<std::uint32_t>(1.0f / 224.0f));
+  EXPECT_EQ(read_bits(b, out.get(12)), 0xdeadbeefu);
+}
