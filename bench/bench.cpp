@@ -26,6 +26,7 @@
 #include "amax/runner.hpp"
 #include "amax/tuner.hpp"
 #include "cub_amax.hpp"
+#include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"
 
 extern char** environ;
@@ -46,6 +47,7 @@ struct Contender {
   std::function<void(const void* in)> call;
   float* out = nullptr;    ///< where its result lands (checked against the reference); null: none
   float* scale = nullptr;  ///< where its e4m3 scale lands (checked against te_scale_from_amax); null: none
+  float* scale_inv = nullptr;  ///< where its scale_inv lands (checked against reference_scale_bits); null: none
 };
 
 
@@ -91,6 +93,13 @@ void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, c
       throw std::runtime_error(fmt::format("{} gives scale bits {:#010x} for {} n={} where compute_scale_from_amax "
                                            "on the CPU gives {:#010x}: not timed",
                                            c.name, got_scale, to_string(d), n, want_scale));
+    if (!c.scale_inv) continue;
+    const std::uint32_t want_inv = reference_scale_bits(expected, ScaleRule{}).scale_inv;
+    std::uint32_t got_inv = 0;
+    b.copy_to_host(&got_inv, c.scale_inv, 4);
+    if (got_inv != want_inv)
+      throw std::runtime_error(fmt::format("{} gives scale_inv bits {:#010x} for {} n={} where the CPU rule gives "
+                                           "{:#010x}: not timed", c.name, got_inv, to_string(d), n, want_inv));
   }
 }
 
@@ -176,6 +185,12 @@ BenchReport run_bench(const BenchOptions& o) {
                         te.launch_scale(b, out + 4, out + 5, 448.f, false, 0.f, stream);
                       },
                       out + 4, out + 5});
+        cs.push_back({kAmaxTuneScale, std::string(ctx.explain(to_c(d), n).label) + ".scale",
+                      [&, d, n, ws_bytes](const void* in) {
+                        ctx.amax_and_scale(in, to_c(d), n, amax_tune::ScaleOptions{}, out + 10, out + 11, out + 12, ws,
+                                           ws_bytes, stream);
+                      },
+                      out + 10, out + 11, out + 12});
         if (with_cub)
           cs.push_back({kCub, "DeviceReduce::TransformReduce",
                         [&, d, n](const void* in) { cub_amax(static_cast<int>(d), in, n, out + 8, cub_temp, max_cub, stream); },
@@ -258,10 +273,10 @@ std::vector<TargetCheck> check_targets(const std::vector<Row>& rows) {
     double value = NAN;
     std::string at;
   };
-  auto worst = [&](auto in_range, const std::string& other, bool speedup) {
+  auto worst = [&](auto in_range, const std::string& other, bool speedup, const std::string& mine = kAmaxTune) {
     Worst w;
     for (auto [d, n] : keys) {
-      const double me = t(d, n, kAmaxTune), them = t(d, n, other);
+      const double me = t(d, n, mine), them = t(d, n, other);
       if (!in_range(n * info(d).bytes) || me <= 0 || them <= 0) continue;
       const double v = speedup ? them / me : me / them;
       if (std::isnan(w.value) || (speedup ? v < w.value : v > w.value)) w = {v, where(d, n)};
@@ -317,6 +332,16 @@ std::vector<TargetCheck> check_targets(const std::vector<Row>& rows) {
       out.push_back({"every size: no TE contender or CUB faster (>= 1.0x)",
                      fmt::format("worst {:.2f}x over {} ({})", all.value, who, all.at), all.value >= 1.0});
   }
+  // Fused amax + scale against TE's three-launch step (issue 12 item 4).
+  if (const Worst w = worst([](std::uint64_t b) { return b <= 4 * MiB; }, kTeScaleStep, true, kAmaxTuneScale);
+      !std::isnan(w.value))
+    out.push_back({"<= 4 MiB: fused amax + scale >= 2x TE's three-launch amax + scale",
+                   fmt::format("worst {:.2f}x ({})", w.value, w.at), w.value >= 2.0});
+  if (const Worst w = worst([](std::uint64_t b) { return b >= 16 * MiB && b <= 256 * MiB; }, kTeScaleStep, true,
+                            kAmaxTuneScale);
+      !std::isnan(w.value))
+    out.push_back({"16-256 MiB: fused amax + scale >= 1.1x TE's three-launch amax + scale",
+                   fmt::format("worst {:.2f}x ({})", w.value, w.at), w.value >= 1.1});
   out.push_back({"torch", "not measured by this C++ bench: python/bench/bench_torch.py measures it from Python", false, false});
   return out;
 }

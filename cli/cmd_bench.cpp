@@ -36,8 +36,10 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
         "NVTE_USE_ATOMIC_AMAX=1: cudaMemsetAsync instead of the zero kernel), **ROCm TE two-stage** (memset, the "
         "same first stage writing block maxima to a workspace, a one-block final reduce); **CUB** "
         "(DeviceReduce::TransformReduce); **stream read** (only loads the bytes: the ceiling); **empty launch** (the "
-        "floor); and, for the fused amax + scale to come, **TE amax+scale (3 launches)** (TE's zero kernel, amax "
-        "kernel and compute_scale_from_amax kernel for e4m3; not an amax-only contender). torch is measured from "
+        "floor); and, for FP8 current scaling, **TE amax+scale (3 launches)** (TE's zero kernel, amax "
+        "kernel and compute_scale_from_amax kernel for e4m3) against **amax-tune amax+scale** (amax_and_scale: "
+        "amax, scale and scale_inv in the reduction's launch; variant label + `.scale`), neither an amax-only "
+        "contender. torch is measured from "
         "Python (python/bench/bench_torch.py), not here. Every result was checked bit-exact against the CPU "
         "reference before timing.\n\n";
   md += "| target (DESIGN.md section 7) | measured | |\n| --- | --- | --- |\n";
@@ -56,8 +58,8 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
     if (first || warm != warm_prev || d != d_prev) {
       md += fmt::format("\n**{} {}** (time in us; GB/s of amax-tune; speedup = contender time / amax-tune time)\n\n"
                         "| n | amax-tune us | GB/s | % of stream read | vs TE (zero kernel) | vs TE (memset) | "
-                        "vs ROCm TE two-stage | vs CUB | empty launch us | TE amax+scale us | variant |\n"
-                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+                        "vs ROCm TE two-stage | vs CUB | empty launch us | TE amax+scale us | fused amax+scale us | fused vs TE amax+scale | variant |\n"
+                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
                         to_string(d), warm ? "warm L2" : "cold");
       first = false, warm_prev = warm, d_prev = d;
     }
@@ -68,11 +70,15 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
     const auto* me = at.at({warm, d, n, bench::kAmaxTune});
     const double t = me->stats.median_us;
     auto x = [&](std::string_view c) { return us(c) > 0 ? fmt::format("{:.2f}x", us(c) / t) : std::string("-"); };
-    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {} | {:.2f} | {:.2f} | `{}` |\n", n, t, me->gbps(),
+    const double fused = us(bench::kAmaxTuneScale);
+    const std::string fused_x = fused > 0 && us(bench::kTeScaleStep) > 0
+                                    ? fmt::format("{:.2f}x", us(bench::kTeScaleStep) / fused) : std::string("-");
+    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | `{}` |\n",
+                      n, t, me->gbps(),
                       100 * us(bench::kStreamRead) / t, x(bench::contender_name(bench::TeSequence::zero_kernel)),
                       x(bench::contender_name(bench::TeSequence::memset)),
                       x(bench::contender_name(bench::TeSequence::rocm_two_stage)), x(bench::kCub),
-                      us(bench::kEmptyLaunch), us(bench::kTeScaleStep), me->detail);
+                      us(bench::kEmptyLaunch), us(bench::kTeScaleStep), fused, fused_x, me->detail);
   }
   return md;
 }

@@ -163,6 +163,28 @@ TEST(CheckTargets, JudgesEachTargetOnColdRows) {
   EXPECT_FALSE(t[6].measured_ok);
 }
 
+// The fused-scale targets: amax_and_scale against TE's three-launch amax + scale, by size band.
+TEST(CheckTargets, FusedScaleAgainstTesThreeLaunchStep) {
+  const DType b = DType::bf16;
+  const std::vector<Row> rows = {
+      row(b, 1u << 10, kAmaxTuneScale, 4.0), row(b, 1u << 10, kTeScaleStep, 10.8),  // 2 KiB: 2.70x
+      row(b, 1u << 21, kAmaxTuneScale, 6.0), row(b, 1u << 21, kTeScaleStep, 11.4),  // 4 MiB: 1.90x (misses)
+      row(b, 1u << 22, kAmaxTuneScale, 9.0), row(b, 1u << 22, kTeScaleStep, 30.0),  // 8 MiB: in neither band
+      row(b, 1u << 23, kAmaxTuneScale, 8.0), row(b, 1u << 23, kTeScaleStep, 10.0),  // 16 MiB: 1.25x
+      row(b, 1u << 27, kAmaxTuneScale, 70.0), row(b, 1u << 27, kTeScaleStep, 80.5), // 256 MiB: 1.15x
+      row(b, 1u << 28, kAmaxTuneScale, 200.0), row(b, 1u << 28, kTeScaleStep, 100.0),  // 512 MiB: outside
+  };
+  const auto t = check_targets(rows);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].target, "<= 4 MiB: fused amax + scale >= 2x TE's three-launch amax + scale");
+  EXPECT_EQ(t[0].measured, "worst 1.90x (bf16 n=2097152)");
+  EXPECT_FALSE(t[0].met);
+  EXPECT_EQ(t[1].target, "16-256 MiB: fused amax + scale >= 1.1x TE's three-launch amax + scale");
+  EXPECT_EQ(t[1].measured, "worst 1.15x (bf16 n=134217728)");
+  EXPECT_TRUE(t[1].met);
+  EXPECT_EQ(t[2].target, "torch");
+}
+
 TEST(CheckTargets, LeavesOutTargetsWithoutRows) {
   const auto t = check_targets({row(DType::bf16, 1024, kAmaxTune, 5.0)});
   ASSERT_EQ(t.size(), 1u);

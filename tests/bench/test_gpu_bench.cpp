@@ -113,8 +113,15 @@ TEST(GpuBench, SmallBenchRunVerifiesAndTimesEveryContender) {
   o.user_db = "";
   o.out_dir = dir;
   const BenchReport r = run_bench(o);
-  const std::size_t contenders = env->backend->vendor() == Vendor::nvidia ? 8 : 7;  // CUB on NVIDIA
+  const std::size_t contenders = env->backend->vendor() == Vendor::nvidia ? 9 : 8;  // CUB on NVIDIA
   ASSERT_EQ(r.rows.size(), 2 * 3 * contenders);
+  std::size_t fused = 0;
+  for (const auto& row : r.rows)
+    if (row.contender == kAmaxTuneScale) {
+      ++fused;
+      EXPECT_TRUE(row.detail.ends_with(".scale")) << row.detail;
+    }
+  EXPECT_EQ(fused, 2u * 3);  // verified bit-exact (amax, scale, scale_inv) before timing, else run_bench throws
   for (const auto& row : r.rows) {
     EXPECT_GT(row.stats.median_us, 0) << row.contender;
     EXPECT_EQ(row.stats.samples, 3) << row.contender;

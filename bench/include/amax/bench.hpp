@@ -6,7 +6,7 @@
 // Contenders: amax-tune (the tuned dispatch through the public API), TransformerEngine's three
 // launch sequences (te_contenders.hpp), CUB (NVIDIA builds with nvcc), the streaming read (the
 // bandwidth ceiling) and an empty launch (the latency floor); and TE's three-launch amax -> scale
-// step (kTeScaleStep), the baseline of the fused amax + scale to come. torch is measured from
+// step (kTeScaleStep) against amax-tune's fused amax_and_scale (kAmaxTuneScale). torch is measured from
 // Python only (python/bench/bench_torch.py), not here.
 #include <cstdint>
 #include <filesystem>
@@ -40,13 +40,16 @@ inline constexpr const char* kCub = "CUB";
 /// compute_scale_from_amax kernel; e4m3, epsilon 0): the baseline of the fused amax + scale of
 /// DESIGN.md section 6. Not an amax-only contender: the speedup plot and the targets leave it out.
 inline constexpr const char* kTeScaleStep = "TE amax+scale (3 launches)";
+/// amax-tune's amax_and_scale (e4m3, epsilon 0): amax, scale and scale_inv in the reduction's
+/// launch; compared with kTeScaleStep only (the fused-scale targets of issue 12).
+inline constexpr const char* kAmaxTuneScale = "amax-tune amax+scale";
 
 /// One measurement.
 struct Row {
   DType dtype{};
   bool warm = false;
   std::uint64_t n = 0;
-  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kTeScaleStep, kCub, kStreamRead, kEmptyLaunch
+  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kTeScaleStep, kAmaxTuneScale, kCub, kStreamRead, kEmptyLaunch
   tune::Stats stats;
   std::string detail;     ///< the variant label (amax-tune), what the contender runs, or empty
   double gbps() const;    ///< bytes of the input / median, GB/s
