@@ -67,7 +67,7 @@ except ImportError as e:
 else:
     from . import _torch
 
-__all__ = ["amax", "explain", "preload", "context", "system_db_path", "Context", "Error", "Status",
+__all__ = ["amax", "amax_and_scale", "explain", "preload", "context", "system_db_path", "Context", "Error", "Status",
            "Explanation", "__version__"]
 
 
@@ -82,6 +82,26 @@ if _torch is not None:
 else:
     def amax(x, *, nan="propagate", out=None):
         raise _no_torch("amax_tune.amax")
+
+if _torch is not None:
+    amax_and_scale = _torch.amax_and_scale
+else:
+    def amax_and_scale(x, **kwargs):
+        raise _no_torch("amax_tune.amax_and_scale")
+
+amax_and_scale.__doc__ = """amax_and_scale(x, *, format="e4m3", max=None, epsilon=0.0, force_pow2=False,
+nan_propagates=False, nan="propagate") -> (amax, scale, scale_inv), three 0-d torch.float32 tensors on
+x's device, written by the launch that reduces x (the C API's amax_and_scale).
+
+FP8 current scaling: scale = m / amax with m the format's largest finite value ("e4m3" 448, "e5m2"
+57344, "e4m3fnuz" 240, "e5m2fnuz" 57344) or max= (an explicit numerator, format="explicit" or None),
+TransformerEngine's compute_scale_from_amax rules exactly: amax below epsilon raised to it, scale 1 for
+an amax that is 0, infinite or NaN, FLT_MAX for a quotient that overflows, force_pow2 rounds the scale
+down to a power of two, scale_inv = 1 / scale rounded to nearest; nan_propagates=True gives NaN scale
+and scale_inv for a NaN amax (torchao). x and nan as for amax. Eager only: not a torch.library op yet
+(torch.compile graph-breaks on it) and not for torch.cuda.graph capture unless the kernels were run
+once before. Raises ValueError naming a bad format / max / nan, amax_tune.Error for a failed C status
+(e.g. INVALID_ARGUMENT for a negative epsilon, naming it)."""
 
 amax.__doc__ = """amax(x, *, nan="propagate", out=None) -> 0-d torch.float32 tensor on x's device.
 

@@ -27,6 +27,20 @@ def nan_code(nan, fn):
     return code
 
 
+def scale_format(format, max, fn):
+    """(amax_fp8_format_t value, explicit max) of amax_and_scale's format= and max= (raises naming them)."""
+    if max is not None:
+        if format not in (None, "explicit"):
+            raise ValueError("%s: max=%r is an explicit numerator; give format='explicit' (or leave format out "
+                             "with format=None), not format=%r" % (fn, max, format))
+        return _C.FP8_EXPLICIT_MAX, float(max)
+    code = _C.FP8_FORMATS.get(format) if isinstance(format, str) else None
+    if code is None:
+        raise ValueError("%s: format=%r is not an FP8 format; use one of %s, or max=<float>"
+                         % (fn, format, ", ".join(repr(k) for k in _C.FP8_FORMATS)))
+    return code, 0.0
+
+
 def system_db_path():
     """The shipped database this package passes to the library: ``None`` when $AMAX_TUNE_SYSTEM_DB
     is set (the library reads it) or when the package holds no ``data/system.db`` (the library's own

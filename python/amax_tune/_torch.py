@@ -273,3 +273,22 @@ def on_device(dev):
     """torch.cuda.device(dev): keeps torch's current device what it was across library calls
     (which make their device's context current)."""
     return torch.cuda.device(dev)
+
+
+def amax_and_scale(x, *, format="e4m3", max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
+                   nan="propagate"):
+    """Eager amax_and_scale (amax_tune.amax_and_scale's docstring): three new 0-d fp32 tensors."""
+    fn = "amax_tune.amax_and_scale"
+    nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
+    fmt_code, max_value = _core.scale_format(format, max, fn)
+    if not isinstance(x, _Tensor):
+        x = as_tensor(x, fn)
+    x, dev, code, amax_out = _prepare(x, None, fn)
+    scale_out = _empty((), dtype=_F32, device=x.device)
+    scale_inv_out = _empty((), dtype=_F32, device=x.device)
+    with torch.cuda.device(dev):
+        _core.context_of(dev, nan_mode).amax_and_scale(
+            x.data_ptr(), code, x.numel(), fmt_code, max_value, float(epsilon), bool(force_pow2),
+            bool(nan_propagates), amax_out.data_ptr(), scale_out.data_ptr(), scale_inv_out.data_ptr(),
+            _raw_stream(dev))
+    return amax_out, scale_out, scale_inv_out

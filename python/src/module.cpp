@@ -105,6 +105,29 @@ class Context {
           "amax_compute");
   }
 
+  // amax_and_scale with the per-stream workspace of compute(); format: amax_fp8_format_t's value.
+  void amax_and_scale(std::uintptr_t input, int dtype, std::uint64_t n, int format, float max, float epsilon,
+                      bool force_pow2, bool nan_propagates, std::uintptr_t amax_out, std::uintptr_t scale_out,
+                      std::uintptr_t scale_inv_out, std::uintptr_t stream) {
+    amax_scale_options_t o;
+    amax_scale_options_init(&o);
+    o.format = static_cast<amax_fp8_format_t>(format);
+    o.max = max;
+    o.epsilon = epsilon;
+    o.force_pow2 = force_pow2 ? 1 : 0;
+    o.nan_propagates = nan_propagates ? 1 : 0;
+    check(amax_scale_options_check(&o), "amax_and_scale");
+    std::size_t need = 0;
+    check(amax_workspace_size(ctx_, to_dtype(dtype), n, &need), "amax_workspace_size");
+    Workspace w = workspaces_[stream];
+    py::object owner;
+    if (w.bytes < need) w = grow(need, stream, owner);
+    check(::amax_and_scale(ctx_, to_ptr(input), to_dtype(dtype), n, &o, static_cast<float*>(to_ptr(amax_out)),
+                           static_cast<float*>(to_ptr(scale_out)), static_cast<float*>(to_ptr(scale_inv_out)),
+                           to_ptr(w.ptr), w.bytes, to_ptr(stream)),
+          "amax_and_scale");
+  }
+
   void set_workspace_allocator(py::object allocator) { allocator_ = std::move(allocator); }
 
   // Bytes of workspace held per stream handle (what compute() has allocated so far).
@@ -180,6 +203,11 @@ PYBIND11_MODULE(_C, m) {
   m.attr("DTYPE_BF16") = static_cast<int>(AMAX_DTYPE_BF16);
   m.attr("NAN_PROPAGATE") = static_cast<int>(AMAX_NAN_PROPAGATE);
   m.attr("NAN_IGNORE") = static_cast<int>(AMAX_NAN_IGNORE);
+  m.attr("FP8_FORMATS") = py::dict(py::arg("e4m3") = static_cast<int>(AMAX_FP8_E4M3),
+                                   py::arg("e5m2") = static_cast<int>(AMAX_FP8_E5M2),
+                                   py::arg("e4m3fnuz") = static_cast<int>(AMAX_FP8_E4M3FNUZ),
+                                   py::arg("e5m2fnuz") = static_cast<int>(AMAX_FP8_E5M2FNUZ));
+  m.attr("FP8_EXPLICIT_MAX") = static_cast<int>(AMAX_FP8_EXPLICIT_MAX);
 
   m.def("version", [] { return std::string(amax_version()); }, "amax_version(): the library's version");
   m.def("status_string", [](int s) { return std::string(amax_status_string(static_cast<amax_status_t>(s))); },
@@ -209,6 +237,10 @@ Thread-safe as the C API is; compute() holds the GIL. Pointers and stream handle
       .def("compute_with_workspace", &Context::compute_with_workspace, py::arg("input"), py::arg("dtype"), py::arg("n"),
            py::arg("output"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
            "amax_compute with the caller's workspace (device pointer, bytes); async on stream")
+      .def("amax_and_scale", &Context::amax_and_scale, py::arg("input"), py::arg("dtype"), py::arg("n"),
+           py::arg("format"), py::arg("max"), py::arg("epsilon"), py::arg("force_pow2"), py::arg("nan_propagates"),
+           py::arg("amax_out"), py::arg("scale_out"), py::arg("scale_inv_out"), py::arg("stream"),
+           "amax_and_scale with this context's per-stream workspace (device pointers as integers)")
       .def("set_workspace_allocator", &Context::set_workspace_allocator, py::arg("allocator"),
            "allocator(nbytes, stream) -> (device pointer, None: kept for the context's life | owner: this call only)")
       .def("workspaces", &Context::workspaces, "{stream handle: workspace bytes held}")

@@ -103,6 +103,24 @@ class ArgumentErrors(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"give either x or dtype/n/device, not both"):
             amax_tune.explain(object(), dtype="fp32", n=1)
 
+    def test_scale_format_and_max(self):
+        from amax_tune import _core
+        self.assertEqual(_core.scale_format("e4m3", None, "f"), (0, 0.0))
+        self.assertEqual(_core.scale_format("e5m2", None, "f"), (1, 0.0))
+        self.assertEqual(_core.scale_format("e4m3fnuz", None, "f"), (2, 0.0))
+        self.assertEqual(_core.scale_format("e5m2fnuz", None, "f"), (3, 0.0))
+        self.assertEqual(_core.scale_format(None, 1.5, "f"), (255, 1.5))
+        self.assertEqual(_core.scale_format("explicit", 2, "f"), (255, 2.0))
+        with self.assertRaisesRegex(ValueError, r"f: format='e3m4' is not an FP8 format; use one of 'e4m3', "):
+            _core.scale_format("e3m4", None, "f")
+        with self.assertRaisesRegex(ValueError, r"f: max=1.0 is an explicit numerator; give format='explicit'"):
+            _core.scale_format("e4m3", 1.0, "f")
+
+    @unittest.skipIf(HAS_TORCH, "torch is importable here")
+    def test_amax_and_scale_without_torch_says_so(self):
+        with self.assertRaisesRegex(ImportError, r"amax_tune.amax_and_scale needs PyTorch"):
+            amax_tune.amax_and_scale(object())
+
     @unittest.skipIf(HAS_TORCH, "torch is importable here")
     def test_amax_without_torch_says_so(self):
         with self.assertRaisesRegex(ImportError, r"amax_tune.amax needs PyTorch .* torch is not importable"):

@@ -191,6 +191,59 @@ class Views(unittest.TestCase):
         self.assertNotEqual(amax_tune.amax(base[:, ::2]).item(), 1e6)
 
 
+def _scale_reference(amax_bits, m, epsilon=0.0, pow2=False, nanp=False):
+    """TE's compute_scale_from_amax on fp32 bits, in Python with float32 rounding (struct): division of
+    two floats rounded once in double then to float is exact (double rounding is innocuous there)."""
+    import struct
+    f = lambda v: struct.unpack("<f", struct.pack("<f", v))[0]
+    b = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]
+    a = struct.unpack("<f", struct.pack("<I", amax_bits))[0]
+    if a != a and nanp:
+        return 0x7FC00000, 0x7FC00000
+    if a < f(epsilon):
+        a = f(epsilon)
+    scale = 1.0
+    if not (a != a or a == 0.0 or a == float("inf")):
+        q = m / a
+        scale = f(q) if abs(q) < 3.4028235677973366e38 else float("inf")
+        if scale == float("inf"):
+            scale = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
+        if pow2:
+            scale = struct.unpack("<f", struct.pack("<I", b(scale) & 0xFF800000))[0]
+    return b(scale), b(f(1.0 / scale))
+
+
+@unittest.skipIf(SKIP, SKIP)
+class AmaxAndScale(unittest.TestCase):
+    def test_formats_rules_and_nan(self):
+        m = {"e4m3": 448.0, "e5m2": 57344.0, "e4m3fnuz": 240.0, "e5m2fnuz": 57344.0}
+        g = torch.Generator().manual_seed(5)
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for n in (1000, 1 << 20):
+                x = (torch.rand(n, generator=g) * 6 - 3).to(dtype).cuda()
+                for fmt, maxv in m.items():
+                    for pow2 in (False, True):
+                        a, s, si = amax_tune.amax_and_scale(x, format=fmt, epsilon=1e-6, force_pow2=pow2)
+                        ab = bits(a)
+                        self.assertEqual(ab, reference_bits(x, "propagate"))
+                        self.assertEqual((bits(s), bits(si)), _scale_reference(ab, maxv, 1e-6, pow2), (dtype, n, fmt))
+                a, s, si = amax_tune.amax_and_scale(x, max=1.0)
+                self.assertEqual((bits(s), bits(si)), _scale_reference(bits(a), 1.0))
+                y = x.clone()
+                y[n // 2] = float("nan")
+                a, s, si = amax_tune.amax_and_scale(y)
+                self.assertEqual((bits(a), bits(s), bits(si)), (0x7FC00000, 0x3F800000, 0x3F800000))
+                a, s, si = amax_tune.amax_and_scale(y, nan_propagates=True)
+                self.assertEqual((bits(a), bits(s), bits(si)), (0x7FC00000, 0x7FC00000, 0x7FC00000))
+                a, s, si = amax_tune.amax_and_scale(y, nan="ignore", nan_propagates=True)
+                self.assertEqual(bits(a), reference_bits(y, "ignore"))
+                self.assertEqual((bits(s), bits(si)), _scale_reference(bits(a), 448.0))
+        z = torch.zeros(16, device="cuda")
+        self.assertEqual([bits(t) for t in amax_tune.amax_and_scale(z)], [0, 0x3F800000, 0x3F800000])
+        with self.assertRaisesRegex(amax_tune.Error, r"options.epsilon is -1"):
+            amax_tune.amax_and_scale(z, epsilon=-1.0)
+
+
 @unittest.skipIf(SKIP, SKIP)
 class Errors(unittest.TestCase):
     def test_bad_inputs_are_named(self):
