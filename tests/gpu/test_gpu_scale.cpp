@@ -301,7 +301,9 @@ TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
           EXPECT_EQ(read_bits(b, out.p), ra) << where << " replay " << replay;
           EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where << " replay " << replay;
           EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where << " replay " << replay;
-          if (replay == 1) EXPECT_NE(ra, previous) << "the NaN input must change the result";
+          if (replay == 1) {
+            EXPECT_NE(ra, previous) << "the NaN input must change the result";
+          }
           previous = ra;
         }
         b.destroy_graph(g);
@@ -365,4 +367,53 @@ TEST(GpuScale, BadInputWritesNothing) {
   EXPECT_EQ(read_bits(b, s), 0x43600000u);
   EXPECT_EQ(read_bits(b, si), std::bit_cast<std::uint32_t>(1.0f / 224.0f));
   EXPECT_EQ(read_bits(b, out.get(12)), 0xdeadbeefu);
+}
+
+// The device rule against the CPU rule over many amax values: 20000 fp32 bit patterns (random
+// normals, denormals, values near FLT_MAX and near each format's max, powers of two, +Inf, NaNs
+// of other payloads), each the one element of an fp32 tensor reduced by a one-block fused kernel,
+// with random formats, explicit maxima, epsilons, pow2 and the NaN option.
+TEST(GpuScale, DeviceRuleMatchesTheCpuRuleOverManyAmaxValues) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const std::uint32_t cu = static_cast<std::uint32_t>(b.device().cu_count);
+  constexpr std::size_t kValues = 20000;
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<std::uint32_t> values(kValues);
+  for (std::size_t i = 0; i < kValues; ++i) {
+    switch (i % 6) {
+      case 0: values[i] = static_cast<std::uint32_t>(rng()) & 0x7fffffffu; break;        // anything, NaNs included
+      case 1: values[i] = static_cast<std::uint32_t>(rng()) & 0x007fffffu; break;        // denormals
+      case 2: values[i] = 0x7f000000u | (static_cast<std::uint32_t>(rng()) & 0x00ffffffu); break;  // huge
+      case 3: values[i] = 0x43000000u | (static_cast<std::uint32_t>(rng()) & 0x01ffffffu); break;  // near the maxima
+      case 4: values[i] = static_cast<std::uint32_t>(rng() % 255) << 23; break;            // powers of two, 0
+      default: values[i] = (i % 12 == 5) ? 0x7f800000u : 0x00800000u | (static_cast<std::uint32_t>(rng()) & 0x7fffu);
+    }
+  }
+  DeviceBuffer in(b, kValues * 4), out(b, kValues * 12), ws(b, 64);
+  b.copy_to_device(in.p, values.data(), kValues * 4);
+  const KernelConfig c = fused(Strategy::one_pass, DType::fp32);
+  const LoadedKernel& k = env->kernels->get(c, DType::fp32);
+  const LaunchShape shape = launch_shape(c, 1, cu);
+  ASSERT_EQ(shape.grid, 1u);
+  std::vector<ScaleRule> rules(kValues);
+  const float maxima[] = {448.0f, 57344.0f, 240.0f, 1.0f, 3.0e38f, 1e-30f, 7.0f};
+  const float epsilons[] = {0.0f, 0.0f, 1e-12f, 1e-40f, 0.5f};
+  for (std::size_t i = 0; i < kValues; ++i) {
+    rules[i] = ScaleRule{maxima[rng() % 7], epsilons[rng() % 5], rng() % 2 == 0, rng() % 2 == 0};
+    const ScaleArgs sa = args_of(rules[i], out.get<float>(kValues * 4 + 4 * i), out.get<float>(kValues * 8 + 4 * i));
+    launch_amax(b, k, shape, in.get(4 * i), 1, out.get<float>(4 * i), ws.p, nullptr, NanMode::propagate, nullptr, &sa);
+  }
+  b.synchronize(nullptr);
+  std::vector<std::uint32_t> got(3 * kValues);
+  b.copy_to_host(got.data(), out.p, got.size() * 4);
+  for (std::size_t i = 0; i < kValues; ++i) {
+    const std::uint32_t amax = values[i] > 0x7f800000u ? kQNan : values[i];
+    const ScaleBits want = reference_scale_bits(amax, rules[i]);
+    ASSERT_EQ(got[i], amax) << std::hex << "value 0x" << values[i];
+    ASSERT_EQ(got[kValues + i], want.scale) << std::hex << "amax 0x" << amax << " max " << rules[i].max << " eps "
+                                            << rules[i].epsilon << " pow2 " << rules[i].force_pow2;
+    ASSERT_EQ(got[2 * kValues + i], want.scale_inv) << std::hex << "amax 0x" << amax << " max " << rules[i].max;
+  }
+  std::printf("device scale rule: %zu amax values x random rules bit-exact with the CPU rule\n", kValues);
 }
