@@ -71,6 +71,8 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"--arch sm_90 --time-budget -5 --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got -5"},
       {"emit --arch sm_90 --dtype fp32 --label one_pass.t256.v8.u4.b8cu", "vector of 8 x fp32 = 32 bytes exceeds 16 bytes"},
       {"emit --arch sm_90 --dtype bf16 --label one_pass.t256", "invalid variant label 'one_pass.t256'"},
+      {"emit --arch sm_90 --dtype bf16 --label one_pass.t256.v8.u4.b8cu.amax",
+       "the epilogue field 'amax' is the default and is written by leaving it out"},
       {"emit --arch sm_90 --dtype half8", "unknown dtype 'half8'"},
       {"emit --arch sm_90", "emit needs --label LABEL, --list or --out-dir DIR"},
       {"--arch sm_90 --sizes '' --db " + (dir / "a.db").string(), "--sizes is empty"},
@@ -206,6 +208,12 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   EXPECT_EQ(r.out.rfind("// amax-tune generated kernel: one_pass.t256.v8.u4 bf16 (nvidia)", 0), 0u) << r.out.substr(0, 200);
   EXPECT_FALSE(has(r.out, "#include"));
   EXPECT_TRUE(has(r.out, "amax_one_pass_t256_v8_u4_bf16"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n"));
+  r = run("emit --arch sm_90 --dtype bf16 --label one_pass.t256.v8.u4.b8cu.scale");  // the fused variant
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("// amax-tune generated kernel: one_pass.t256.v8.u4.scale bf16 (nvidia)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_TRUE(has(r.out, "#define AMAX_KERNEL_NAME amax_one_pass_t256_v8_u4_scale_bf16\n"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n"));
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "288 variants (60 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
