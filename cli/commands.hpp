@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "amax/bench_multi.hpp"
 #include "amax/dtype.hpp"
 
 namespace amax::cli {
@@ -29,6 +30,10 @@ void add_emit(CLI::App& app);
 void add_tune(CLI::App& app);
 /// `amax-tune bench`.
 void add_bench(CLI::App& app);
+/// `amax-tune bench-multi [--groups 500x4096:fp32,...]`.
+void add_bench_multi(CLI::App& app);
+/// Parses `500x4096:fp32,4096x16k:bf16` (counts as for --sizes). UsageError naming the bad item.
+std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text);
 /// `amax-tune check [--db F] [--retune] [--dtypes ...] [--sizes ...]`.
 void add_check(CLI::App& app);
 /// `amax-tune show | export | import | merge`.

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   amax::cli::add_tune(app);
   amax::cli::add_db_commands(app);
   amax::cli::add_bench(app);
+  amax::cli::add_bench_multi(app);
   amax::cli::add_check(app);
   try {
     app.parse(argc, argv);

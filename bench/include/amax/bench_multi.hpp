@@ -1,0 +1,75 @@
+#pragma once
+// `amax-tune bench-multi`: many tensors per call (DESIGN.md section 6) measured side by side with the
+// bench's protocol (tuner's runner: device events, batches of back-to-back calls, median of
+// interleaved rounds, cold inputs rotated over the largest group plus 5x the L2). A group is
+// `tensors` tensors of `n` elements of one dtype, laid out one after another in a rotated slice.
+// Contenders: amax_multi_compute, one amax_compute per tensor, TE's three-launch amax -> scale step
+// per tensor (zero kernel, amax kernel, compute_scale_from_amax), the streaming read of the group's
+// total bytes (the ceiling) and an empty launch. torch's _foreach_norm is measured from Python.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "amax/backend.hpp"
+#include "amax/measure.hpp"
+
+namespace amax::bench {
+
+/// One group shape: `tensors` x `n` elements of `dtype`. Text form `500x4096:fp32`.
+struct MultiGroupSpec {
+  std::uint64_t tensors = 0;
+  std::uint64_t n = 0;
+  DType dtype{};
+  std::uint64_t bytes() const noexcept { return tensors * n * info(dtype).bytes; }
+  std::string name() const;
+};
+/// The default groups: the targets (500 x 4096 fp32, 4096 x 16 Ki bf16), a small one
+/// (64 x 4096 fp32) and groups of 64 MB and more (512 x 64 Ki, 64 x 1 Mi, 128 x 1 Mi, 8 x 16 Mi bf16).
+std::vector<MultiGroupSpec> default_multi_groups();
+
+inline constexpr const char* kMulti = "amax-tune multi";
+inline constexpr const char* kPerTensor = "amax-tune per tensor";
+inline constexpr const char* kTeStepPerTensor = "TE amax+scale per tensor (3 launches)";
+
+struct MultiBenchOptions {
+  std::vector<MultiGroupSpec> groups = default_multi_groups();
+  std::string user_db, system_db;  ///< "" = the library's defaults
+  int device = 0;
+  int rounds = 15;
+  std::filesystem::path out_dir = "amax-tune-bench";  ///< bench_multi.csv
+  bool progress = true;
+};
+
+struct MultiRow {
+  MultiGroupSpec group;
+  std::string contender;
+  tune::Stats stats;
+  std::string detail;
+};
+
+struct MultiTarget {
+  std::string target, measured;
+  bool met = false;
+  bool measured_ok = true;
+};
+
+struct MultiBenchReport {
+  DeviceInfo device;
+  std::string protocol;
+  std::vector<MultiRow> rows;
+  std::vector<MultiTarget> targets;
+};
+
+/// Runs the bench: before timing a group, amax_multi_compute and the per-tensor calls run once on
+/// the first slice and every tensor's bits must equal the CPU reference's (else
+/// std::runtime_error naming the contender, group, tensor and both bit patterns). Writes
+/// out_dir/bench_multi.csv. Errors: std::runtime_error (no device, a wrong result), BackendError.
+MultiBenchReport run_bench_multi(const MultiBenchOptions& options);
+
+/// The targets on `rows`: 500 x 4096 fp32 <= 25 us; 4096 x 16 Ki bf16 <= 60 us; groups of
+/// 64 MB (10^6 bytes) or more at >= 85% of the streaming read of their bytes (the worst decides).
+/// A target whose group is not in `rows` is left out.
+std::vector<MultiTarget> check_multi_targets(const std::vector<MultiRow>& rows);
+
+}  // namespace amax::bench

@@ -1,0 +1,99 @@
+// amax-tune bench-multi: many tensors per call against one call per tensor, TE's three-launch step
+// per tensor and the streaming read of the group's bytes (bench/include/amax/bench_multi.hpp).
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "amax/bench_multi.hpp"
+#include "commands.hpp"
+
+namespace amax::cli {
+namespace {
+
+struct Args {
+  std::string groups, db, system_db, out = "amax-tune-bench";
+  int device = 0, rounds = 15;
+  bool quiet = false;
+};
+
+int run(const Args& a) {
+  bench::MultiBenchOptions o;
+  if (!a.groups.empty()) o.groups = parse_multi_groups(a.groups);
+  if (a.rounds < 3) throw UsageError(fmt::format("--rounds must be at least 3, got {}", a.rounds));
+  if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
+  o.user_db = a.db;
+  o.system_db = a.system_db;
+  o.device = a.device;
+  o.rounds = a.rounds;
+  o.out_dir = a.out;
+  o.progress = !a.quiet;
+  const auto r = bench::run_bench_multi(o);
+  std::cout << fmt::format("Measured on {} ({}, {} SMs/CUs); {}\n\n", r.device.name, r.device.arch, r.device.cu_count,
+                           r.protocol);
+  std::cout << "| group | MB | multi us | GB/s | % of stream read | vs per tensor | vs TE step per tensor | variant |\n"
+               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  for (std::size_t i = 0; i + 4 < r.rows.size() + 1; i += 5) {
+    const auto& m = r.rows[i];
+    const double us = m.stats.median_us;
+    std::cout << fmt::format("| {} | {:.1f} | {:.2f} | {:.0f} | {:.0f}% | {:.1f}x | {:.1f}x | `{}` |\n", m.group.name(),
+                             m.group.bytes() / 1e6, us, m.group.bytes() / us / 1e3, 100 * r.rows[i + 3].stats.median_us / us,
+                             r.rows[i + 1].stats.median_us / us, r.rows[i + 2].stats.median_us / us, m.detail);
+  }
+  std::cout << "\n| target (issue 12) | measured | |\n| --- | --- | --- |\n";
+  for (const auto& t : r.targets)
+    std::cout << fmt::format("| {} | {} | {} |\n", t.target, t.measured,
+                             !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");
+  std::cerr << "wrote " << (o.out_dir / "bench_multi.csv").string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text) {
+  std::vector<bench::MultiGroupSpec> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    auto bad = [&](const std::string& why) {
+      return UsageError("invalid group '" + item + "' in --groups '" + text + "': " + why +
+                        " (expected TENSORSxN:DTYPE, e.g. 500x4096:fp32)");
+    };
+    const std::size_t x = item.find('x'), colon = item.find(':');
+    if (x == std::string::npos || colon == std::string::npos || colon < x) throw bad("not TENSORSxN:DTYPE");
+    bench::MultiGroupSpec g;
+    const auto d = parse_dtype(item.substr(colon + 1));
+    if (!d) throw bad("unknown dtype '" + item.substr(colon + 1) + "'");
+    g.dtype = *d;
+    std::vector<std::uint64_t> t, n;
+    try {
+      t = parse_sizes(item.substr(0, x));
+      n = parse_sizes(item.substr(x + 1, colon - x - 1));
+    } catch (const std::invalid_argument& e) {
+      throw bad(e.what());
+    }
+    if (t.size() != 1 || n.size() != 1) throw bad("one count of tensors and one element count");
+    g.tensors = t[0];
+    g.n = n[0];
+    out.push_back(g);
+    start = end + 1;
+  }
+  return out;
+}
+
+void add_bench_multi(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("bench-multi", "Benchmark many tensors per call against one call per tensor and TE");
+  sub->add_option("--groups", a->groups, "Groups TENSORSxN:DTYPE, comma-separated (default: 500x4096:fp32, "
+                                         "4096x16384:bf16, 64x4096:fp32, 512x65536:bf16, 64x1M:bf16, 128x1M:bf16, 8x16M:bf16)");
+  sub->add_option("--db", a->db, "User tuning database the dispatch reads (default: the library's)");
+  sub->add_option("--system-db", a->system_db, "System database the dispatch reads (default: the installed one)");
+  sub->add_option("--rounds", a->rounds, "Interleaved timed batches per contender")->capture_default_str();
+  sub->add_option("--device", a->device, "Device ordinal")->capture_default_str();
+  sub->add_option("-o,--out-dir", a->out, "Where bench_multi.csv goes")->capture_default_str();
+  sub->add_flag("-q,--quiet", a->quiet, "No progress lines");
+  sub->final_callback([a] { throw CLI::RuntimeError(run(*a)); });
+}
+
+}  // namespace amax::cli

@@ -1,0 +1,31 @@
+// bench-multi on the GPU (label gpu; skips without a GPU): a small run verifies every tensor, times
+// every contender and writes the CSV.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "amax/bench_multi.hpp"
+
+using namespace amax;
+using namespace amax::bench;
+
+TEST(GpuBenchMulti, SmallRunChecksEveryTensorAndWritesTheCsv) {
+  Vendor v{};
+  if (!first_available_vendor(v)) GTEST_SKIP() << "no GPU: " << no_device_reason(Vendor::nvidia);
+  MultiBenchOptions o;
+  o.groups = {{7, 1000, DType::bf16}, {300, 4096, DType::fp32}};
+  o.rounds = 3;
+  o.user_db = o.system_db = "";
+  o.out_dir = std::filesystem::temp_directory_path() / ("amax-bench-multi-" + std::to_string(::getpid()));
+  const auto r = run_bench_multi(o);
+  ASSERT_EQ(r.rows.size(), 10u);  // 5 contenders per group
+  for (const auto& row : r.rows) EXPECT_GT(row.stats.median_us, 0) << row.group.name() << " " << row.contender;
+  std::ifstream csv(o.out_dir / "bench_multi.csv");
+  const std::string text((std::istreambuf_iterator<char>(csv)), {});
+  EXPECT_NE(text.find(",300x4096:fp32,300,4096,fp32,4915200,\"amax-tune multi\""), std::string::npos) << text;
+  std::filesystem::remove_all(o.out_dir);
+}
