@@ -36,6 +36,8 @@ void add_bench_multi(CLI::App& app);
 std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text);
 /// `amax-tune check [--db F] [--retune] [--dtypes ...] [--sizes ...]`.
 void add_check(CLI::App& app);
+/// `amax-tune bundle --db DB --arch LIST -o DIR`: a release bundle of compiled kernels.
+void add_bundle(CLI::App& app);
 /// `amax-tune show | export | import | merge`.
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   amax::cli::add_bench(app);
   amax::cli::add_bench_multi(app);
   amax::cli::add_check(app);
+  amax::cli::add_bundle(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand finished; carries its exit code

@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config git
-  libspdlog-dev libfmt-dev libsqlite3-dev libsqlitecpp-dev sqlite3 libcli11-dev nlohmann-json3-dev
+  libspdlog-dev libfmt-dev libssl-dev libsqlite3-dev libsqlitecpp-dev sqlite3 libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # ROCm 5.2 HIP runtime + hipRTC (compiles for gfx90a without a GPU) and LLVM tooling for AMD
   # code-object metadata (llvm-readelf --notes).

@@ -130,6 +130,7 @@ struct amax_context {
     if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
     if (p.kernel.load(std::memory_order_acquire)) return p;
     const LoadedKernel* k = kernels->find(p.config, d);
+    if (!k && backend->is_capturing(stream)) k = kernels->get_bundled(p.config, d);  // loading is not a stream operation
     if (!k && backend->is_capturing(stream))
       fail(AMAX_STATUS_NOT_PRELOADED,
            fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
@@ -430,12 +431,19 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->check_pointers = device_count(vendor) > 1;
     c->nan_mode = o->nan_mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
     const std::filesystem::path cache = o->kernel_cache_dir ? o->kernel_cache_dir : BinaryCache::default_dir();
-    c->kernels = std::make_unique<KernelCache>(*c->backend, c->compiler, BinaryCache(cache));
+    std::shared_ptr<const Bundle> bundle;
+    if (const auto path = default_bundle_path()) {
+      std::string warning;
+      bundle = Bundle::open(*path, &warning);
+      if (!warning.empty()) log().warn("{}", warning);
+    }
+    c->kernels = std::make_unique<KernelCache>(*c->backend, c->compiler, BinaryCache(cache), bundle);
     c->user_db = o->user_db_path ? o->user_db_path : default_user_db_path().string();
     c->system_db = o->system_db_path ? o->system_db_path : default_system_db_path().string();
     const auto& dev = c->backend->device();
     c->tables = std::make_unique<DispatchTables>(
-        c->arch, running_provenance(dev, c->compiler->version()));
+        c->arch, running_provenance(dev, c->compiler->version()),
+        bundle ? bundle->compiler_for(c->arch) : std::string());
     c->tables->read_environment();
     if (const char* f = std::getenv("AMAX_TUNE_FORCE_MULTI_LABEL"); f && *f) {
       try {
@@ -591,7 +599,12 @@ AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64
                            "the arch family", c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
                            c->system_db.empty() ? "disabled" : c->system_db);
     }
-    std::snprintf(e->detail, sizeof e->detail, "%s", detail.c_str());
+    const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
+    const std::string origin =
+        !k ? "code object: not loaded yet"
+           : k->origin == KernelOrigin::jit ? fmt::format("code object: JIT ({:.1f} ms)", k->compile_ms)
+                                            : std::string("code object: ") + to_string(k->origin);
+    std::snprintf(e->detail, sizeof e->detail, "%s; %s", origin.c_str(), detail.c_str());
   });
 }
 

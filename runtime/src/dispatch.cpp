@@ -40,8 +40,8 @@ db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_ve
                         .tool_version = std::string(generator_version())};
 }
 
-DispatchTables::DispatchTables(ArchInfo arch, db::Provenance current)
-    : arch_(std::move(arch)), current_(std::move(current)) {}
+DispatchTables::DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler)
+    : arch_(std::move(arch)), current_(std::move(current)), bundle_compiler_(std::move(bundle_compiler)) {}
 
 void DispatchTables::warn(std::string m) {
   log().warn("{}", m);
@@ -86,7 +86,10 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
       if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
       continue;
     }
-    if (auto f = db::stale_fields(r.provenance, current_); !f.empty()) {
+    auto f = db::stale_fields(r.provenance, current_);
+    if (!bundle_compiler_.empty() && r.provenance.compiler == bundle_compiler_)
+      f.erase(std::remove(f.begin(), f.end(), std::string_view("compiler")), f.end());
+    if (!f.empty()) {
       ++stale;
       for (auto s : f) stale_fields.insert(std::string(s));
       continue;

@@ -4,12 +4,22 @@
 
 
 #include "amax/hash.hpp"
+#include "amax/log.hpp"
 #include "amax/render.hpp"
 
 namespace amax {
 
 BinaryKey binary_key(const JitCompiler& compiler, const ArchInfo& arch, std::string_view source) {
   return BinaryKey{to_hex(fnv1a64(source)), arch.name, compiler.version()};
+}
+
+const char* to_string(KernelOrigin o) noexcept {
+  switch (o) {
+    case KernelOrigin::bundle: return "bundle";
+    case KernelOrigin::kernel_cache: return "kernel cache";
+    case KernelOrigin::jit: return "JIT";
+  }
+  return "?";
 }
 
 CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
@@ -41,6 +51,7 @@ KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache,
                                   &out.compile_ms);
   out.binary = std::move(b.binary);
   out.log = std::move(b.log);
+  out.origin = out.from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit;
   if (compiler.vendor() == Vendor::nvidia) {  // the log (kept in the cache entry too) holds ptxas' report
     const auto usage = parse_ptxas_report(out.log);
     if (auto it = usage.find(name); it != usage.end()) out.usage = it->second;
@@ -48,11 +59,39 @@ KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache,
   return out;
 }
 
-KernelCache::KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries)
+KernelCache::KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries,
+                         std::shared_ptr<const Bundle> bundle)
     : backend_(backend),
       compiler_(std::move(compiler)),
       binaries_(std::move(binaries)),
+      bundle_(std::move(bundle)),
       arch_(ArchInfo::parse(backend.device().arch)) {}
+
+const LoadedKernel* KernelCache::get_bundled(const KernelConfig& config, DType dtype) {
+  if (const LoadedKernel* k = find(config, dtype)) return k;
+  if (!bundle_) return nullptr;
+  KernelConfig c = config;
+  c.max_blocks = BlockCap::uncapped();
+  const BundleEntry* e = bundle_->find(c, dtype, arch_);
+  if (!e) return nullptr;
+  {
+    std::lock_guard lock(refused_mu_);
+    if (refused_.count(e->kernel)) return nullptr;
+  }
+  std::string why;
+  auto bytes = bundle_->read(*e, arch_, &why);
+  if (!bytes) {
+    std::lock_guard lock(refused_mu_);
+    if (refused_.insert(e->kernel).second) log().warn("{}; it is not used and is JIT-compiled instead", why);
+    return nullptr;
+  }
+  KernelBinary b;
+  b.config = c;
+  b.dtype = dtype;
+  b.binary = std::move(*bytes);
+  b.origin = KernelOrigin::bundle;
+  return &load(std::move(b));
+}
 
 const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) const noexcept {
   std::lock_guard lock(mu_);
@@ -61,7 +100,7 @@ const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) c
 }
 
 const LoadedKernel& KernelCache::get(const KernelConfig& config, DType dtype) {
-  if (const LoadedKernel* k = find(config, dtype)) return *k;
+  if (const LoadedKernel* k = get_bundled(config, dtype)) return *k;
   return load(build_kernel(*compiler_, binaries_, arch_, config, dtype));
 }
 
@@ -73,6 +112,8 @@ const LoadedKernel& KernelCache::load(KernelBinary&& b) {
   k->config = b.config;
   k->dtype = b.dtype;
   k->usage = b.usage;
+  k->origin = b.origin;
+  k->compile_ms = b.compile_ms;
   k->module = backend_.load_module(b.binary);
   k->main = k->module->function(name);
   if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(b.config, b.dtype));

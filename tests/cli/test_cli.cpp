@@ -105,6 +105,9 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"check --device -1 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -1"},
       {"check --retune=maybe --db " + (dir / "a.db").string(), "--retune"},
       {"check --rounds 3 --db " + (dir / "a.db").string(), "--rounds"},
+      {"bundle --arch sm_90", "bundle needs -o DIR"},
+      {"bundle --arch sm_9x -o " + (dir / "b").string(), "invalid arch 'sm_9x'"},
+      {"bundle --arch , -o " + (dir / "b").string(), "--arch lists no arch"},
   };
   for (const auto& c : cases) {
     const CmdResult r = run(c.args);
@@ -276,4 +279,22 @@ TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
   EXPECT_EQ(slurp(db), good);
   EXPECT_EQ(fs::last_write_time(db), good_time);
   EXPECT_FALSE(fs::exists(db.string() + "-wal"));
+}
+
+// `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db), gfx942 listed as
+// skipped with the reason where no compiler here can target it; --strict makes a skip a failure.
+TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
+  const auto out = dir / "k.bundle";
+  CmdResult r = run("bundle --arch sm_90 -o " + out.string());
+  if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 24 kernels (0 database winners, 24 built-in defaults)")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 24 code objects")) << r.out;
+  EXPECT_TRUE(fs::exists(out / "index.json"));
+  r = run("bundle --arch sm_90,gfx942 -o " + out.string());
+  if (!has(r.out, "gfx942: skipped")) GTEST_SKIP() << "a compiler here targets gfx942: " << r.out;
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = run("bundle --strict --arch sm_90,gfx942 -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "gfx942: skipped: ")) << r.out;
 }

@@ -13,7 +13,8 @@
  * Threads and streams: a context may be used from several threads at once, each with its own
  * streams. amax_compute never synchronises, never allocates device memory and never compiles
  * while the stream is being captured into a CUDA/HIP graph: a kernel that is not loaded yet
- * gives AMAX_STATUS_NOT_PRELOADED during capture (call amax_preload first).
+ * gives AMAX_STATUS_NOT_PRELOADED during capture (call amax_preload first), unless the release
+ * bundle of compiled kernels holds it (it is then loaded, which is not a stream operation).
  *
  * Streams: NULL is the legacy default stream; the per-thread default stream handle
  * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
@@ -123,7 +124,8 @@ typedef struct amax_explanation_t {
                                     two_stage with one block) or 2 (atomic: memset + kernel;
                                     two_stage: two kernels) */
   uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */
-  char detail[512];            /**< a sentence: which entry, measured where and when, or why a fallback */
+  char detail[512];            /**< "code object: bundle" | "kernel cache" | "JIT (<ms> ms)" | "not loaded yet",
+                                    then "; " and a sentence: which entry, measured where and when, or why a fallback */
 } amax_explanation_t;
 
 /** Sets defaults (device 0, NaN propagate, default paths). */

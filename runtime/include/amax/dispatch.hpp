@@ -55,8 +55,12 @@ struct Choice {
 class DispatchTables {
  public:
   /// @p current: the running build and device (running_provenance()); only its identity fields
-  /// are read, and rows of other arches than current.arch are not.
-  DispatchTables(ArchInfo arch, db::Provenance current);
+  /// are read, and rows of other arches than current.arch are not. @p bundle_compiler: the
+  /// compiler of the kernel bundle's entries for this arch (Bundle::compiler_for; "" without a
+  /// bundle). A row is fresh when its compiler is current.compiler or this one (its kernel is then
+  /// served from the bundle, or compiled by the installed JIT), so a machine without NVRTC, or
+  /// with another NVRTC, does not make the shipped rows stale.
+  DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler = {});
 
   /// Loads the winners of this arch from the database at `path` into the user or system table.
   /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
@@ -86,6 +90,7 @@ class DispatchTables {
   void warn(std::string message);
   ArchInfo arch_;
   db::Provenance current_;
+  std::string bundle_compiler_;
   std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;

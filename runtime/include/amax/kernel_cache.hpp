@@ -5,18 +5,25 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "amax/backend.hpp"
 #include "amax/binary_cache.hpp"
+#include "amax/bundle.hpp"
 #include "amax/compiler.hpp"
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
 
 namespace amax {
+
+/// Where a loaded kernel's code object came from, in lookup order.
+enum class KernelOrigin : std::uint8_t { bundle, kernel_cache, jit };
+/// "bundle" / "kernel cache" / "JIT".
+const char* to_string(KernelOrigin o) noexcept;
 
 /// A compiled, not yet loaded, kernel program for the compile-time part of a config and a dtype.
 struct KernelBinary {
@@ -27,6 +34,7 @@ struct KernelBinary {
   ResourceUsage usage;       ///< of the stage-one kernel where the compiler reports it (NVRTC)
   bool from_cache = false;   ///< read from the binary cache rather than compiled
   double compile_ms = 0;     ///< 0 when from the cache
+  KernelOrigin origin = KernelOrigin::jit;
 };
 
 /// The binary-cache key of `source` compiled for `arch` by `compiler`: its hash, the arch and the
@@ -51,7 +59,9 @@ struct LoadedKernel {
   DType dtype{};
   FunctionHandle main = nullptr;
   FunctionHandle finish = nullptr;
-  ResourceUsage usage;
+  ResourceUsage usage;       ///< -1 fields for bundled kernels (the bundle keeps no compiler log)
+  KernelOrigin origin = KernelOrigin::jit;
+  double compile_ms = 0;     ///< JIT time; 0 unless origin is jit
   std::unique_ptr<Module> module;
 };
 
@@ -73,21 +83,30 @@ CachedBinary build_multi_kernel(const JitCompiler& compiler, const BinaryCache& 
                                 const MultiConfig& config, DType dtype, std::uint32_t capacity,
                                 ResourceUsage* usage = nullptr, bool* from_cache = nullptr);
 
-/// The in-process kernel cache of one device: each (kernel label, dtype) is built and loaded once.
+/// The in-process kernel cache of one device: each (kernel label, dtype) is built and loaded once,
+/// looked up in the bundle of compiled kernels first, then the binary (on-disk kernel) cache, then
+/// compiled by the JIT compiler. A bundle entry that is refused (arch, template hash, size or
+/// SHA-256 mismatch, trust rule) gives one warning and the next source is used.
 /// Thread-safety: all methods may be called concurrently; returned references stay valid for the
 /// cache's lifetime (entries are never evicted).
 class KernelCache {
  public:
-  KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries);
-  /// The loaded kernel, building and loading it on first use (under a per-cache lock).
+  /// `bundle` may be nullptr (no bundle).
+  KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries,
+              std::shared_ptr<const Bundle> bundle = nullptr);
+  /// The loaded kernel, loading it from the bundle or building it on first use.
   /// Errors: CompileError, BackendError.
   const LoadedKernel& get(const KernelConfig& config, DType dtype);
+  /// The loaded kernel if it is loaded or can be loaded from the bundle (no compile, no kernel-cache
+  /// read: usable during graph capture), else nullptr. Errors: BackendError.
+  const LoadedKernel* get_bundled(const KernelConfig& config, DType dtype);
   /// Loads a binary built elsewhere (e.g. compiled in parallel by build_kernel); returns the
   /// existing entry when that kernel is already loaded. Errors: BackendError.
   const LoadedKernel& load(KernelBinary&& binary);
   /// The kernel if already loaded, else nullptr. Never compiles or loads (safe during capture).
   const LoadedKernel* find(const KernelConfig& config, DType dtype) const noexcept;
-  /// The multi-tensor kernel, built and loaded on first use. Errors: CompileError, BackendError.
+  /// The multi-tensor kernel, built and loaded on first use (kernel cache, then JIT: the bundle
+  /// holds no multi-tensor kernels yet). Errors: CompileError, BackendError.
   const LoadedMultiKernel& get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
   /// The multi-tensor kernel if already loaded, else nullptr (safe during capture).
   const LoadedMultiKernel* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) const noexcept;
@@ -95,16 +114,20 @@ class KernelCache {
   Backend& backend() noexcept { return backend_; }
   const JitCompiler& compiler() const noexcept { return *compiler_; }
   const BinaryCache& binaries() const noexcept { return binaries_; }
+  const Bundle* bundle() const noexcept { return bundle_.get(); }
   const ArchInfo& arch() const noexcept { return arch_; }
 
  private:
   Backend& backend_;
   std::shared_ptr<const JitCompiler> compiler_;
   BinaryCache binaries_;
+  std::shared_ptr<const Bundle> bundle_;
   ArchInfo arch_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // key: kernel_name(config, dtype)
   std::map<std::string, std::unique_ptr<LoadedMultiKernel>> multi_;  // key: multi_kernel_name
+  std::mutex refused_mu_;
+  std::set<std::string> refused_;  // bundle entries refused (warned once)
 };
 
 }  // namespace amax

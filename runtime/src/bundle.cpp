@@ -1,0 +1,200 @@
+#include "amax/bundle.hpp"
+
+#include <dlfcn.h>
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "amax/render.hpp"
+#include "amax/trust.hpp"
+
+namespace amax {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kIndex = "index.json";
+constexpr const char* kFormat = "amax-tune-bundle";
+constexpr int kVersion = 1;
+
+void write_file(const fs::path& p, std::string_view bytes) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f.flush()) throw std::runtime_error("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                  ec);
+  fs::rename(tmp, p, ec);
+  if (ec) throw std::runtime_error("cannot rename " + tmp.string() + " to " + p.string() + ": " + ec.message());
+}
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("EVP_Digest(SHA-256) failed");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+BundleWriter::BundleWriter(fs::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw std::runtime_error("cannot create bundle directory " + dir_.string() + ": " + ec.message());
+  fs::remove(dir_ / kIndex, ec);
+}
+
+void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
+                       const std::vector<char>& binary) {
+  BundleEntry e;
+  e.kernel = kernel_name(config, dtype);
+  e.label = config.kernel_label();
+  e.dtype = std::string(info(dtype).name);
+  e.arch = arch.name;
+  e.template_hash = template_hash();
+  e.compiler = compiler;
+  e.sha256 = sha256_hex(std::string_view(binary.data(), binary.size()));
+  e.size = binary.size();
+  e.file = e.sha256 + ".bin";
+  write_file(dir_ / e.file, std::string_view(binary.data(), binary.size()));
+  for (auto& old : entries_)
+    if (old.kernel == e.kernel && old.arch == e.arch) {
+      old = std::move(e);
+      return;
+    }
+  entries_.push_back(std::move(e));
+}
+
+void BundleWriter::finish(const std::string& tool_version) {
+  nlohmann::json j{{"format", kFormat}, {"version", kVersion}, {"tool_version", tool_version}};
+  auto& list = j["entries"] = nlohmann::json::array();
+  for (const auto& e : entries_)
+    list.push_back({{"kernel", e.kernel}, {"label", e.label}, {"dtype", e.dtype}, {"arch", e.arch},
+                    {"template_hash", e.template_hash}, {"compiler", e.compiler}, {"sha256", e.sha256},
+                    {"size", e.size}, {"file", e.file}});
+  write_file(dir_ / kIndex, j.dump(1) + "\n");
+}
+
+struct Bundle::Dir {
+  trust::TrustedDir dir;
+};
+
+Bundle::~Bundle() = default;
+
+std::unique_ptr<Bundle> Bundle::open(const fs::path& dir, std::string* warning) {
+  warning->clear();
+  auto td = trust::TrustedDir::open(dir);
+  if (td.missing()) return nullptr;
+  if (!td.ok()) {
+    *warning = "kernel bundle " + dir.string() + " is not used (its kernels will be JIT-compiled): " + td.reason();
+    return nullptr;
+  }
+  std::string why;
+  const auto text = td.read(kIndex, &why);
+  if (!text) {
+    if (why.empty()) return nullptr;  // a directory without an index: not a bundle (nothing installed)
+    *warning = "kernel bundle " + dir.string() + " is not used (its kernels will be JIT-compiled): " + why;
+    return nullptr;
+  }
+  auto b = std::unique_ptr<Bundle>(new Bundle);
+  try {
+    const auto j = nlohmann::json::parse(*text);
+    if (j.at("format").get<std::string>() != kFormat || j.at("version").get<int>() != kVersion)
+      throw std::runtime_error("format " + j.at("format").dump() + " version " + j.at("version").dump() +
+                               " (expected \"" + kFormat + "\" version " + std::to_string(kVersion) + ")");
+    for (const auto& x : j.at("entries")) {
+      BundleEntry e;
+      e.kernel = x.at("kernel").get<std::string>();
+      e.label = x.at("label").get<std::string>();
+      e.dtype = x.at("dtype").get<std::string>();
+      e.arch = x.at("arch").get<std::string>();
+      e.template_hash = x.at("template_hash").get<std::string>();
+      e.compiler = x.at("compiler").get<std::string>();
+      e.sha256 = x.at("sha256").get<std::string>();
+      e.size = x.at("size").get<std::uint64_t>();
+      e.file = x.at("file").get<std::string>();
+      if (e.file.empty() || e.file.find('/') != std::string::npos || e.file[0] == '.')
+        throw std::runtime_error("entry " + e.kernel + " names the file '" + e.file + "' (expected <sha256>.bin)");
+      b->entries_.push_back(std::move(e));
+    }
+  } catch (const std::exception& ex) {
+    *warning = "kernel bundle " + dir.string() + " is not used (its kernels will be JIT-compiled): " + kIndex +
+               " is damaged: " + ex.what();
+    return nullptr;
+  }
+  b->path_ = dir;
+  b->dir_ = std::make_unique<Dir>(Dir{std::move(td)});
+  return b;
+}
+
+const BundleEntry* Bundle::find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const {
+  const std::string k = kernel_name(config, dtype);
+  for (const auto& e : entries_)
+    if (e.kernel == k && e.arch == arch.name) return &e;
+  return nullptr;
+}
+
+std::optional<std::vector<char>> Bundle::read(const BundleEntry& e, const ArchInfo& arch, std::string* why) const {
+  const std::string what = "bundled kernel " + e.kernel + " (" + e.arch + ") in " + path_.string();
+  if (e.arch != arch.name) {
+    *why = what + " was compiled for " + e.arch + ", not for this device's " + arch.name;
+    return std::nullopt;
+  }
+  if (e.template_hash != template_hash()) {
+    *why = what + " was compiled from other kernel templates (template hash " + e.template_hash + ", this build's " +
+           template_hash() + ")";
+    return std::nullopt;
+  }
+  std::string err;
+  const auto bytes = dir_->dir.read(e.file, &err);
+  if (!bytes) {
+    *why = what + ": " + (err.empty() ? "its file " + e.file + " is missing" : err);
+    return std::nullopt;
+  }
+  if (bytes->size() != e.size) {
+    *why = what + ": " + e.file + " has " + std::to_string(bytes->size()) + " bytes, the index says " +
+           std::to_string(e.size) + " (truncated or replaced)";
+    return std::nullopt;
+  }
+  if (const std::string h = sha256_hex(*bytes); h != e.sha256) {
+    *why = what + ": " + e.file + " has SHA-256 " + h + ", the index says " + e.sha256 + " (modified)";
+    return std::nullopt;
+  }
+  return std::vector<char>(bytes->begin(), bytes->end());
+}
+
+std::string Bundle::compiler_for(const ArchInfo& arch) const {
+  for (const auto& e : entries_)
+    if (e.arch == arch.name) return e.compiler;
+  return "";
+}
+
+std::optional<fs::path> default_bundle_path() {
+  if (const char* p = std::getenv("AMAX_TUNE_BUNDLE")) {
+    if (!*p) return std::nullopt;
+    return fs::path(p);
+  }
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_bundle_path), &info) && info.dli_fname) {
+    // Beside the installed system database (AMAX_SYSTEM_DB_FROM_LIBDIR, relative to the library).
+    const auto candidate =
+        (fs::path(info.dli_fname).parent_path() / AMAX_SYSTEM_DB_FROM_LIBDIR).parent_path() / "kernels.bundle";
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return candidate.lexically_normal();
+  }
+  return fs::path(AMAX_SYSTEM_DB_INSTALLED).parent_path() / "kernels.bundle";
+}
+
+}  // namespace amax

@@ -1,0 +1,242 @@
+// Release bundles of compiled kernels on the CPU: written with real NVRTC / hipRTC code objects,
+// read back with every hash verified, and damaged (truncated, one byte flipped), stale (template
+// hash, arch) or other-user-writable bundles refused with a reason naming the problem.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "amax/bundle.hpp"
+#include "amax/compiler.hpp"
+#include "amax/db/tuning_db.hpp"
+#include "amax/dispatch.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/render.hpp"
+
+using namespace amax;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("amax-bundle-" + tag + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  fs::permissions(d, fs::perms::owner_all);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
+
+struct Written {
+  fs::path dir;
+  KernelConfig config;
+  std::vector<char> binary;
+};
+
+// A bundle with the two built-in defaults of bf16 for sm_90, compiled by NVRTC.
+Written write_sm90(const std::string& tag) {
+  Written w;
+  w.dir = fresh_dir(tag) / "kernels.bundle";
+  const auto arch = ArchInfo::parse("sm_90");
+  const auto compiler = make_compiler(Vendor::nvidia);
+  BundleWriter out(w.dir);
+  const BinaryCache none{fs::path{}};
+  for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30}) {
+    const KernelConfig c = builtin_default(arch, DType::bf16, n);
+    const KernelBinary b = build_kernel(*compiler, none, arch, c, DType::bf16);
+    out.add(c, DType::bf16, arch, compiler->version(), b.binary);
+    if (n == 1000) {
+      w.config = c;
+      w.binary = b.binary;
+    }
+  }
+  out.finish(std::string(generator_version()));
+  return w;
+}
+
+}  // namespace
+
+TEST(Bundle, Sha256OfKnownText) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Bundle, RoundTripsWithHashesVerified) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const Written w = write_sm90("roundtrip");
+  std::string warning;
+  const auto b = Bundle::open(w.dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  EXPECT_EQ(warning, "");
+  ASSERT_EQ(b->entries().size(), 2u);
+  const auto arch = ArchInfo::parse("sm_90");
+  const BundleEntry* e = b->find(w.config, DType::bf16, arch);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->kernel, kernel_name(w.config, DType::bf16));
+  EXPECT_EQ(e->label, w.config.kernel_label());
+  EXPECT_EQ(e->dtype, "bf16");
+  EXPECT_EQ(e->arch, "sm_90");
+  EXPECT_EQ(e->template_hash, template_hash());
+  EXPECT_EQ(e->compiler, make_compiler(Vendor::nvidia)->version());
+  EXPECT_EQ(e->size, w.binary.size());
+  EXPECT_EQ(e->sha256, sha256_hex(std::string_view(w.binary.data(), w.binary.size())));
+  EXPECT_EQ(e->file, e->sha256 + ".bin");
+  std::string why;
+  const auto bytes = b->read(*e, arch, &why);
+  ASSERT_TRUE(bytes) << why;
+  EXPECT_EQ(*bytes, w.binary);
+  EXPECT_EQ(b->compiler_for(arch), e->compiler);
+  EXPECT_EQ(b->compiler_for(ArchInfo::parse("sm_80")), "");
+  EXPECT_EQ(b->find(w.config, DType::fp32, arch), nullptr);
+  EXPECT_EQ(b->find(w.config, DType::bf16, ArchInfo::parse("sm_80")), nullptr);
+}
+
+TEST(Bundle, TruncatedOrFlippedCodeObjectIsRefused) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const Written w = write_sm90("damaged");
+  const auto arch = ArchInfo::parse("sm_90");
+  std::string warning, why;
+  auto b = Bundle::open(w.dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  const BundleEntry e = *b->find(w.config, DType::bf16, arch);
+  const std::string good = slurp(w.dir / e.file);
+  spit(w.dir / e.file, good.substr(0, good.size() / 2));
+  EXPECT_FALSE(b->read(e, arch, &why));
+  EXPECT_NE(why.find("has " + std::to_string(good.size() / 2) + " bytes, the index says " + std::to_string(good.size()) +
+                     " (truncated or replaced)"),
+            std::string::npos)
+      << why;
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 1;
+  spit(w.dir / e.file, flipped);
+  EXPECT_FALSE(b->read(e, arch, &why));
+  EXPECT_NE(why.find("has SHA-256 " + sha256_hex(flipped) + ", the index says " + e.sha256 + " (modified)"),
+            std::string::npos)
+      << why;
+  fs::remove(w.dir / e.file);
+  EXPECT_FALSE(b->read(e, arch, &why));
+  EXPECT_NE(why.find("its file " + e.file + " is missing"), std::string::npos) << why;
+  spit(w.dir / e.file, good);
+  EXPECT_TRUE(b->read(e, arch, &why)) << why;
+}
+
+TEST(Bundle, StaleTemplateHashOrOtherArchIsRefused) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const Written w = write_sm90("stale");
+  std::string warning, why;
+  auto j = nlohmann::json::parse(slurp(w.dir / "index.json"));
+  j["entries"][0]["template_hash"] = "0123456789abcdef";
+  j["entries"][1]["arch"] = "sm_80";
+  spit(w.dir / "index.json", j.dump());
+  auto b = Bundle::open(w.dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  const BundleEntry& stale = b->entries()[0];
+  EXPECT_FALSE(b->read(stale, ArchInfo::parse("sm_90"), &why));
+  EXPECT_NE(why.find("was compiled from other kernel templates (template hash 0123456789abcdef, this build's " +
+                     template_hash() + ")"),
+            std::string::npos)
+      << why;
+  // An entry asked for by another arch than it records is refused, never loaded on the wrong GPU.
+  EXPECT_FALSE(b->read(b->entries()[1], ArchInfo::parse("sm_90"), &why));
+  EXPECT_NE(why.find("was compiled for sm_80, not for this device's sm_90"), std::string::npos) << why;
+}
+
+TEST(Bundle, DamagedIndexIsRefusedWithAWarning) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const Written w = write_sm90("index");
+  const std::string text = slurp(w.dir / "index.json");
+  spit(w.dir / "index.json", text.substr(0, text.size() / 3));
+  std::string warning;
+  EXPECT_FALSE(Bundle::open(w.dir, &warning));
+  EXPECT_NE(warning.find("kernel bundle " + w.dir.string() + " is not used (its kernels will be JIT-compiled): "
+                         "index.json is damaged"),
+            std::string::npos)
+      << warning;
+  std::string none;
+  EXPECT_FALSE(Bundle::open(w.dir.parent_path() / "absent", &none));
+  EXPECT_EQ(none, "");  // no bundle is not a problem
+}
+
+TEST(Bundle, WritableByOthersIsRefused) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const Written w = write_sm90("trust");
+  const auto arch = ArchInfo::parse("sm_90");
+  // The directory writable by others: the whole bundle is refused.
+  fs::permissions(w.dir, fs::perms::others_write, fs::perm_options::add);
+  std::string warning;
+  EXPECT_FALSE(Bundle::open(w.dir, &warning));
+  EXPECT_NE(warning.find("kernel bundle " + w.dir.string() + " is not used"), std::string::npos) << warning;
+  fs::permissions(w.dir, fs::perms::others_write, fs::perm_options::remove);
+  // One code object writable by others: that entry is refused, the others still load.
+  auto b = Bundle::open(w.dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  const BundleEntry& e = *b->find(w.config, DType::bf16, arch);
+  fs::permissions(w.dir / e.file, fs::perms::others_write, fs::perm_options::add);
+  std::string why;
+  EXPECT_FALSE(b->read(e, arch, &why));
+  EXPECT_NE(why.find(e.file), std::string::npos) << why;
+  const BundleEntry& other = b->entries()[0].file == e.file ? b->entries()[1] : b->entries()[0];
+  EXPECT_TRUE(b->read(other, arch, &why)) << why;
+}
+
+#ifdef AMAX_TEST_BUNDLE
+// The release bundle the build made from data/system-db.jsonl (amax-tune bundle, run by CMake):
+// every arch this machine's compilers can target is in it, with every winner the system database
+// ships for it and the built-in defaults; the arches no compiler here can target are reported as
+// skipped with a reason.
+TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
+  std::string warning;
+  const auto b = Bundle::open(AMAX_TEST_BUNDLE, &warning);
+  ASSERT_TRUE(b) << AMAX_TEST_BUNDLE << ": " << warning;
+  const std::string report = slurp(std::string(AMAX_TEST_BUNDLE) + ".txt");
+  std::vector<std::string> expected;
+  if (have_compiler(Vendor::nvidia)) expected = {"sm_80", "sm_90", "sm_100"};
+  if (have_compiler(Vendor::amd)) expected.push_back("gfx90a");
+  const auto tdb = db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly);
+  for (const auto& a : expected) {
+    const auto arch = ArchInfo::parse(a);
+    EXPECT_NE(report.find(a + ": "), std::string::npos) << report;
+    EXPECT_EQ(report.find(a + ": skipped"), std::string::npos) << report;
+    // The built-in default of each dtype at both of its shapes, with every strategy (the default
+    // itself, self_reset and the others AMAX_TUNE_FORCE_STRATEGY selects, the atomic fallback).
+    for (const auto& d : all_dtypes())
+      for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30})
+        for (const Strategy s : kStrategies) {
+          KernelConfig c = builtin_default(arch, d.dtype, n);
+          c.strategy = s;
+          EXPECT_NE(b->find(c, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << c.label();
+        }
+    std::size_t winners = 0;
+    for (const auto& r : tdb.winners(db::WinnerFilter{a, std::nullopt})) {
+      EXPECT_NE(b->find(KernelConfig::parse(r.winner.label), r.key.dtype, arch), nullptr)
+          << a << " " << to_string(r.key.dtype) << " n=" << r.key.n << " " << r.winner.label;
+      ++winners;
+    }
+    if (a == "sm_90") {
+      EXPECT_GT(winners, 0u) << "the system database ships sm_90 winners";
+    }
+  }
+  for (const char* a : {"gfx942", "gfx950"})  // built where a gfx942-capable hipRTC is present, else skipped
+    EXPECT_NE(report.find(std::string(a) + ": "), std::string::npos) << report;
+  // Every entry reads back verified.
+  for (const auto& e : b->entries()) {
+    std::string why;
+    EXPECT_TRUE(b->read(e, ArchInfo::parse(e.arch), &why)) << why;
+  }
+  std::uint64_t bytes = 0;
+  for (const auto& e : b->entries()) bytes += e.size;
+  std::printf("release bundle: %zu code objects, %llu bytes\n%s", b->entries().size(),
+              static_cast<unsigned long long>(bytes), report.c_str());
+}
+#endif
