@@ -196,8 +196,10 @@ TEST(GpuRuntime, NoCompilationDuringCapture) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   amax_tune::Options o = options();
-  o.kernel_cache_dir = "";  // no disk cache: nothing is loaded in this new context
+  o.kernel_cache_dir = "";  // no disk cache and (below) no kernel bundle: nothing can be loaded
+  ::setenv("AMAX_TUNE_BUNDLE", "", 1);  // bundled kernels load during capture (test_gpu_bundle)
   amax_tune::Context ctx(o);
+  ::unsetenv("AMAX_TUNE_BUNDLE");
   DeviceBuffer in(b, 4096), out(b, 4), ws(b, 4096);
   StreamHandle s = b.create_stream();
   b.begin_capture(s);

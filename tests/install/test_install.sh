@@ -11,6 +11,14 @@ test -x "$tmp/prefix/bin/amax-tune"
 libdir=$(dirname "$(find "$tmp/prefix" -name 'libamax_tune.so' | head -1)")
 if [ -f "$src/data/system-db.jsonl" ]; then
   test -f "$tmp/prefix/share/amax-tune/system.db" || { echo "system database not installed"; exit 1; }
+  # The release kernel bundle beside it (built when a backend is), readable by all, writable by
+  # its owner only (the trust rule refuses a bundle other users can write).
+  bundle="$tmp/prefix/share/amax-tune/kernels.bundle"
+  if grep -q '^AMAX_BUNDLE_ARCHES:' "$build/CMakeCache.txt"; then
+    test -f "$bundle/index.json" || { echo "kernel bundle not installed"; exit 1; }
+    bad=$(find "$bundle" -perm /022 | head -1)
+    [ -z "$bad" ] || { echo "installed bundle file writable by group or others: $bad"; exit 1; }
+  fi
 fi
 # pkg-config + C, with the .pc file as installed (relocatable: paths relative to itself)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
@@ -24,6 +32,15 @@ if [ -d /usr/local/cuda ] || command -v nvcc >/dev/null; then
     -DCUDAToolkit_ROOT=/usr/local/cuda > "$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
   cmake --build "$tmp/consumer" > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
   "$tmp/consumer/amax_consumer"
+  # Again on a machine with only the GPU driver: NVRTC unreachable, a fresh HOME and kernel cache.
+  # On a GPU every kernel must come from the installed bundle (explain: "code object: bundle").
+  out=$(HOME="$tmp/home" AMAX_TUNE_CACHE_DIR="$tmp/home/cache" AMAX_TUNE_NVRTC_LIBRARY=/nonexistent \
+    "$tmp/consumer/amax_consumer") || { echo "$out"; echo "consumer failed with NVRTC unreachable"; exit 1; }
+  echo "$out"
+  if ! echo "$out" | grep -q "no GPU here"; then
+    echo "$out" | grep -q "code object: bundle;" || { echo "consumer's kernel did not come from the bundle"; exit 1; }
+    echo "consumer with NVRTC unreachable: served from the installed bundle"
+  fi
   grep -q "amax_tune_SYSTEM_DB_DIR \"\${PACKAGE_PREFIX_DIR}" "$libdir/cmake/amax_tune/amax_tuneConfig.cmake" \
     || { echo "amax_tuneConfig.cmake is not relocatable"; exit 1; }
 else

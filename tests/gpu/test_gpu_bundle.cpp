@@ -1,0 +1,208 @@
+// Release bundle on the GPU (label `gpu`). CTest runs this binary with NVRTC unreachable
+// (AMAX_TUNE_NVRTC_LIBRARY=/nonexistent), a fresh HOME and kernel cache, the build's bundle
+// (AMAX_TUNE_BUNDLE) and system database: every shipped winner of this device's arch must then be
+// served bit-exact from the bundle with zero JIT compiles, graph capture must work on a fresh
+// context without amax_preload, a kernel the bundle lacks must fail with
+// AMAX_STATUS_COMPILE_FAILED naming the missing compiler, and the first-call latency with the
+// bundle is printed against JIT. (test_gpu_bundle_jit.cpp: refused entries, NVRTC reachable.)
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "amax/amax_tune.hpp"
+#include "amax/bundle.hpp"
+#include "amax/db/tuning_db.hpp"
+#include "amax/dispatch.hpp"
+#include "amax/dtype_c.hpp"
+#include "amax/reference.hpp"
+#include "gpu_env.hpp"
+
+using namespace amax;
+using amax::test::DeviceBuffer;
+using amax::test::read_bits;
+
+namespace {
+
+amax_tune::Options options() {
+  amax_tune::Options o;
+  o.user_db_path = "";
+  o.system_db_path = AMAX_TEST_SYSTEM_DB;
+  return o;
+}
+
+bool nvrtc_unreachable() {
+  const char* v = std::getenv("AMAX_TUNE_NVRTC_LIBRARY");
+  return v && std::string(v) == "/nonexistent";
+}
+
+// Sets an environment variable for the lifetime of the object (then restores it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::shared_ptr<const Bundle> release_bundle() {
+  const auto path = default_bundle_path();
+  if (!path) return nullptr;
+  std::string warning;
+  std::shared_ptr<const Bundle> b = Bundle::open(*path, &warning);
+  EXPECT_EQ(warning, "");
+  return b;
+}
+
+}  // namespace
+
+// Through the public API (libamax_tune: explain names the code object's origin) and through the
+// runtime's kernel cache (amax_core: the origin of each kernel, and jit_compile_count() == 0).
+TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
+  AMAX_REQUIRE_GPU();
+  ASSERT_TRUE(nvrtc_unreachable()) << "run through CTest (it sets AMAX_TUNE_NVRTC_LIBRARY=/nonexistent)";
+  ASSERT_FALSE(env->compiler->available()) << "NVRTC must be unreachable here";
+  Backend& b = *env->backend;
+  const auto rows = db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly)
+                        .winners(db::WinnerFilter{env->arch.name, std::nullopt});
+  if (rows.empty()) GTEST_SKIP() << "the system database ships no winner for " << env->arch.name;
+  const auto bundle = release_bundle();
+  ASSERT_TRUE(bundle) << "no release bundle at " << default_bundle_path().value_or("(disabled)");
+  const auto fresh_cache = std::filesystem::temp_directory_path() / ("amax-bundle-cache-" + std::to_string(::getpid()));
+  KernelCache kernels(b, env->compiler, BinaryCache(fresh_cache), bundle);
+  amax_tune::Context ctx(options());
+  std::mt19937_64 rng(12345);
+  int checked = 0;
+  for (const auto& r : rows) {
+    const DType d = r.key.dtype;
+    const std::uint64_t n = r.key.n;
+    const auto host = make_input(InputKind::random, d, n, rng());
+    DeviceBuffer in(b, host.size() + 16), out(b, 4), ws(b, ctx.workspace_size(to_c(d), n));
+    b.copy_to_device(in.p, host.data(), host.size());
+    ctx.compute(in.p, to_c(d), n, out.get<float>(), ws.p, ws.bytes, nullptr);
+    b.synchronize(nullptr);
+    ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d, n, NanMode::propagate))
+        << to_string(d) << " n=" << n;
+    const amax_explanation_t e = ctx.explain(to_c(d), n);
+    EXPECT_EQ(e.source, AMAX_SOURCE_SYSTEM_DB) << to_string(d) << " n=" << n << ": " << e.detail;
+    EXPECT_EQ(std::string(e.label), r.winner.label) << to_string(d) << " n=" << n;
+    EXPECT_EQ(std::string(e.detail).rfind("code object: bundle;", 0), 0u) << to_string(d) << " n=" << n << ": " << e.detail;
+    EXPECT_EQ(kernels.get(KernelConfig::parse(r.winner.label), d).origin, KernelOrigin::bundle)
+        << to_string(d) << " n=" << n << " " << r.winner.label;
+    ++checked;
+  }
+  EXPECT_EQ(jit_compile_count(), 0u);
+  std::printf("bundle: %d shipped %s winners served bit-exact from the bundle, NVRTC unreachable, %llu JIT compiles\n",
+              checked, env->arch.name.c_str(), static_cast<unsigned long long>(jit_compile_count()));
+}
+
+// A kernel the bundle does not hold, with NVRTC unreachable: the kernel cache's CompileError and
+// the C API's AMAX_STATUS_COMPILE_FAILED name the library that could not be loaded; never a crash.
+TEST(GpuBundle, UnbundledKernelWithoutNvrtcIsCompileFailedNamingWhatIsMissing) {
+  AMAX_REQUIRE_GPU();
+  ASSERT_TRUE(nvrtc_unreachable()) << "run through CTest (it sets AMAX_TUNE_NVRTC_LIBRARY=/nonexistent)";
+  const auto bundle = release_bundle();
+  ASSERT_TRUE(bundle);
+  const KernelConfig odd{Strategy::one_pass, 64, 1, 1, BlockCap::uncapped()};  // no default or winner
+  ASSERT_EQ(bundle->find(odd, DType::fp32, env->arch), nullptr) << odd.label() << " is in the bundle";
+  KernelCache kernels(*env->backend, env->compiler, BinaryCache(std::filesystem::path{}), bundle);
+  try {
+    (void)kernels.get(odd, DType::fp32);
+    ADD_FAILURE() << "compiled " << odd.label() << " without NVRTC";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent"), std::string::npos) << e.what();
+  }
+  // The C API without a bundle (AMAX_TUNE_BUNDLE=""): even the built-in default needs NVRTC.
+  const ScopedEnv no_bundle("AMAX_TUNE_BUNDLE", "");
+  amax_tune::Context ctx(options());
+  DeviceBuffer in(*env->backend, 4096 * 4), out(*env->backend, 4), ws(*env->backend, ctx.workspace_size(AMAX_DTYPE_FP32, 4096));
+  try {
+    ctx.compute(in.p, AMAX_DTYPE_FP32, 4096, out.get<float>(), ws.p, ws.bytes, nullptr);
+    ADD_FAILURE() << "computed without a bundle and without NVRTC";
+  } catch (const amax_tune::Error& e) {
+    EXPECT_EQ(e.status(), AMAX_STATUS_COMPILE_FAILED) << e.what();
+    EXPECT_NE(std::string(e.what()).find("AMAX_STATUS_COMPILE_FAILED"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent"), std::string::npos) << e.what();
+    std::printf("without bundle and NVRTC: %s\n", e.what());
+  }
+}
+
+TEST(GpuBundle, GraphCaptureOnAFreshContextNeedsNoPreloadForBundledKernels) {
+  AMAX_REQUIRE_GPU();
+  ASSERT_TRUE(nvrtc_unreachable()) << "run through CTest (it sets AMAX_TUNE_NVRTC_LIBRARY=/nonexistent)";
+  Backend& b = *env->backend;
+  amax_tune::Context ctx(options());  // fresh: nothing loaded, no amax_preload
+  const std::uint64_t n = 1u << 20;
+  const auto host = make_input(InputKind::random, DType::bf16, n, 7);
+  DeviceBuffer in(b, host.size()), out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_BF16, n));
+  b.copy_to_device(in.p, host.data(), host.size());
+  StreamHandle s = b.create_stream();
+  b.begin_capture(s);
+  ctx.compute(in.p, AMAX_DTYPE_BF16, n, out.get<float>(), ws.p, ws.bytes, s);
+  auto graph = b.end_capture(s);
+  b.launch_graph(graph, s);
+  b.synchronize(s);
+  EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate));
+  EXPECT_EQ(std::string(ctx.explain(AMAX_DTYPE_BF16, n).detail).rfind("code object: bundle;", 0), 0u);
+  b.destroy_graph(graph);
+  b.destroy_stream(s);
+}
+
+[[noreturn]] void first_call_child(bool jit) {
+          if (jit) {
+            ::unsetenv("AMAX_TUNE_NVRTC_LIBRARY");
+            ::setenv("AMAX_TUNE_BUNDLE", "", 1);
+            const auto dir = std::filesystem::temp_directory_path() / ("amax-jit-latency-" + std::to_string(::getpid()));
+            std::filesystem::remove_all(dir);
+            ::setenv("AMAX_TUNE_CACHE_DIR", dir.c_str(), 1);
+          }
+          using clock = std::chrono::steady_clock;
+          const auto t0 = clock::now();
+          amax_tune::Context ctx(options());
+          const double create_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+          amax::test::GpuEnv* g = amax::test::gpu_env();
+          std::string line;
+          for (std::uint64_t n : {std::uint64_t{4096}, std::uint64_t{1} << 20, std::uint64_t{1} << 26}) {
+            DeviceBuffer in(*g->backend, n * 2), out(*g->backend, 4), ws(*g->backend, ctx.workspace_size(AMAX_DTYPE_BF16, n));
+            g->backend->memset32_async(in.p, 0x3f803f80u, n / 2, nullptr);
+            g->backend->synchronize(nullptr);
+            const auto t1 = clock::now();
+            ctx.compute(in.p, AMAX_DTYPE_BF16, n, out.get<float>(), ws.p, ws.bytes, nullptr);
+            g->backend->synchronize(nullptr);
+            const double ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+            const std::string detail = ctx.explain(AMAX_DTYPE_BF16, n).detail;
+            line += " n=" + std::to_string(n) + ": " + std::to_string(ms) + " ms (" + detail.substr(0, detail.find(';')) + ")";
+            if (read_bits(*g->backend, out.p) != 0x3f800000u) std::exit(3);
+          }
+          std::printf("first-call latency, %s: context create %.2f ms; first bf16 amax%s\n",
+                      jit ? "JIT (NVRTC, no bundle, empty kernel cache)" : "bundle (NVRTC unreachable)", create_ms,
+                      line.c_str());
+          std::fflush(stdout);
+          std::exit(0);
+        }
+
+// The first call of a process (context creation, then the first amax of three sizes, each
+// synchronised): with the bundle and NVRTC unreachable, against JIT (NVRTC, no bundle, an empty
+// kernel cache). Each runs in a fresh child process so that nothing is loaded yet.
+TEST(GpuBundle, FirstCallLatencyWithTheBundleAgainstJit) {
+  AMAX_REQUIRE_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const bool jit : {false, true}) {
+    EXPECT_EXIT(first_call_child(jit), ::testing::ExitedWithCode(0), "");
+  }
+}
