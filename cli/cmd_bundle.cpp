@@ -40,13 +40,24 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// The kernels to ship for `arch`: the database's valid winners for it, then the built-in defaults
+// What a kernel bundle's rows are judged by: the compiler that compiles it, this build's
+// templates and tool version (the kStale fields; the runtime skips rows that differ).
+db::Provenance bundle_provenance(const JitCompiler& compiler) {
+  return db::Provenance{.compiler = compiler.version(),
+                        .template_hash = template_hash(),
+                        .tool_version = std::string(generator_version())};
+}
+
+// The kernels to ship for `arch`: the database's valid winners for it that are fresh for
+// `current` (a stale row is never dispatched to, so its kernel is not shipped: counted in
+// *stale with the fields that differ in *stale_why), then the built-in defaults
 // of every dtype (the small-n and the large-n shape of builtin_default) with every strategy: the
 // default itself, the self_reset and other strategies AMAX_TUNE_FORCE_STRATEGY puts on the
 // default's shape, and the atomic variant a failed compile falls back to (amax_context's
 // fallback_for). One per compiled kernel (max_blocks is a launch parameter, not compiled in).
 std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
-                                                        std::size_t* winners) {
+                                                        const db::Provenance& current, std::size_t* winners,
+                                                        std::size_t* stale, std::set<std::string>* stale_why) {
   std::vector<std::pair<KernelConfig, DType>> out;
   std::set<std::string> seen;
   auto add = [&](KernelConfig c, DType d) {
@@ -55,6 +66,11 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   };
   if (tdb)
     for (const auto& r : tdb->winners(db::WinnerFilter{arch.name, std::nullopt})) {
+      if (const auto f = db::stale_fields(r.provenance, current); !f.empty()) {
+        ++*stale;
+        for (const auto x : f) stale_why->insert(std::string(x));
+        continue;
+      }
       try {
         add(KernelConfig::parse(r.winner.label), r.key.dtype);
       } catch (const std::invalid_argument&) {
@@ -125,8 +141,16 @@ int run_bundle(const BundleOptions& o) {
       ++skipped;
       continue;
     }
-    std::size_t winners = 0;
-    const auto kernels = kernels_for(arch, tdb.get(), &winners);
+    std::size_t winners = 0, stale = 0;
+    std::set<std::string> stale_why;
+    const auto kernels = kernels_for(arch, tdb.get(), bundle_provenance(*compiler), &winners, &stale, &stale_why);
+    if (stale) {
+      std::string fields;
+      for (const auto& f : stale_why) fields += (fields.empty() ? "" : ", ") + f;
+      std::cout << fmt::format("{}: {} stale database winners not bundled ({} differs from this build's: {}, "
+                               "template hash {}, tool {}); the runtime does not use them: re-tune\n",
+                               arch.name, stale, fields, compiler->version(), template_hash(), generator_version());
+    }
     if (const std::string why = probe(*compiler, arch, kernels.front().first, kernels.front().second); !why.empty()) {
       std::cout << fmt::format("{}: skipped: {}\n", arch.name, why);
       ++skipped;

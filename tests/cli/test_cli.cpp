@@ -298,3 +298,34 @@ TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r.out, "gfx942: skipped: ")) << r.out;
 }
+
+// The shipped winners go into the bundle when they are fresh, and are left out (reported) when
+// their template hash is not this build's: the shipped dump as it is, then with every row's
+// template hash set to the one this build reports.
+TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
+  const std::string text = slurp(AMAX_SYSTEM_DB_TEXT);
+  const std::string key = "\"prov_template_hash\":\"";
+  const auto at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const std::string recorded = text.substr(at + key.size(), 16);
+  CmdResult r = run("bundle --arch sm_90 --db " + shipped_db().string() + " -o " + (dir / "a").string());
+  if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string tag = "template hash ";
+  std::string current;
+  if (const auto p = r.out.find(tag); p != std::string::npos) current = r.out.substr(p + tag.size(), 16);
+  if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
+  EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 24 kernels (0 database winners, 24 built-in defaults)")) << r.out;
+  // The same rows made fresh: their 42 distinct kernels are bundled, with the defaults they lack.
+  std::string fresh = text;
+  for (auto p = fresh.find(key + recorded); p != std::string::npos; p = fresh.find(key + recorded, p))
+    fresh.replace(p + key.size(), 16, current);
+  std::ofstream(dir / "fresh.jsonl") << fresh;
+  r = run("import " + (dir / "fresh.jsonl").string() + " -o " + (dir / "fresh.db").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("bundle --arch sm_90 --db " + (dir / "fresh.db").string() + " -o " + (dir / "b").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(has(r.out, "stale")) << r.out;
+  EXPECT_TRUE(has(r.out, "(42 database winners, ")) << r.out;
+}

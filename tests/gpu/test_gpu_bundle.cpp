@@ -21,6 +21,7 @@
 #include "amax/dispatch.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/reference.hpp"
+#include "amax/render.hpp"
 #include "gpu_env.hpp"
 
 using namespace amax;
@@ -83,6 +84,16 @@ TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
   if (rows.empty()) GTEST_SKIP() << "the system database ships no winner for " << env->arch.name;
   const auto bundle = release_bundle();
   ASSERT_TRUE(bundle) << "no release bundle at " << default_bundle_path().value_or("(disabled)");
+  // A shipped row made with other templates, tool version or compiler is not used by the runtime
+  // (nor bundled): the release needs a re-tune (scripts/device-release.sh's tune phase).
+  const db::Provenance current{.compiler = bundle->compiler_for(env->arch),
+                               .template_hash = template_hash(),
+                               .tool_version = std::string(generator_version())};
+  std::size_t stale = 0;
+  for (const auto& r : rows) stale += !db::stale_fields(r.provenance, current).empty();
+  ASSERT_EQ(stale, 0u) << stale << " of " << rows.size() << " shipped " << env->arch.name << " winners are stale for this "
+                       << "build (e.g. template hash " << rows.front().provenance.template_hash << ", this build's "
+                       << template_hash() << "): re-tune data/system-db.jsonl on this GPU first";
   const auto fresh_cache = std::filesystem::temp_directory_path() / ("amax-bundle-cache-" + std::to_string(::getpid()));
   KernelCache kernels(b, env->compiler, BinaryCache(fresh_cache), bundle);
   amax_tune::Context ctx(options());
