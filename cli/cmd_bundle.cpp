@@ -54,7 +54,9 @@ db::Provenance bundle_provenance(const JitCompiler& compiler) {
 // of every dtype (the small-n and the large-n shape of builtin_default) with every strategy: the
 // default itself, the self_reset and other strategies AMAX_TUNE_FORCE_STRATEGY puts on the
 // default's shape, and the atomic variant a failed compile falls back to (amax_context's
-// fallback_for). One per compiled kernel (max_blocks is a launch parameter, not compiled in).
+// fallback_for). Each with every epilogue (amax only for amax_compute, scale for amax_and_scale,
+// which reuses amax_compute's choice). One per compiled kernel (max_blocks is a launch
+// parameter, not compiled in).
 std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
                                                         const db::Provenance& current, std::size_t* winners,
                                                         std::size_t* stale, std::set<std::string>* stale_why) {
@@ -62,7 +64,10 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   std::set<std::string> seen;
   auto add = [&](KernelConfig c, DType d) {
     c.max_blocks = BlockCap::uncapped();
-    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
+    for (const auto& e : kEpilogues) {
+      c.epilogue = e.epilogue;
+      if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
+    }
   };
   if (tdb)
     for (const auto& r : tdb->winners(db::WinnerFilter{arch.name, std::nullopt})) {
@@ -165,7 +170,7 @@ int run_bundle(const BundleOptions& o) {
       ++done;
     }
     ++built_arches;
-    std::cout << fmt::format("{}: {} kernels ({} database winners, {} built-in defaults), {} bytes, {}\n", arch.name,
+    std::cout << fmt::format("{}: {} kernels ({} for database winners, {} for built-in defaults; amax-only and scale epilogue), {} bytes, {}\n", arch.name,
                              done, winners, done - winners, bytes, compiler->version());
   }
   writer.finish(std::string(generator_version()));

@@ -288,8 +288,8 @@ TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   CmdResult r = run("bundle --arch sm_90 -o " + out.string());
   if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 24 kernels (0 database winners, 24 built-in defaults)")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 24 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels (0 for database winners, 48 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 48 code objects")) << r.out;
   EXPECT_TRUE(fs::exists(out / "index.json"));
   r = run("bundle --arch sm_90,gfx942 -o " + out.string());
   if (!has(r.out, "gfx942: skipped")) GTEST_SKIP() << "a compiler here targets gfx942: " << r.out;
@@ -316,8 +316,9 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   if (const auto p = r.out.find(tag); p != std::string::npos) current = r.out.substr(p + tag.size(), 16);
   if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 24 kernels (0 database winners, 24 built-in defaults)")) << r.out;
-  // The same rows made fresh: their 42 distinct kernels are bundled, with the defaults they lack.
+  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels (0 for database winners, 48 for built-in defaults")) << r.out;
+  // The same rows made fresh: their 42 distinct kernels are bundled with both epilogues, and the
+  // defaults they lack.
   std::string fresh = text;
   for (auto p = fresh.find(key + recorded); p != std::string::npos; p = fresh.find(key + recorded, p))
     fresh.replace(p + key.size(), 16, current);
@@ -327,5 +328,5 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   r = run("bundle --arch sm_90 --db " + (dir / "fresh.db").string() + " -o " + (dir / "b").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(has(r.out, "stale")) << r.out;
-  EXPECT_TRUE(has(r.out, "(42 database winners, ")) << r.out;
+  EXPECT_TRUE(has(r.out, "(84 for database winners, ")) << r.out;
 }

@@ -215,7 +215,10 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
         for (const Strategy s : kStrategies) {
           KernelConfig c = builtin_default(arch, d.dtype, n);
           c.strategy = s;
-          EXPECT_NE(b->find(c, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << c.label();
+          for (const auto& e : kEpilogues) {
+            c.epilogue = e.epilogue;
+            EXPECT_NE(b->find(c, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << c.label();
+          }
         }
     // Every winner the system database ships for the arch that the runtime would use (fresh for
     // the bundle's compiler, this build's templates and tool version) is in it; stale ones are
@@ -229,8 +232,12 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
         ++stale;
         continue;
       }
-      EXPECT_NE(b->find(KernelConfig::parse(r.winner.label), r.key.dtype, arch), nullptr)
-          << a << " " << to_string(r.key.dtype) << " n=" << r.key.n << " " << r.winner.label;
+      KernelConfig c = KernelConfig::parse(r.winner.label);
+      for (const auto& e : kEpilogues) {
+        c.epilogue = e.epilogue;
+        EXPECT_NE(b->find(c, r.key.dtype, arch), nullptr)
+            << a << " " << to_string(r.key.dtype) << " n=" << r.key.n << " " << c.label();
+      }
       ++fresh;
     }
     EXPECT_EQ(report.find(a + ": " + std::to_string(stale) + " stale database winners not bundled") != std::string::npos,
