@@ -99,9 +99,12 @@ int run_emit(const EmitOptions& o) {
   if (o.family == "multi" || MultiConfig::is_multi_label(o.label)) return run_emit_multi(o, arch, dtype);
   if (o.list) {
     for (const auto& c : space) std::cout << c.label() << "\n";
-    std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}\n",
+    const auto excluded = space_exclusions(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
+    for (const auto& [c, why] : excluded) std::cerr << fmt::format("left out: {}: {}\n", c.label(), why);
+    std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}{}\n",
                              space.size(), distinct_kernels(space).size(),
-                             o.full ? "full" : "pruned", arch.name, to_string(dtype));
+                             o.full ? "full" : "pruned", arch.name, to_string(dtype),
+                             excluded.empty() ? "" : fmt::format(" ({} left out)", excluded.size()));
     return kExitOk;
   }
   if (!o.out_dir.empty()) {

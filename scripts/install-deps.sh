@@ -15,6 +15,8 @@ pkgs=(
   python3-matplotlib
   # the amax_tune Python package (python/): pybind11 extension, pip install --no-build-isolation
   python3-dev python3-pybind11 python3-pip python3-setuptools python3-wheel
+  # The ROCm 6.4 root of scripts/fetch-rocm.sh --sid (CI's gfx942/gfx950 compiles).
+  debootstrap
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -57,4 +57,30 @@ ArchInfo ArchInfo::parse(std::string_view arch) {
   throw bad("unknown vendor prefix");
 }
 
+namespace {
+// Sources:
+//  CDNA3: AMD Instinct MI300 CDNA3 ISA reference guide (2024), sections 1.2 and 3.6: 4 SIMDs per
+//          CU, 512 VGPRs per lane unified with the AGPRs, allocated in granules of 8, 8 waves per
+//          SIMD, 64 KiB LDS per CU; AMD CDNA3 white paper: 256 MB AMD Infinity Cache (MALL) on
+//          MI300X/MI325X, 4 MB L2 per XCD.
+//  CDNA4: AMD CDNA4 white paper (2025): 160 KB LDS per CU, 256 MB Infinity Cache on MI350X/MI355X;
+//          register file and wave slots as CDNA3 (LLVM AMDGPUUsage, gfx950).
+//  CDNA2: AMD CDNA2 ISA reference guide (2022) and white paper: 512 unified VGPRs per lane, 8 waves
+//          per SIMD, 64 KiB LDS; 8 MB L2 per GCD, no Infinity Cache (the L2 is the last level).
+//  LLVM's AMDGPUUsage ("Processors", "Memory Model") agrees on the register file and wave slots.
+constexpr AmdArchFacts kAmdFacts[] = {
+    {"gfx90a", 8ull << 20, "8 MiB L2 per GCD (no Infinity Cache)", 4, 512, 8, true, 8, 64u << 10, "AMD CDNA2 ISA guide and white paper (MI200)"},
+    {"gfx940", 256ull << 20, "256 MiB Infinity Cache (MALL)", 4, 512, 8, true, 8, 64u << 10, "AMD CDNA3 ISA guide 1.2, 3.6; CDNA3 white paper (MI300X)"},
+    {"gfx941", 256ull << 20, "256 MiB Infinity Cache (MALL)", 4, 512, 8, true, 8, 64u << 10, "AMD CDNA3 ISA guide 1.2, 3.6; CDNA3 white paper (MI300X)"},
+    {"gfx942", 256ull << 20, "256 MiB Infinity Cache (MALL)", 4, 512, 8, true, 8, 64u << 10, "AMD CDNA3 ISA guide 1.2, 3.6; CDNA3 white paper (MI300X)"},
+    {"gfx950", 256ull << 20, "256 MiB Infinity Cache (MALL)", 4, 512, 8, true, 8, 160u << 10, "AMD CDNA4 white paper (MI355X); LLVM AMDGPUUsage gfx950"},
+};
+}  // namespace
+
+const AmdArchFacts* amd_arch_facts(std::string_view processor) noexcept {
+  for (const auto& f : kAmdFacts)
+    if (f.processor == processor) return &f;
+  return nullptr;
+}
+
 }  // namespace amax

@@ -4,7 +4,9 @@
 
 namespace amax {
 
-std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+namespace {
+// Every config of the grid that passes validate(), recorded exclusions included.
+std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKind kind) {
   const std::uint32_t elem = info(dtype).bytes;
   const bool full = kind == SpaceKind::full;
   std::vector<std::uint32_t> threads;
@@ -32,6 +34,22 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
             KernelConfig c{s, t, v, u, b};
             if (!c.validate(arch, dtype)) out.push_back(c);
           }
+  return out;
+}
+}  // namespace
+
+std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+  std::vector<KernelConfig> out;
+  for (const auto& c : candidates(arch, dtype, kind))
+    if (!recorded_exclusion(arch, dtype, c)) out.push_back(c);
+  return out;
+}
+
+std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInfo& arch, DType dtype,
+                                                                   SpaceKind kind) {
+  std::vector<std::pair<KernelConfig, std::string>> out;
+  for (const auto& c : candidates(arch, dtype, kind))
+    if (auto why = recorded_exclusion(arch, dtype, c)) out.emplace_back(c, *why);
   return out;
 }
 

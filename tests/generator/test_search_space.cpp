@@ -74,3 +74,53 @@ TEST(SearchSpace, TransformerEngineConfigIs32BytesPerThreadPerIteration) {
   EXPECT_EQ(transformer_engine_config(DType::fp32, Strategy::two_stage).label(),
             "two_stage.t512.v4.u2.b65535");
 }
+
+TEST(RecordedExclusions, TakeAKernelOutOfItsTargetsSpaceOnlyWithTheReason) {
+  const RecordedExclusion table[] = {
+      {"gfx942", DType::bf16, "one_pass.t1024.v8.u8", "spills 4 registers", "hipRTC 6.4.43484"},
+      {"gfx950:xnack+", DType::fp32, "atomic.t128.v4.u1", "a block needs 1 waves per SIMD", "hipRTC 6.4.43484"},
+  };
+  const KernelConfig hit = KernelConfig::parse("one_pass.t1024.v8.u8.b4cu");
+  // Every target ID of the processor, every grid cap of the kernel; not another dtype or processor.
+  for (const char* a : {"gfx942", "gfx942:sramecc+:xnack-", "gfx942:xnack+"}) {
+    const auto why = exclusion_in(table, ArchInfo::parse(a), DType::bf16, hit);
+    ASSERT_TRUE(why) << a;
+    EXPECT_EQ(*why, "excluded on gfx942: spills 4 registers (measured with hipRTC 6.4.43484)");
+  }
+  EXPECT_TRUE(exclusion_in(table, ArchInfo::parse("gfx942"), DType::bf16, KernelConfig::parse("one_pass.t1024.v8.u8.buncapped")));
+  EXPECT_FALSE(exclusion_in(table, ArchInfo::parse("gfx942"), DType::fp16, hit));
+  EXPECT_FALSE(exclusion_in(table, ArchInfo::parse("gfx90a"), DType::bf16, hit));
+  EXPECT_FALSE(exclusion_in(table, ArchInfo::parse("gfx942"), DType::bf16, KernelConfig::parse("one_pass.t1024.v8.u4.b4cu")));
+  // A full target ID in the table applies to that target ID only.
+  const KernelConfig a = KernelConfig::parse("atomic.t128.v4.u1.b2cu");
+  EXPECT_TRUE(exclusion_in(table, ArchInfo::parse("gfx950:xnack+"), DType::fp32, a));
+  EXPECT_FALSE(exclusion_in(table, ArchInfo::parse("gfx950"), DType::fp32, a));
+  EXPECT_FALSE(exclusion_in(table, ArchInfo::parse("gfx950:xnack-"), DType::fp32, a));
+}
+
+TEST(RecordedExclusions, TheBuiltInTableLeavesNoPrunedKernelOutToday) {
+  // The whole-space compile test (tests/jit) measured no spill and no missed block per CU on gfx90a,
+  // gfx942 and gfx950; it fails when a compile disagrees with the table.
+  for (const char* a : {"gfx90a", "gfx942:sramecc+:xnack-", "gfx942:xnack+", "gfx950", "sm_90"})
+    for (const auto& d : all_dtypes()) {
+      EXPECT_TRUE(space_exclusions(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).empty()) << a << " " << d.name;
+      EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(), 240u) << a << " " << d.name;
+    }
+}
+
+TEST(AmdArchFacts, GiveTheLastLevelCacheAndTheRegisterFileWithSources) {
+  const AmdArchFacts* mi300 = amd_arch_facts("gfx942");
+  ASSERT_NE(mi300, nullptr);
+  EXPECT_EQ(mi300->last_level_cache_bytes, 256ull << 20);  // Infinity Cache (MALL), not the 4 MB L2 per XCD
+  EXPECT_EQ(mi300->lds_bytes_per_cu, 64u << 10);
+  EXPECT_EQ(mi300->vgprs_per_simd_lane, 512);
+  EXPECT_EQ(mi300->max_waves_per_simd, 8);
+  EXPECT_FALSE(mi300->source.empty());
+  const AmdArchFacts* mi355 = amd_arch_facts("gfx950");
+  ASSERT_NE(mi355, nullptr);
+  EXPECT_EQ(mi355->last_level_cache_bytes, 256ull << 20);
+  EXPECT_EQ(mi355->lds_bytes_per_cu, 160u << 10);
+  EXPECT_EQ(amd_arch_facts("gfx90a")->last_level_cache_bytes, 8ull << 20);
+  EXPECT_EQ(amd_arch_facts("sm_90"), nullptr);
+  EXPECT_EQ(amd_arch_facts("gfx942:xnack+"), nullptr) << "keyed by processor, not target ID";
+}

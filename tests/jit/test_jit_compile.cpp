@@ -1,5 +1,9 @@
-// Real JIT compilation of generated variants: NVRTC for sm_90 and hipRTC for gfx90a, on the CPU
-// machine (neither needs a GPU), with resource usage read back from each compiler's output.
+// Real JIT compilation of generated variants: NVRTC for sm_90 and hipRTC for AMD target IDs, on
+// the CPU machine (neither needs a GPU), with resource usage read back from each compiler's output.
+// AMD targets run where the hipRTC of this process can compile them (JitCompiler::unsupported):
+// gfx90a with Debian 12's ROCm 5.2, gfx942 with ROCm 5.7 (CTest runs this program a second time
+// through the trixie prefix: test_jit_rocm57), gfx942 and gfx950 with ROCm 6.4 (the sid root,
+// scripts/test-rocm6.sh). Each test prints the hipRTC and comgr it used.
 #include <gtest/gtest.h>
 
 #include "amax/code_object.hpp"
@@ -8,9 +12,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 
@@ -21,6 +33,7 @@ namespace {
 struct Target {
   const char* arch;
   Vendor vendor;
+  bool whole_space;  ///< also compile the whole pruned space of every dtype (WholePrunedSpace)
 };
 void PrintTo(const Target& t, std::ostream* os) { *os << t.arch; }
 
@@ -37,21 +50,95 @@ std::map<std::string, ResourceUsage> usage_of(const CompiledProgram& p, Vendor v
   return v == Vendor::nvidia ? p.usage : amdgpu_resource_usage(p.binary);
 }
 
-class JitCompile : public ::testing::TestWithParam<Target> {};
-
-// Skips the test where the build lacks the target's compiler or (AMD) the code-object reader.
-#define SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t)                                               \
-  do {                                                                                               \
-    if (!have_compiler((t).vendor)) GTEST_SKIP() << "this build has no " << to_string((t).vendor) << " backend"; \
-    if ((t).vendor == Vendor::amd && !can_read_amdgpu_code_objects())                                \
-      GTEST_SKIP() << "built without LLVM: cannot read AMD code objects";                           \
+// Skips (returning true) where this build or this process's compiler cannot compile for `t`.
+bool skip_reason(const Target& t, std::string& why) {
+  if (!have_compiler(t.vendor)) {
+    why = "this build has no " + std::string(to_string(t.vendor)) + " backend";
+    return true;
+  }
+  if (auto u = make_compiler(t.vendor)->unsupported(ArchInfo::parse(t.arch))) {
+    why = *u + (t.vendor == Vendor::amd
+                    ? "; gfx942 runs in test_jit_rocm57 (ROCm 5.7 prefix: scripts/fetch-rocm.sh) and "
+                      "gfx942/gfx950 in scripts/test-rocm6.sh (ROCm 6.4 sid root)"
+                    : "");
+    return true;
+  }
+  if (t.vendor == Vendor::amd && !can_read_amdgpu_code_objects()) {
+    why = "built without LLVM: cannot read AMD code objects";
+    return true;
+  }
+  return false;
+}
+#define SKIP_UNLESS_COMPILABLE(t)                      \
+  do {                                                 \
+    std::string why_;                                  \
+    if (skip_reason(t, why_)) GTEST_SKIP() << why_;    \
   } while (0)
+
+void print_toolchain(const JitCompiler& c, const ArchInfo& arch) {
+  std::cout << "[ toolchain ] " << arch.name << ": " << c.toolchain();
+  if (c.vendor() == Vendor::amd) std::cout << "; code-object reader: LLVM " << code_object_reader_llvm();
+  std::cout << std::endl;
+}
+
+// One compiled kernel of the space: its config, its usage and the problem that would take it out.
+struct Compiled {
+  KernelConfig config;
+  ResourceUsage usage;
+  std::string target;  // amdhsa.target of the code object
+  std::optional<std::string> problem;
+  std::string error;   // compile or read failure
+};
+
+// Compiles `configs` for `arch` on every hardware thread (at least 2), reading usage back.
+std::vector<Compiled> compile_all(const JitCompiler& compiler, const ArchInfo& arch, DType dtype,
+                                  const std::vector<KernelConfig>& configs) {
+  std::vector<Compiled> out(configs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < configs.size();) {
+      Compiled& r = out[i];
+      r.config = configs[i];
+      const std::string name = kernel_name(r.config, dtype);
+      try {
+        const CompiledProgram p =
+            compiler.compile(render_source(r.config, dtype, arch.vendor), r.config.kernel_label() + ".hip", arch);
+        const auto usage = amdgpu_resource_usage(p.binary);
+        if (!usage.count(name)) throw std::runtime_error(name + " missing from the code object's metadata");
+        r.usage = usage.at(name);
+        r.target = amdgpu_target(p.binary);
+        r.problem = amdgpu_resource_problem(r.usage, arch, r.config.threads);
+        if (r.config.strategy == Strategy::two_stage) {
+          const auto f = usage.find(finish_kernel_name(r.config, dtype));
+          if (f == usage.end()) throw std::runtime_error("no finish kernel in " + name);
+          if (!r.problem) r.problem = amdgpu_resource_problem(f->second, arch, r.config.threads);
+        }
+      } catch (const std::exception& e) {
+        r.error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < std::max(2u, std::thread::hardware_concurrency()); ++i) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+struct Range {
+  int lo = 1 << 30, hi = -1;
+  void add(int v) { lo = std::min(lo, v), hi = std::max(hi, v); }
+  std::string str() const { return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi); }
+};
+
+class JitCompile : public ::testing::TestWithParam<Target> {};
 
 }  // namespace
 
 TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
   const Target t = GetParam();
-  SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t);
+  if (t.whole_space)
+    GTEST_SKIP() << t.arch << ": WholePrunedSpaceOfEveryDtypeCompilesWithinItsResources compiles and checks every kernel";
+  SKIP_UNLESS_COMPILABLE(t);
   const auto compiler = make_compiler(t.vendor);
   const auto arch = ArchInfo::parse(t.arch);
   int compiled = 0;
@@ -82,10 +169,15 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
       }
       if (t.vendor == Vendor::amd) {
         EXPECT_GT(u.sgprs, 0) << name;
+        EXPECT_EQ(u.wave_size, 64) << name;
+        EXPECT_EQ(u.max_block, static_cast<int>(c.threads)) << name << ": launch bound";
+        EXPECT_EQ(u.stack_bytes, 0) << name << " uses scratch";
+        EXPECT_EQ(amdgpu_target(p.binary), "amdgcn-amd-amdhsa--" + arch.name) << name;
       }
       ++compiled;
     }
   }
+  print_toolchain(*compiler, arch);
   EXPECT_EQ(compiled, 42);
   RecordProperty("compiled", compiled);
 }
@@ -94,7 +186,7 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
 // with its entry points named after the fused kernel label.
 TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
   const Target t = GetParam();
-  SKIP_WITHOUT_COMPILER_OR_CODE_OBJECT_READER(t);
+  SKIP_UNLESS_COMPILABLE(t);
   const auto compiler = make_compiler(t.vendor);
   const auto arch = ArchInfo::parse(t.arch);
   int compiled = 0;
@@ -121,7 +213,7 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
 
 TEST_P(JitCompile, CompileErrorCarriesTheFullLog) {
   const Target t = GetParam();
-  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
+  SKIP_UNLESS_COMPILABLE(t);
   const auto compiler = make_compiler(t.vendor);
   const std::string src = "extern \"C\" __global__ void broken(float* p) { p[0] = undefined_name_x; }\n";
   try {
@@ -136,14 +228,76 @@ TEST_P(JitCompile, CompileErrorCarriesTheFullLog) {
 
 TEST_P(JitCompile, VersionNamesTheCompiler) {
   const Target t = GetParam();
-  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
-  const auto v = make_compiler(t.vendor)->version();
+  SKIP_UNLESS_COMPILABLE(t);
+  const auto compiler = make_compiler(t.vendor);
+  const auto v = compiler->version();
   EXPECT_EQ(v.rfind(t.vendor == Vendor::nvidia ? "nvrtc " : "hiprtc ", 0), 0u) << v;
+  if (t.vendor == Vendor::amd) {
+    // The version is the loaded library's (not the headers'): it appears in the library's file name.
+    const std::string tc = compiler->toolchain();
+    EXPECT_NE(tc.find(".so." + v.substr(7)), std::string::npos) << v << " vs " << tc;
+    compiler->compile("extern \"C\" __global__ void k(int* p) { *p = 1; }\n", "k.hip", ArchInfo::parse(t.arch));
+    const std::string after = compiler->toolchain();
+    EXPECT_NE(after.find("libamd_comgr.so."), std::string::npos) << after;
+    EXPECT_NE(after.find("comgr API "), std::string::npos) << after;
+  }
+  print_toolchain(*compiler, ArchInfo::parse(t.arch));
+}
+
+TEST_P(JitCompile, WholePrunedSpaceOfEveryDtypeCompilesWithinItsResources) {
+  const Target t = GetParam();
+  if (!t.whole_space) GTEST_SKIP() << t.arch << ": the spread only (the whole space runs for another target ID)";
+  SKIP_UNLESS_COMPILABLE(t);
+  const auto compiler = make_compiler(t.vendor);
+  const auto arch = ArchInfo::parse(t.arch);
+  std::size_t total = 0;
+  std::cout << fmt::format("[ resources ] | target | dtype | kernels | VGPRs | AGPRs | SGPRs | LDS bytes | scratch | "
+                           "spills | wave | excluded |\n");
+  for (const auto& d : all_dtypes()) {
+    const auto space = enumerate_space(arch, d.dtype, SpaceKind::pruned);
+    // The kernels of the space plus those its recorded exclusions took out: both are compiled, so
+    // that an exclusion that no longer applies shows as well as a new one.
+    auto kernels = distinct_kernels(space);
+    for (const auto& [c, why] : space_exclusions(arch, d.dtype, SpaceKind::pruned)) {
+      KernelConfig k = c;
+      k.max_blocks = BlockCap::uncapped();
+      if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    }
+    const auto results = compile_all(*compiler, arch, d.dtype, kernels);
+    Range vgpr, agpr, sgpr, lds, scratch, spills, wave;
+    int excluded = 0;
+    for (const auto& r : results) {
+      const std::string name = kernel_name(r.config, d.dtype);
+      ASSERT_EQ(r.error, "") << name << " for " << arch.name;
+      EXPECT_EQ(r.target, "amdgcn-amd-amdhsa--" + arch.name) << name;
+      EXPECT_EQ(r.usage.max_block, static_cast<int>(r.config.threads)) << name << ": launch bound";
+      vgpr.add(r.usage.registers), agpr.add(std::max(r.usage.agprs, 0)), sgpr.add(r.usage.sgprs);
+      lds.add(r.usage.shared_bytes), scratch.add(r.usage.stack_bytes), spills.add(r.usage.spill_stores);
+      wave.add(r.usage.wave_size);
+      EXPECT_GT(r.usage.registers, 0) << name;
+      EXPECT_GT(r.usage.sgprs, 0) << name;
+      EXPECT_EQ(r.usage.wave_size, 64) << name;
+      // The generator must know, without compiling, every kernel that leaves the space.
+      const auto recorded = recorded_exclusion(arch, d.dtype, r.config);
+      EXPECT_EQ(r.problem.has_value(), recorded.has_value())
+          << name << " for " << arch.name << ": measured '" << r.problem.value_or("none") << "', recorded '"
+          << recorded.value_or("none") << "' (generator/src/amd_exclusions.cpp lists the kernels that spill or "
+          << "cannot hold one block per CU)";
+      excluded += recorded.has_value();
+    }
+    total += results.size();
+    std::cout << fmt::format("[ resources ] | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", arch.name,
+                             d.name, results.size(), vgpr.str(), agpr.str(), sgpr.str(), lds.str(), scratch.str(),
+                             spills.str(), wave.str(), excluded);
+  }
+  print_toolchain(*compiler, arch);
+  EXPECT_EQ(total, 144u) << "3 dtypes x 48 kernels";
+  RecordProperty("compiled", static_cast<int>(total));
 }
 
 TEST_P(JitCompile, RefusesTheOtherVendorsArch) {
   const Target t = GetParam();
-  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
+  SKIP_UNLESS_COMPILABLE(t);
   const auto other = ArchInfo::parse(t.vendor == Vendor::nvidia ? "gfx90a" : "sm_90");
   EXPECT_THROW(make_compiler(t.vendor)->compile("", "x", other), std::invalid_argument);
 }
@@ -177,9 +331,24 @@ TEST_P(JitCompile, MissingCompilerLibraryIsACompileErrorNamingIt) {
       "/nonexistent/libjit.so: cannot open shared object file");
 }
 
+
+// gfx942 and gfx950 compile in the processes whose hipRTC knows them (see the file comment); the
+// whole pruned space runs once per hipRTC generation for gfx942 (its MI300X target ID) and gfx950.
 INSTANTIATE_TEST_SUITE_P(Targets, JitCompile,
-                         ::testing::Values(Target{"sm_90", Vendor::nvidia}, Target{"gfx90a", Vendor::amd}),
-                         [](const auto& info) { return std::string(info.param.vendor == Vendor::nvidia ? "nvrtc_sm_90" : "hiprtc_gfx90a"); });
+                         ::testing::Values(Target{"sm_90", Vendor::nvidia, false}, Target{"gfx90a", Vendor::amd, true},
+                                           Target{"gfx942:sramecc+:xnack-", Vendor::amd, true},
+                                           Target{"gfx942:xnack+", Vendor::amd, false},
+                                           Target{"gfx942", Vendor::amd, false},
+                                           Target{"gfx950", Vendor::amd, true}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.vendor == Vendor::nvidia ? "nvrtc_" : "hiprtc_") +
+                                           info.param.arch;
+                           for (char& c : n)
+                             if (c == ':') c = '_';
+                             else if (c == '+') c = 'P';
+                             else if (c == '-') c = 'M';
+                           return n;
+                         });
 
 TEST(CodeObject, RejectsBytesThatAreNotACodeObject) {
   if (!can_read_amdgpu_code_objects()) GTEST_SKIP() << "built without LLVM";
@@ -207,4 +376,57 @@ TEST(BuildKernel, ResourceUsageComesBackFromTheCompilerAndFromTheCache) {
   EXPECT_EQ(again.usage.stack_bytes, first.usage.stack_bytes);
   EXPECT_EQ(again.binary, first.binary);
   std::filesystem::remove_all(dir);
+}
+
+TEST(CodeObject, ResourceProblemFollowsTheArchsRegisterFileWaveSlotsAndLds) {
+  const auto gfx942 = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  ResourceUsage u;
+  u.registers = 64, u.agprs = 0, u.sgprs = 30, u.spill_stores = u.spill_loads = 0, u.stack_bytes = 0;
+  u.shared_bytes = 68, u.wave_size = 64, u.max_block = 1024;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 1024), std::nullopt);
+  // 1024 threads = 16 waves = 4 per SIMD: 512 / 4 = 128 VGPRs is the most that fits.
+  u.registers = 128;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 1024), std::nullopt);
+  u.registers = 129;  // rounds up to 136: 512 / 136 = 3 waves per SIMD
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 1024).value_or(""),
+            "a block of 1024 threads needs 4 waves per SIMD but 136 VGPRs allow 3 on gfx942");
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 512), std::nullopt) << "2 waves per SIMD fit";
+  // AGPRs share the file on gfx942: 100 VGPRs (-> 100) + 40 AGPRs = 140 -> 144.
+  u.registers = 100, u.agprs = 40;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 1024).value_or(""),
+            "a block of 1024 threads needs 4 waves per SIMD but 144 VGPRs allow 3 on gfx942");
+  u.registers = 64, u.agprs = 0;
+  u.spill_stores = u.spill_loads = 4;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 256).value_or(""), "spills 4 registers");
+  u.spill_stores = u.spill_loads = 0, u.stack_bytes = 16;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 256).value_or(""), "uses 16 bytes of scratch per lane");
+  u.stack_bytes = 0, u.wave_size = 32;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 256).value_or(""), "compiled for wave32, not the wave64 of gfx942");
+  u.wave_size = 64, u.shared_bytes = 65 * 1024;
+  EXPECT_EQ(amdgpu_resource_problem(u, gfx942, 256).value_or(""),
+            "LDS 66560 bytes per block exceeds the 65536 bytes of a gfx942 CU");
+  EXPECT_EQ(amdgpu_resource_problem(u, ArchInfo::parse("gfx950"), 256), std::nullopt) << "160 KiB LDS per CU";
+}
+
+TEST(HiprtcTargets, ProcessorsThisHiprtcDoesNotKnowAreRefusedNotAborted) {
+  if (!have_compiler(Vendor::amd)) GTEST_SKIP() << "this build has no amd backend";
+  const auto compiler = make_compiler(Vendor::amd);
+  int major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(compiler->version().c_str(), "hiprtc %d.%d", &major, &minor), 2) << compiler->version();
+  const int v = major * 100 + minor;
+  print_toolchain(*compiler, ArchInfo::parse("gfx90a"));
+  EXPECT_EQ(compiler->unsupported(ArchInfo::parse("gfx90a")), std::nullopt);
+  EXPECT_EQ(compiler->unsupported(ArchInfo::parse("gfx942:xnack+")).has_value(), v < 507) << compiler->version();
+  EXPECT_EQ(compiler->unsupported(ArchInfo::parse("gfx950")).has_value(), v < 604) << compiler->version();
+  if (v < 604) {
+    // comgr would abort this process on gfx950: compile() refuses first, naming the versions.
+    try {
+      compiler->compile("extern \"C\" __global__ void k() {}\n", "k.hip", ArchInfo::parse("gfx950"));
+      FAIL() << "compiled for gfx950 with " << compiler->version();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(compiler->version() + " cannot compile for gfx950"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("verified for it is 6.4"), std::string::npos) << e.what();
+    }
+  }
 }

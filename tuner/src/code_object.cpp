@@ -1,11 +1,13 @@
 #include "amax/code_object.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #if AMAX_HAVE_LLVM
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/BinaryFormat/MsgPackDocument.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Support/Error.h>
 #endif
@@ -13,6 +15,40 @@
 namespace amax {
 
 bool can_read_amdgpu_code_objects() noexcept { return AMAX_HAVE_LLVM; }
+
+std::string code_object_reader_llvm() {
+#if AMAX_HAVE_LLVM
+  return LLVM_VERSION_STRING;
+#else
+  return "";
+#endif
+}
+
+std::optional<std::string> amdgpu_resource_problem(const ResourceUsage& u, const ArchInfo& arch,
+                                                   std::uint32_t threads) {
+  if (u.spills()) return "spills " + std::to_string(u.spill_stores) + " registers";
+  if (u.stack_bytes > 0) return "uses " + std::to_string(u.stack_bytes) + " bytes of scratch per lane";
+  if (u.wave_size > 0 && u.wave_size != arch.wave_size)
+    return "compiled for wave" + std::to_string(u.wave_size) + ", not the wave" + std::to_string(arch.wave_size) +
+           " of " + arch.processor;
+  const AmdArchFacts* f = amd_arch_facts(arch.processor);
+  if (!f || u.registers < 0) return std::nullopt;
+  const auto round_up = [](int v, int g) { return (v + g - 1) / g * g; };
+  const int waves = static_cast<int>((threads + arch.wave_size - 1) / arch.wave_size);
+  const int per_simd = (waves + f->simds_per_cu - 1) / f->simds_per_cu;
+  int vgprs = u.registers;
+  if (f->unified_agprs && u.agprs > 0) vgprs = round_up(vgprs, 4) + u.agprs;
+  vgprs = round_up(std::max(vgprs, 1), f->vgpr_granule);
+  const int by_vgprs = std::min(f->max_waves_per_simd, f->vgprs_per_simd_lane / vgprs);
+  if (per_simd > by_vgprs)
+    return "a block of " + std::to_string(threads) + " threads needs " + std::to_string(per_simd) +
+           " waves per SIMD but " + std::to_string(vgprs) + " VGPRs allow " + std::to_string(by_vgprs) + " on " +
+           arch.processor;
+  if (u.shared_bytes > 0 && static_cast<std::uint32_t>(u.shared_bytes) > f->lds_bytes_per_cu)
+    return "LDS " + std::to_string(u.shared_bytes) + " bytes per block exceeds the " +
+           std::to_string(f->lds_bytes_per_cu) + " bytes of a " + arch.processor + " CU";
+  return std::nullopt;
+}
 
 #if AMAX_HAVE_LLVM
 namespace {
@@ -54,9 +90,9 @@ int get_int(llvm::msgpack::MapDocNode& m, const char* key) {
   return -1;
 }
 
-}  // namespace
-
-std::map<std::string, ResourceUsage> amdgpu_resource_usage(std::span<const char> code_object) {
+// Calls `read(root map)` on the msgpack metadata of the code object's NT_AMDGPU_METADATA note.
+template <class Read>
+auto with_metadata(std::span<const char> code_object, Read read) {
   const std::span<const char> elf_bytes = unbundle(code_object);
   auto obj = llvm::object::ELF64LEObjectFile::create(
       llvm::MemoryBufferRef(llvm::StringRef(elf_bytes.data(), elf_bytes.size()), "code object"));
@@ -70,37 +106,65 @@ std::map<std::string, ResourceUsage> amdgpu_resource_usage(std::span<const char>
     llvm::Error err = llvm::Error::success();
     for (const auto& note : elf.notes(ph, err)) {
       if (note.getName() != "AMDGPU" || note.getType() != llvm::ELF::NT_AMDGPU_METADATA) continue;
+      // LLVM 17 added the segment's alignment to getDesc() (descriptors of 8-byte aligned
+      // notes start at an 8-byte boundary); LLVM 14-16 assume 4.
+#if LLVM_VERSION_MAJOR >= 17
+      auto desc = note.getDesc(ph.p_align);
+#else
       auto desc = note.getDesc();
+#endif
       llvm::msgpack::Document doc;
       if (!doc.readFromBlob(llvm::StringRef(reinterpret_cast<const char*>(desc.data()), desc.size()),
                             false))
         throw std::runtime_error("code object: unreadable AMDGPU metadata (msgpack)");
-      auto& root = doc.getRoot().getMap();
-      auto kernels = root.find("amdhsa.kernels");
-      if (kernels == root.end()) throw std::runtime_error("code object metadata has no amdhsa.kernels");
-      std::map<std::string, ResourceUsage> out;
-      for (auto& k : kernels->second.getArray()) {
-        auto& m = k.getMap();
-        auto name = m.find(".name");
-        if (name == m.end()) continue;
-        ResourceUsage u;
-        u.registers = get_int(m, ".vgpr_count");
-        u.sgprs = get_int(m, ".sgpr_count");
-        const int vs = get_int(m, ".vgpr_spill_count"), ss = get_int(m, ".sgpr_spill_count");
-        u.spill_stores = u.spill_loads = (vs < 0 && ss < 0) ? -1 : std::max(vs, 0) + std::max(ss, 0);
-        u.stack_bytes = get_int(m, ".private_segment_fixed_size");
-        u.shared_bytes = get_int(m, ".group_segment_fixed_size");
-        out[name->second.getString().str()] = u;
-      }
       llvm::consumeError(std::move(err));
-      return out;
+      return read(doc.getRoot().getMap());
     }
     if (err) throw std::runtime_error("code object notes: " + llvm::toString(std::move(err)));
   }
   throw std::runtime_error("code object has no NT_AMDGPU_METADATA note");
 }
+
+}  // namespace
+
+std::map<std::string, ResourceUsage> amdgpu_resource_usage(std::span<const char> code_object) {
+  return with_metadata(code_object, [](llvm::msgpack::MapDocNode& root) {
+    auto kernels = root.find("amdhsa.kernels");
+    if (kernels == root.end()) throw std::runtime_error("code object metadata has no amdhsa.kernels");
+    std::map<std::string, ResourceUsage> out;
+    for (auto& k : kernels->second.getArray()) {
+      auto& m = k.getMap();
+      auto name = m.find(".name");
+      if (name == m.end()) continue;
+      ResourceUsage u;
+      u.registers = get_int(m, ".vgpr_count");
+      u.sgprs = get_int(m, ".sgpr_count");
+      const int vs = get_int(m, ".vgpr_spill_count"), ss = get_int(m, ".sgpr_spill_count");
+      u.spill_stores = u.spill_loads = (vs < 0 && ss < 0) ? -1 : std::max(vs, 0) + std::max(ss, 0);
+      u.stack_bytes = get_int(m, ".private_segment_fixed_size");
+      u.shared_bytes = get_int(m, ".group_segment_fixed_size");
+      u.agprs = get_int(m, ".agpr_count");
+      u.wave_size = get_int(m, ".wavefront_size");
+      u.max_block = get_int(m, ".max_flat_workgroup_size");
+      out[name->second.getString().str()] = u;
+    }
+    return out;
+  });
+}
+
+std::string amdgpu_target(std::span<const char> code_object) {
+  return with_metadata(code_object, [](llvm::msgpack::MapDocNode& root) {
+    auto t = root.find("amdhsa.target");
+    if (t == root.end() || t->second.getKind() != llvm::msgpack::Type::String)
+      throw std::runtime_error("code object metadata has no amdhsa.target");
+    return t->second.getString().str();
+  });
+}
 #else
 std::map<std::string, ResourceUsage> amdgpu_resource_usage(std::span<const char>) {
+  throw std::runtime_error("this build cannot read AMD code objects (LLVM was not found)");
+}
+std::string amdgpu_target(std::span<const char>) {
   throw std::runtime_error("this build cannot read AMD code objects (LLVM was not found)");
 }
 #endif

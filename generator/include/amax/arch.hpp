@@ -30,4 +30,24 @@ struct ArchInfo {
   static ArchInfo parse(std::string_view arch);
 };
 
+/// What the timing protocol and the resource rules need to know about one AMD processor that the
+/// device does not report (hipDeviceProp_t::l2CacheSize is the L2 only). One row per processor;
+/// every number has its source in `source`.
+struct AmdArchFacts {
+  std::string_view processor;            ///< "gfx942"
+  std::uint64_t last_level_cache_bytes;  ///< the last cache level before HBM, whole device
+  std::string_view last_level_cache;     ///< what that cache is, e.g. "256 MiB Infinity Cache (MALL)"
+  int simds_per_cu;                      ///< SIMD units per CU
+  int vgprs_per_simd_lane;               ///< VGPR file per SIMD lane (VGPRs + AGPRs where unified)
+  int vgpr_granule;                      ///< VGPRs are allocated per wave in multiples of this
+  bool unified_agprs;                    ///< AGPRs share the VGPR file (gfx90a and later)
+  int max_waves_per_simd;                ///< wave slots per SIMD
+  std::uint32_t lds_bytes_per_cu;        ///< LDS a CU holds (a block can use all of it)
+  std::string_view source;
+};
+
+/// The row for `processor` (the part of a target ID before the first ':'), or nullptr for a
+/// processor without one (NVIDIA, older or RDNA AMD parts). Thread-safe (static table).
+const AmdArchFacts* amd_arch_facts(std::string_view processor) noexcept;
+
 }  // namespace amax

@@ -2,6 +2,11 @@
 // The variant space for one (arch, dtype): the full space and the pruned default the tuner
 // searches, both enumerable, plus the fixed configurations of TransformerEngine that benchmarks
 // and summaries compare against.
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "amax/arch.hpp"
@@ -14,7 +19,8 @@ namespace amax {
 enum class SpaceKind { pruned, full };
 
 /// Every valid config of the space for `arch` and `dtype`, in a stable order (strategy, threads,
-/// nvec, unroll, max_blocks). Every returned config passes KernelConfig::validate.
+/// nvec, unroll, max_blocks). Every returned config passes KernelConfig::validate; recorded
+/// exclusions (below) are left out.
 ///
 /// full: threads = each power of two from the wave size to the block limit; nvec = each power of
 /// two up to 16 bytes; unroll 1, 2, 4, 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped.
@@ -25,6 +31,29 @@ enum class SpaceKind { pruned, full };
 /// from 60 compiled sources.
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
+
+/// A kernel that leaves an AMD arch's space because it spills or cannot hold one block per CU
+/// there, as the whole-space compile test (tests/jit, WholePrunedSpace...) measured it.
+/// target: a processor ("gfx942": every target ID of it) or a full target ID ("gfx942:xnack+").
+struct RecordedExclusion {
+  std::string_view target;
+  DType dtype;
+  std::string_view kernel_label;  ///< KernelConfig::kernel_label(): every grid cap of it leaves
+  std::string_view reason;        ///< what the code object showed, e.g. "spills 4 registers"
+  std::string_view measured_with; ///< "hipRTC 6.4.43484 (comgr 3.0, LLVM 21)"
+};
+
+/// The entry of `table` that takes `c` out of the space of `arch` and `dtype`, as
+/// "excluded on TARGET: REASON (measured with ...)", or nullopt. Pure, thread-safe.
+std::optional<std::string> exclusion_in(std::span<const RecordedExclusion> table, const ArchInfo& arch,
+                                        DType dtype, const KernelConfig& c);
+/// exclusion_in() over the built-in table (generator/src/amd_exclusions.cpp).
+std::optional<std::string> recorded_exclusion(const ArchInfo& arch, DType dtype, const KernelConfig& c);
+
+/// The configs of the space that recorded exclusions took out, with the reason of each, in the
+/// order of enumerate_space. `amax-tune emit --list` prints them.
+std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInfo& arch, DType dtype,
+                                                                   SpaceKind kind);
 
 /// The distinct compile-time configs (max_blocks dropped) of `configs`, first occurrence order.
 std::vector<KernelConfig> distinct_kernels(const std::vector<KernelConfig>& configs);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,8 +18,9 @@ namespace amax {
 /// Resources one kernel uses, as its compiler reports them. -1 = not reported by this compiler.
 /// NVIDIA: from ptxas' verbose report (registers per thread, spill store/load bytes, stack frame
 /// bytes, static shared memory bytes). AMD: from the code object's AMDGPU metadata note
-/// (.vgpr_count, .sgpr_count, .vgpr_spill_count + .sgpr_spill_count, .group_segment_fixed_size,
-/// .private_segment_fixed_size); spills on AMD are counted in registers spilled, not bytes.
+/// (.vgpr_count, .agpr_count, .sgpr_count, .vgpr_spill_count + .sgpr_spill_count,
+/// .group_segment_fixed_size, .private_segment_fixed_size, .wavefront_size,
+/// .max_flat_workgroup_size); spills on AMD are counted in registers spilled, not bytes.
 struct ResourceUsage {
   int registers = -1;         ///< NVIDIA registers / AMD VGPRs per thread
   int sgprs = -1;             ///< AMD scalar registers per wave
@@ -26,6 +28,9 @@ struct ResourceUsage {
   int spill_loads = -1;       ///< NVIDIA bytes loaded by spills; AMD: same as spill_stores
   int stack_bytes = -1;       ///< NVIDIA stack frame / AMD private segment, bytes per thread
   int shared_bytes = -1;      ///< static shared memory (LDS) per block, bytes
+  int agprs = -1;             ///< AMD accumulation VGPRs per thread (CDNA; share the VGPR file on gfx90a+)
+  int wave_size = -1;         ///< AMD: the wave size the code object was compiled for (64 on CDNA)
+  int max_block = -1;         ///< AMD: the launch bound compiled in (.max_flat_workgroup_size)
   bool spills() const { return spill_stores > 0 || spill_loads > 0; }
 };
 
@@ -64,10 +69,21 @@ class JitCompiler {
   /// libhiprtc.so.6, libamdhip64.so.5, ... or AMAX_TUNE_HIPRTC_LIBRARY).
   virtual const std::string& unavailable_reason() const noexcept = 0;
   bool available() const noexcept { return unavailable_reason().empty(); }
+  /// The compiler libraries as loaded in this process, for logs and test reports, e.g.
+  /// "hipRTC 5.7.31921 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.7.31921); comgr API 2.6
+  /// (/usr/lib/x86_64-linux-gnu/libamd_comgr.so.2.6.0); LLVM libraries loaded: libLLVM-17.so.1". hipRTC loads comgr at
+  /// its first compile; before that the comgr part reads "comgr not loaded yet". Opens the library
+  /// like version(). Thread-safe.
+  virtual std::string toolchain() const { return available() ? version() : unavailable_reason(); }
+  /// Why this compiler cannot compile for `arch` in this process, or nullopt when it can (as far as
+  /// is known: a target it does not know may still fail with a CompileError). compile() throws
+  /// std::invalid_argument with this reason. Thread-safe.
+  virtual std::optional<std::string> unsupported(const ArchInfo&) const { return std::nullopt; }
   /// Compiles `source` (a self-contained program; `program_name` appears in diagnostics) for
   /// `arch` to a loadable binary. Never flushes denormals, never uses fast math.
   /// Errors: CompileError (with the full log) when the compiler rejects the program, and
   /// CompileError naming what is missing (empty log) when the compiler library is unavailable;
+  /// std::invalid_argument when `arch` is another vendor's or unsupported() names a reason;
   /// std::runtime_error when the compiler library itself fails.
   virtual CompiledProgram compile(std::string_view source, std::string_view program_name,
                                   const ArchInfo& arch) const = 0;

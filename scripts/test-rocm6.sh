@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds amax-tune (library, tuner, CPU tests; no CUDA) INSIDE the ROCm 6.4 sid root of
+# scripts/fetch-rocm.sh --sid, against its ROCm 6.4 (CMake packages hip and hiprtc, libhiprtc.so.6,
+# hipDeviceProp_t R0600, LLVM 21), then runs the JIT tests there: gfx90a, gfx942 target IDs and
+# gfx950, the whole pruned space for gfx942:sramecc+:xnack- and gfx950. Extra arguments go to ctest.
+# Skips (exit 0, with a message) where the root is absent. Needs root (chroot).
+#   usage: [AMAX_ROCM_SID=DIR] scripts/test-rocm6.sh [CTEST ARGS]   (default DIR: .rocm/sid)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(realpath -m "${AMAX_ROCM_SID:-.rocm/sid}")
+if [ ! -x "$root/usr/bin/cmake" ] || [ ! -e "$root/usr/include/hip/hiprtc.h" ]; then
+  echo "test-rocm6: skipped: no ROCm 6.4 sid root at $root (make it with: bash scripts/fetch-rocm.sh --sid)"
+  exit 0
+fi
+[ "$(id -u)" -eq 0 ] || { echo "test-rocm6: needs root (chroot into $root)" >&2; exit 1; }
+# The working tree (tracked and untracked, not ignored) is copied in; the build stays in the root.
+rm -rf "$root/src/amax-tune"
+mkdir -p "$root/src/amax-tune"
+git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$root/src/amax-tune"
+jobs=$(nproc)
+chroot "$root" env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 bash -euo pipefail -c "
+  cmake -S /src/amax-tune -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMAX_WITH_CUDA=OFF \
+        -DAMAX_WITH_HIP=ON -DAMAX_BUILD_BENCHMARKS=OFF | grep -E 'amax-tune|CMake Error' || true
+  cmake --build /src/build -j $jobs
+  echo \"test-rocm6: built with \$(g++ --version | head -1), \$(dpkg-query -W -f='\${Package} \${Version}, ' libamdhip64-dev libhiprtc6 libamd-comgr3 llvm-dev)\"
+  set +e
+  ctest --test-dir /src/build -V -j $jobs -R '^(Targets/JitCompile|CodeObject)\.' $* > /src/ctest-jit.log 2>&1
+  rc=\$?
+  grep -E '\[ (toolchain|resources) \]|tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped' /src/ctest-jit.log
+  if [ \$rc -ne 0 ]; then grep -E -B2 -A20 'Failure|FAILED' /src/ctest-jit.log | head -300; fi
+  exit \$rc
+"
