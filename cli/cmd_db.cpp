@@ -1,5 +1,7 @@
 // amax-tune show / export / import / merge: the tuning database from the command line.
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +11,7 @@
 #include "amax/arch.hpp"
 #include "amax/db/merge.hpp"
 #include "amax/db/tuning_db.hpp"
+#include "amax/dispatch.hpp"
 #include "amax/kernel_config.hpp"
 #include "commands.hpp"
 
@@ -20,17 +23,53 @@ struct DbArgs {
   bool trials = false, allow_devices = false, overwrite = false;
 };
 
+// The built-in default that serves `arch` where no entry does, per dtype, with where it comes from.
+std::string default_line(const ArchInfo& arch, const std::optional<DType>& only) {
+  std::vector<std::pair<std::string, std::string>> groups;  // labels -> dtypes sharing them
+  for (const auto& d : all_dtypes()) {
+    if (only && d.dtype != *only) continue;
+    const std::string small = builtin_default(arch, d.dtype, 1).label(), large = builtin_default(arch, d.dtype, 1ull << 30).label();
+    const std::string labels = small == large ? small : small + " up to 2^21 elements, " + large + " above";
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == labels; });
+    if (g == groups.end()) groups.emplace_back(labels, std::string(d.name));
+    else g->second += ", " + std::string(d.name);
+  }
+  std::string out;
+  for (const auto& [labels, dtypes] : groups) out += (out.empty() ? "" : ", ") + labels + " (" + dtypes + ")";
+  return fmt::format("built-in default for {} where no entry serves: {}: {}", arch.name, out, builtin_default_source(arch));
+}
+
 int run_show(const DbArgs& a) {
   const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
-  auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
+  // --arch gfx942 lists every gfx942 target ID (gfx942:sramecc+:xnack-, ...); features narrow it.
+  std::optional<ArchInfo> want;
+  if (!a.arch.empty()) {
+    try {
+      want = ArchInfo::parse(a.arch);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
   db::WinnerFilter f;
-  if (!a.arch.empty()) f.arch = a.arch;
+  std::optional<DType> only;
   if (!a.dtype.empty()) {
     auto d = dtype_from_name(a.dtype);
     if (!d) throw UsageError("unknown dtype '" + a.dtype + "' (expected fp32, fp16 or bf16)");
     f.dtype = *d;
+    only = d;
   }
-  const auto rows = db.winners(f);
+  auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
+  std::vector<db::WinnerRow> rows;
+  for (auto& r : db.winners(f)) {
+    if (want) {
+      try {
+        if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
+      } catch (const std::invalid_argument&) {
+        continue;  // a row whose arch does not parse serves no device
+      }
+    }
+    rows.push_back(std::move(r));
+  }
   std::cout << fmt::format("{} winners in {}\n", rows.size(), path.string());
   std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9} {:>8}  {}\n", "arch", "dtype", "n", "winner", "us", "GB/s",
                            "device, measured");
@@ -38,6 +77,7 @@ int run_show(const DbArgs& a) {
     std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
                              to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
                              db::describe_device(r.provenance), r.provenance.timestamp);
+  if (want) std::cout << default_line(*want, only) << "\n";
   return kExitOk;
 }
 

@@ -1,5 +1,6 @@
 #include "amax/arch.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
@@ -40,13 +41,26 @@ ArchInfo ArchInfo::parse(std::string_view arch) {
     const std::string_view proc = arch.substr(0, colon);
     if (!all_alnum(proc.substr(3))) throw bad("processor must be gfx followed by letters/digits");
     if (colon != std::string_view::npos) {
+      // Target ID features (LLVM AMDGPUUsage, "Target ID"): sramecc and xnack, each at most once,
+      // each with + or -, in that (alphabetical) order, the one spelling hipRTC and the keys use.
       std::string_view feats = arch.substr(colon + 1);
-      while (!feats.empty()) {
+      std::string last;
+      for (;;) {
         const std::size_t next = feats.find(':');
         const std::string_view f = feats.substr(0, next);
-        if (f.size() < 2 || (f.back() != '+' && f.back() != '-'))
+        if (f.empty()) throw bad("empty target feature");
+        const std::string_view feature = f.substr(0, f.size() - 1);
+        if (f.back() != '+' && f.back() != '-')
           throw bad("target feature '" + std::string(f) + "' must end in + or -");
-        feats = next == std::string_view::npos ? std::string_view{} : feats.substr(next + 1);
+        if (feature != "sramecc" && feature != "xnack")
+          throw bad("unknown target feature '" + std::string(f) + "' (AMD target IDs know sramecc and xnack)");
+        if (std::string(feature) == last) throw bad("target feature '" + std::string(feature) + "' given twice");
+        if (!last.empty() && std::string(feature) < last)
+          throw bad("target features must come in the order sramecc, xnack (" + std::string(proc) +
+                    ":sramecc+:xnack-, say)");
+        last = std::string(feature);
+        if (next == std::string_view::npos) break;
+        feats = feats.substr(next + 1);
       }
     }
     // gfx9xx is GCN/CDNA (wave64); gfx10xx and later are RDNA (wave32 by default).
@@ -55,6 +69,23 @@ ArchInfo ArchInfo::parse(std::string_view arch) {
     return ArchInfo{Vendor::amd, std::string(arch), std::string(proc), rdna ? 32 : 64, 1024};
   }
   throw bad("unknown vendor prefix");
+}
+
+std::optional<bool> ArchInfo::feature(std::string_view f) const {
+  for (std::size_t at = name.find(':'); at != std::string::npos; at = name.find(':', at + 1)) {
+    const std::size_t end = name.find(':', at + 1);
+    const std::string_view tok = std::string_view(name).substr(at + 1, (end == std::string::npos ? name.size() : end) - at - 1);
+    if (tok.size() == f.size() + 1 && tok.substr(0, f.size()) == f) return tok.back() == '+';
+  }
+  return std::nullopt;
+}
+
+bool ArchInfo::accepts(const ArchInfo& device) const {
+  if (vendor != device.vendor || processor != device.processor) return false;
+  if (vendor == Vendor::nvidia) return name == device.name;
+  for (const char* f : {"sramecc", "xnack"})
+    if (auto want = feature(f); want && device.feature(f) != want) return false;
+  return true;
 }
 
 namespace {
@@ -81,6 +112,11 @@ const AmdArchFacts* amd_arch_facts(std::string_view processor) noexcept {
   for (const auto& f : kAmdFacts)
     if (f.processor == processor) return &f;
   return nullptr;
+}
+
+std::uint64_t last_level_cache_bytes(const ArchInfo& arch, std::uint64_t reported_l2_bytes) noexcept {
+  const AmdArchFacts* f = arch.vendor == Vendor::amd ? amd_arch_facts(arch.processor) : nullptr;
+  return std::max(reported_l2_bytes, f ? f->last_level_cache_bytes : 0);
 }
 
 }  // namespace amax

@@ -595,9 +595,9 @@ AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64
                    ? "forced by AMAX_TUNE_FORCE_LABEL"
                    : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
     } else {
-      detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default of "
-                           "the arch family", c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
-                           c->system_db.empty() ? "disabled" : c->system_db);
+      detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default, {}",
+                           c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
+                           c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
     }
     const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
     const std::string origin =

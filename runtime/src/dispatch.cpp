@@ -12,15 +12,26 @@
 #include "amax/db/nearest.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/render.hpp"
+#include "amax/search_space.hpp"
 #include "amax/trust.hpp"
 
 namespace amax {
 
 KernelConfig builtin_default(const ArchInfo& arch, DType d, std::uint64_t n) {
+  // AMD: ROCm TransformerEngine's shipped amax, every size (builtin_default_source cites it).
+  if (arch.vendor == Vendor::amd) return transformer_engine_config(d, Strategy::two_stage);
   const std::uint32_t nvec = 16 / info(d).bytes;
   if (n <= (1ull << 21)) return {Strategy::one_pass, 512, nvec, 2, BlockCap::uncapped()};
-  if (arch.vendor == Vendor::amd) return {Strategy::two_stage, 512, nvec, 4, BlockCap::per_cu(16)};
   return {Strategy::atomic, 512, nvec, 4, BlockCap::uncapped()};
+}
+
+std::string builtin_default_source(const ArchInfo& arch) {
+  // Kept short: amax_explain's detail holds 512 bytes with the database paths before this.
+  if (arch.vendor == Vendor::amd)
+    return "ROCm TransformerEngine's two-stage amax as shipped for AMD (512 threads, 32 bytes per thread per "
+           "iteration, <= 65535 blocks, block maxima to a workspace, a one-block second stage: ROCm/"
+           "TransformerEngine common/recipe/current_scaling.cu @01b61b5), not tuned on an AMD GPU";
+  return "the H200 winners of 2026-11-30 (one_pass.t512 u2 up to 2^21 elements, atomic.t512 u4 above)";
 }
 
 const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) {

@@ -62,6 +62,14 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
   } cases[] = {
       {"--arch sm_9x --db " + (dir / "a.db").string(), "invalid arch 'sm_9x'"},
       {"--arch gfx942:sramecc --db " + (dir / "a.db").string(), "target feature 'sramecc' must end in + or -"},
+      {"--arch gfx942:xnack --db " + (dir / "a.db").string(), "invalid arch 'gfx942:xnack': target feature 'xnack' must end in + or -"},
+      {"--arch gfx942:foo+ --db " + (dir / "a.db").string(), "invalid arch 'gfx942:foo+': unknown target feature 'foo+'"},
+      {"--arch gfx942::xnack+ --db " + (dir / "a.db").string(), "invalid arch 'gfx942::xnack+': empty target feature"},
+      {"--arch gfx942: --db " + (dir / "a.db").string(), "invalid arch 'gfx942:': empty target feature"},
+      {"--arch gfx942:xnack+:xnack- --db " + (dir / "a.db").string(), "target feature 'xnack' given twice"},
+      {"--arch gfx942:xnack-:sramecc+ --db " + (dir / "a.db").string(), "must come in the order sramecc, xnack"},
+      {"emit --arch gfx942:foo+ --dtype bf16 --list", "invalid arch 'gfx942:foo+': unknown target feature 'foo+'"},
+      {"show --arch gfx942:xnack --db " + (dir / "none.db").string(), "invalid arch 'gfx942:xnack'"},
       {"--arch sm_90 --dtypes fp32,fp8 --db " + (dir / "a.db").string(), "unknown dtype 'fp8' in --dtypes 'fp32,fp8'"},
       {"--arch sm_90 --sizes 0 --db " + (dir / "a.db").string(), "invalid size '0' in --sizes '0': sizes must be at least 1"},
       {"--arch sm_90 --sizes 2^70 --db " + (dir / "a.db").string(), "invalid size '2^70'"},
@@ -143,6 +151,16 @@ TEST_F(Cli, ShowExportImportMergeOnRealFiles) {
   EXPECT_TRUE(has(r.out, "'NVIDIA H200' (sm_90, 132 CUs)")) << r.out;
   r = run("show --db " + db.string() + " --dtype bf16");
   EXPECT_TRUE(has(r.out, "26 winners in ")) << r.out;
+  // Where no entry serves, the built-in default and its source.
+  r = run("show --db " + db.string() + " --arch gfx942");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "0 winners in ")) << r.out;
+  EXPECT_TRUE(has(r.out, "built-in default for gfx942 where no entry serves: two_stage.t512.v4.u2.b65535 (fp32), "
+                         "two_stage.t512.v8.u2.b65535 (fp16, bf16): ROCm TransformerEngine's two-stage amax")) << r.out;
+  r = run("show --db " + db.string() + " --arch sm_90 --dtype bf16");
+  EXPECT_TRUE(has(r.out, "26 winners in ")) << r.out;
+  EXPECT_TRUE(has(r.out, "built-in default for sm_90 where no entry serves: one_pass.t512.v8.u2.buncapped up to "
+                         "2^21 elements, atomic.t512.v8.u4.buncapped above (bf16): the H200 winners")) << r.out;
 
   r = run("export --format csv --db " + db.string() + " -o " + (dir / "w.csv").string());
   EXPECT_EQ(r.code, 0) << r.out;

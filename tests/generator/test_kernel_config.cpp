@@ -152,7 +152,9 @@ TEST(Arch, ParsesNvidiaAndAmdTargets) {
   EXPECT_EQ(b.wave_size, 64);
   EXPECT_EQ(ArchInfo::parse("gfx90a").wave_size, 64);
   EXPECT_EQ(ArchInfo::parse("gfx1100").wave_size, 32);
-  for (const char* bad : {"", "sm_", "sm_9x", "gfx", "gfx942:sramecc", "cuda", "gfx90a::"}) {
+  for (const char* bad : {"", "sm_", "sm_9x", "gfx", "gfx942:sramecc", "cuda", "gfx90a::", "gfx942:foo+",
+                          "gfx942:xnack", "gfx942:", "gfx942::xnack+", "gfx942:xnack+:", "gfx942:xnack+:xnack+",
+                          "gfx942:xnack-:sramecc+", "gfx942:sramecc+:xnack-:xnack+"}) {
     try {
       ArchInfo::parse(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -160,6 +162,27 @@ TEST(Arch, ParsesNvidiaAndAmdTargets) {
       EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Arch, TargetIdFeaturesAndWhichDeviceServesARequest) {
+  const auto id = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  EXPECT_EQ(id.name, "gfx942:sramecc+:xnack-");
+  EXPECT_EQ(id.feature("sramecc"), std::optional<bool>(true));
+  EXPECT_EQ(id.feature("xnack"), std::optional<bool>(false));
+  EXPECT_EQ(ArchInfo::parse("gfx942:xnack+").feature("sramecc"), std::nullopt);
+  EXPECT_EQ(ArchInfo::parse("gfx942").feature("xnack"), std::nullopt);
+  const auto req = [](const char* a, const char* dev) { return ArchInfo::parse(a).accepts(ArchInfo::parse(dev)); };
+  EXPECT_TRUE(req("gfx942", "gfx942:sramecc+:xnack-"));
+  EXPECT_TRUE(req("gfx942", "gfx942:xnack+"));
+  EXPECT_TRUE(req("gfx942:xnack-", "gfx942:sramecc+:xnack-"));
+  EXPECT_TRUE(req("gfx942:sramecc+:xnack-", "gfx942:sramecc+:xnack-"));
+  EXPECT_FALSE(req("gfx942:xnack-", "gfx942:sramecc+:xnack+"));
+  EXPECT_FALSE(req("gfx942:xnack+", "gfx942:sramecc+:xnack-"));
+  EXPECT_FALSE(req("gfx942:xnack+", "gfx942")) << "a device reporting no xnack setting does not promise xnack+";
+  EXPECT_FALSE(req("gfx942", "gfx950"));
+  EXPECT_FALSE(req("gfx942", "sm_90"));
+  EXPECT_TRUE(req("sm_90", "sm_90"));
+  EXPECT_FALSE(req("sm_90", "sm_90a"));
 }
 
 TEST(DType, NamesRoundTrip) {

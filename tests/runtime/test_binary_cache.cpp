@@ -48,6 +48,21 @@ TEST(BinaryCache, RoundTrip) {
   EXPECT_FALSE(c.load(other));
 }
 
+TEST(BinaryCache, TargetIdsWithOtherFeaturesAreOtherEntries) {
+  // A code object built for xnack- is never loaded into an xnack+ process, nor the reverse.
+  BinaryCache c(fresh_dir());
+  const BinaryKey minus{"0123456789abcdef", "gfx942:sramecc+:xnack-", "hiprtc 6.4.43484"};
+  BinaryKey plus = minus, any = minus;
+  plus.arch = "gfx942:sramecc+:xnack+";
+  any.arch = "gfx942";
+  ASSERT_TRUE(c.store(minus, entry(100)));
+  EXPECT_FALSE(c.load(plus));
+  EXPECT_FALSE(c.load(any));
+  ASSERT_TRUE(c.store(plus, entry(200)));
+  EXPECT_EQ(c.load(minus)->binary.size(), 100u);
+  EXPECT_EQ(c.load(plus)->binary.size(), 200u);
+}
+
 TEST(BinaryCache, DamagedEntriesAreDetectedRemovedAndRebuilt) {
   BinaryCache c(fresh_dir());
   ASSERT_TRUE(c.store(kKey, entry()));

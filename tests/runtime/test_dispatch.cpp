@@ -10,6 +10,7 @@
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/render.hpp"
+#include "amax/search_space.hpp"
 
 using namespace amax;
 namespace fs = std::filesystem;
@@ -44,6 +45,22 @@ class Dispatch : public ::testing::Test {
     }
     return path;
   }
+  // The same for an MI300X-like device: rows of (target ID, dtype, n, label), each provenance under its target ID.
+  std::string make_db_for(const std::string& name,
+                          const std::vector<std::tuple<const char*, const char*, std::uint64_t, std::string>>& rows) {
+    const auto path = (dir / name).string();
+    auto d = db::TuningDb::open(path);
+    for (const auto& [arch_id, dt, n, label] : rows) {
+      const db::Provenance p{"AMD Instinct MI300X", arch_id, 304, "hip driver 60443484", "hiprtc 6.4.43484",
+                             template_hash(), std::string(generator_version()), "test", "2026-12-01T00:00:00Z"};
+      const db::Trial t{label, db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
+      d.record_key(db::TuningKey{arch_id, db::dtype_from_string(dt), n}, p, std::span(&t, 1), db::Winner{label, 2.0, 1.0});
+    }
+    return path;
+  }
+  static DispatchIdentity identity_for(const ArchInfo& a) {
+    return {"AMD Instinct MI300X", a.name, 304, "hiprtc 6.4.43484", template_hash(), std::string(generator_version())};
+  }
   fs::path dir;
   const ArchInfo arch = ArchInfo::parse("sm_90");
 };
@@ -58,8 +75,36 @@ TEST_F(Dispatch, NothingLoadedGivesTheBuiltInDefault) {
   EXPECT_EQ(small.source, Source::builtin_default);
   EXPECT_EQ(small.config.label(), "one_pass.t512.v8.u2.buncapped");
   EXPECT_EQ(t.choose(DType::fp32, 1ull << 30).config.label(), "atomic.t512.v4.u4.buncapped");
-  EXPECT_EQ(builtin_default(ArchInfo::parse("gfx942:sramecc+:xnack-"), DType::fp16, 1ull << 30).label(),
-            "two_stage.t512.v8.u4.b16cu");
+  // AMD: ROCm TransformerEngine's shipped two-stage kernel at every size (512 threads, 32 bytes per
+  // thread per iteration = one 16-byte vector x 2, at most 65535 blocks), cited by explain and show.
+  const auto gfx942 = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  for (std::uint64_t n : {1ull, 1000ull, 1ull << 21, 1ull << 30}) {
+    EXPECT_EQ(builtin_default(gfx942, DType::fp16, n).label(), "two_stage.t512.v8.u2.b65535") << n;
+    EXPECT_EQ(builtin_default(gfx942, DType::fp32, n).label(), "two_stage.t512.v4.u2.b65535") << n;
+  }
+  EXPECT_EQ(builtin_default(gfx942, DType::bf16, 1), transformer_engine_config(DType::bf16, Strategy::two_stage));
+  EXPECT_NE(builtin_default_source(gfx942).find("ROCm/TransformerEngine common/recipe/current_scaling.cu"),
+            std::string::npos);
+  EXPECT_NE(builtin_default_source(gfx942).find("512 threads, 32 bytes per thread per iteration"), std::string::npos);
+  EXPECT_NE(builtin_default_source(ArchInfo::parse("sm_90")).find("H200"), std::string::npos);
+}
+
+TEST_F(Dispatch, TargetIdsWithFeaturesAreDistinctKeys) {
+  // Rows tuned under xnack- are never served to an xnack+ process, and the reverse.
+  const auto minus = ArchInfo::parse("gfx942:sramecc+:xnack-"), plus = ArchInfo::parse("gfx942:xnack+");
+  const auto db_path = make_db_for("xnack.db", {{"gfx942:sramecc+:xnack-", "bf16", 1u << 20, "atomic.t256.v8.u2.b8cu"},
+                                                {"gfx942:xnack+", "bf16", 1u << 20, "one_pass.t128.v8.u1.b2cu"}});
+  DispatchTables m(minus, identity_for(minus));
+  EXPECT_EQ(m.load(Source::user_db, db_path), 1u);
+  EXPECT_EQ(m.choose(DType::bf16, 1u << 20).config.label(), "atomic.t256.v8.u2.b8cu");
+  DispatchTables p(plus, identity_for(plus));
+  EXPECT_EQ(p.load(Source::user_db, db_path), 1u);
+  EXPECT_EQ(p.choose(DType::bf16, 1u << 20).config.label(), "one_pass.t128.v8.u1.b2cu");
+  // A process whose device reports yet another feature set gets neither: the built-in default.
+  const auto other = ArchInfo::parse("gfx942:sramecc-:xnack-");
+  DispatchTables o(other, identity_for(other));
+  EXPECT_EQ(o.load(Source::user_db, db_path), 0u);
+  EXPECT_EQ(o.choose(DType::bf16, 1u << 20).source, Source::builtin_default);
 }
 
 TEST_F(Dispatch, NearestTunedSizeInLog2TiesGoToTheLarger) {

@@ -103,3 +103,15 @@ TEST(Backend, NoDeviceIsReportedNotThrown) {
     }
   }
 }
+
+TEST(LaunchShape, PerCuCapsFollowTheDevicesCuCount) {
+  // MI300X reports 304 CUs (hipDeviceProp_t::multiProcessorCount): b8cu caps a large grid at 2432
+  // blocks there and at 1056 on the H200's 132 SMs; the same label carries across SKUs.
+  const KernelConfig c{Strategy::two_stage, 512, 8, 2, BlockCap::per_cu(8)};
+  EXPECT_EQ(launch_shape(c, 1ull << 30, 304).grid, 8u * 304);
+  EXPECT_EQ(launch_shape(c, 1ull << 30, 304).workspace_bytes, 8u * 304 * 4);
+  EXPECT_EQ(launch_shape(c, 1ull << 30, 132).grid, 8u * 132);
+  // The built-in AMD default (ROCm TE's config) is capped absolutely, whatever the CU count.
+  const KernelConfig te{Strategy::two_stage, 512, 8, 2, BlockCap::absolute(65535)};
+  EXPECT_EQ(launch_shape(te, 1ull << 30, 304).grid, 65535u);
+}

@@ -16,12 +16,12 @@ std::string TimingProtocol::describe() const {
                      "SE), fewest launches then least spread; confirmed in {} more rounds; {}",
                      batch_target_us, max_batch, warmup_batches, screen_batches, early_stop, final_rounds,
                      finalists, 100 * tie_margin, tie_z, confirm_rounds,
-                     warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x L2)");
+                     warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x last-level cache)");
 }
 
 std::string TimingProtocol::describe_interleaved(int rounds) const {
   return fmt::format("device events; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} "
-                     "interleaved rounds; cold: rotating over the largest input + 5x L2; warm: same input",
+                     "interleaved rounds; cold: rotating over the largest input + 5x the last-level cache; warm: same input",
                      batch_target_us, max_batch, warmup_batches, rounds);
 }
 
@@ -44,7 +44,7 @@ Stats Stats::of(std::vector<double> v) {
 
 InputRegion::InputRegion(Backend& b, std::uint64_t max_input_bytes) : b_(b) {
   const std::uint64_t mib = 1ull << 20;
-  bytes_ = (max_input_bytes + 5 * b.device().l2_bytes + mib - 1) / mib * mib + mib;
+  bytes_ = rotation_region_bytes(b.device(), max_input_bytes);
   base_ = b.allocate(bytes_);
   // Fill in 64 MiB host chunks, generated in parallel with xorshift64.
   const std::uint64_t chunk = 64 * mib;
@@ -98,8 +98,24 @@ std::vector<double> time_batches(Backend& b, StreamHandle stream, InputRegion& i
   return out;
 }
 
+namespace {
+// A device whose arch does not parse (never one a backend made) counts its reported L2 only.
+std::uint64_t last_level_cache(const DeviceInfo& d) {
+  try {
+    return last_level_cache_bytes(ArchInfo::parse(d.arch), d.l2_bytes);
+  } catch (const std::invalid_argument&) {
+    return d.l2_bytes;
+  }
+}
+}  // namespace
+
+std::uint64_t rotation_region_bytes(const DeviceInfo& d, std::uint64_t max_input_bytes) {
+  const std::uint64_t mib = 1ull << 20;
+  return (max_input_bytes + 5 * last_level_cache(d) + mib - 1) / mib * mib + mib;
+}
+
 std::uint64_t max_input_elements(const DeviceInfo& d, DType dtype) {
-  const std::uint64_t reserved = std::min<std::uint64_t>(d.memory_bytes, 5 * d.l2_bytes + (1ull << 30));
+  const std::uint64_t reserved = std::min<std::uint64_t>(d.memory_bytes, 5 * last_level_cache(d) + (1ull << 30));
   return (d.memory_bytes - reserved) / info(dtype).bytes;
 }
 

@@ -62,7 +62,9 @@ class Session {
                                   device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
     backend_ = make_backend(vendor, o_.device);
     const DeviceInfo& dev = backend_->device();
-    if (dev.arch != o_.arch)
+    // `--arch gfx942` is served by a device reporting gfx942:sramecc+:xnack-; entries are keyed by
+    // the device's full target ID, so xnack+ and xnack- results never mix.
+    if (!ArchInfo::parse(o_.arch).accepts(ArchInfo::parse(dev.arch)))
       throw TuneError(fmt::format("--arch {} does not match device {} ({}), whose arch is {}; run with --arch {}",
                                   o_.arch, o_.device, dev.name, dev.arch, dev.arch));
     arch_ = ArchInfo::parse(dev.arch);

@@ -26,8 +26,19 @@ struct ArchInfo {
   int wave_size;
   int max_threads_per_block;
 
-  /// Parses an arch name. Errors: std::invalid_argument naming the value and the expected forms.
+  /// Parses an arch name. AMD features are `sramecc` and `xnack` with `+` or `-`, each at most
+  /// once, in that order (`gfx942:sramecc+:xnack-`). Errors: std::invalid_argument naming the
+  /// value, the bad feature (`gfx942:foo+`, `gfx942:xnack`, an empty feature) and the expected forms.
   static ArchInfo parse(std::string_view arch);
+
+  /// The setting of target feature `f` ("xnack", "sramecc") in this target ID: true (+), false (-),
+  /// nullopt when the ID leaves it unspecified ("any").
+  std::optional<bool> feature(std::string_view f) const;
+
+  /// True when a request for this arch is served by `device`'s: same vendor and processor, and every
+  /// feature this ID specifies has the same setting on the device (`gfx942` accepts
+  /// `gfx942:sramecc+:xnack-`; `gfx942:xnack-` does not accept `gfx942:xnack+`). NVIDIA: equal names.
+  bool accepts(const ArchInfo& device) const;
 };
 
 /// What the timing protocol and the resource rules need to know about one AMD processor that the
@@ -49,5 +60,11 @@ struct AmdArchFacts {
 /// The row for `processor` (the part of a target ID before the first ':'), or nullptr for a
 /// processor without one (NVIDIA, older or RDNA AMD parts). Thread-safe (static table).
 const AmdArchFacts* amd_arch_facts(std::string_view processor) noexcept;
+
+/// The last cache level before memory that a cold-cache measurement must defeat, bytes: the larger
+/// of what the device reports as its L2 (`reported_l2_bytes`; NVIDIA's L2 is its last level) and
+/// the arch's AmdArchFacts::last_level_cache_bytes (gfx942/gfx950: the 256 MiB Infinity Cache that
+/// hipDeviceProp_t::l2CacheSize leaves out).
+std::uint64_t last_level_cache_bytes(const ArchInfo& arch, std::uint64_t reported_l2_bytes) noexcept;
 
 }  // namespace amax

@@ -51,11 +51,11 @@ struct Stats {
 /// Device memory the measurements read: a region of random data whose every 16-bit half has the
 /// exponent's top bit clear, so every element of every dtype is finite with |x| < 2 (never zero
 /// everywhere, never NaN/Inf). Timing rotates through slices of it so that no call finds its
-/// input in the L2 (the region is the largest input plus 5x the L2); verification plants values
+/// input in a cache (the region is rotation_region_bytes); verification plants values
 /// it knows into slice 0. Not thread-safe: one user at a time.
 class InputRegion {
  public:
-  /// Allocates and fills max_input_bytes + 5 x l2 bytes (rounded up to 1 MiB) plus slack.
+  /// Allocates and fills rotation_region_bytes(backend.device(), max_input_bytes).
   /// Errors: BackendError (out of memory).
   InputRegion(Backend& backend, std::uint64_t max_input_bytes);
   ~InputRegion();
@@ -81,8 +81,14 @@ std::vector<double> time_batches(Backend& backend, StreamHandle stream, InputReg
                                  bool warm, int batch, int batches,
                                  const std::function<void(const void* in)>& call);
 
+/// The bytes a cold-cache rotation region spans for inputs of up to `max_input_bytes`: that plus
+/// 5x the last-level cache (last_level_cache_bytes: the L2 on NVIDIA, the 256 MiB Infinity Cache
+/// on gfx942/gfx950, whose reported L2 is 4 MB), rounded up to 1 MiB, plus 1 MiB of slack.
+/// Whatever sizes are asked for, consecutive calls then read inputs the cache no longer holds.
+std::uint64_t rotation_region_bytes(const DeviceInfo& device, std::uint64_t max_input_bytes);
+
 /// The largest element count of `dtype` that measurements can take on `device`: its memory less
-/// 5x the L2 (the rotation region) and 1 GiB of slack for workspaces and the runtime.
+/// 5x the last-level cache (the rotation region) and 1 GiB of slack for workspaces and the runtime.
 std::uint64_t max_input_elements(const DeviceInfo& device, DType dtype);
 
 /// Why `n` elements of `dtype` cannot be measured on `device` (n > max_input_elements: the input,
