@@ -23,7 +23,7 @@ DeviceInfo mi300x() {
 TEST(RotationRegion, DefeatsTheInfinityCacheOnGfx942WhateverTheSizes) {
   const DeviceInfo d = mi300x();
   constexpr std::uint64_t kMall = 256ull << 20;
-  for (std::uint64_t largest : {std::uint64_t{4096}, 16ull << 20, 64ull << 20, 1ull << 30}) {
+  for (std::uint64_t largest : {4096ull, 16ull << 20, 64ull << 20, 1ull << 30}) {
     const std::uint64_t region = tune::rotation_region_bytes(d, largest);
     EXPECT_GT(region, largest + 5 * kMall) << largest;
     EXPECT_EQ(region, (largest + 5 * kMall + (1 << 20) - 1) / (1 << 20) * (1 << 20) + (1 << 20)) << largest;
