@@ -104,7 +104,7 @@ TEST(RecordedExclusions, TheBuiltInTableLeavesNoPrunedKernelOutToday) {
   for (const char* a : {"gfx90a", "gfx942:sramecc+:xnack-", "gfx942:xnack+", "gfx950", "sm_90"})
     for (const auto& d : all_dtypes()) {
       EXPECT_TRUE(space_exclusions(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).empty()) << a << " " << d.name;
-      EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(), 240u) << a << " " << d.name;
+      EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(), 288u) << a << " " << d.name;
     }
 }
 

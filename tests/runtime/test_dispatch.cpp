@@ -51,15 +51,18 @@ class Dispatch : public ::testing::Test {
     const auto path = (dir / name).string();
     auto d = db::TuningDb::open(path);
     for (const auto& [arch_id, dt, n, label] : rows) {
-      const db::Provenance p{"AMD Instinct MI300X", arch_id, 304, "hip driver 60443484", "hiprtc 6.4.43484",
-                             template_hash(), std::string(generator_version()), "test", "2026-12-01T00:00:00Z"};
+      db::Provenance p = provenance_for(ArchInfo::parse(arch_id));
+      p.timing_protocol = "test", p.timestamp = "2026-12-01T00:00:00Z";
       const db::Trial t{label, db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
       d.record_key(db::TuningKey{arch_id, db::dtype_from_string(dt), n}, p, std::span(&t, 1), db::Winner{label, 2.0, 1.0});
     }
     return path;
   }
-  static DispatchIdentity identity_for(const ArchInfo& a) {
-    return {"AMD Instinct MI300X", a.name, 304, "hiprtc 6.4.43484", template_hash(), std::string(generator_version())};
+  // The provenance a process on an MI300X reporting target ID `a` runs with.
+  static db::Provenance provenance_for(const ArchInfo& a) {
+    return db::Provenance{.device_name = "AMD Instinct MI300X", .arch = a.name, .cu_count = 304,
+                          .driver_version = "hip driver 60443484", .compiler = "hiprtc 6.4.43484",
+                          .template_hash = template_hash(), .tool_version = std::string(generator_version())};
   }
   fs::path dir;
   const ArchInfo arch = ArchInfo::parse("sm_90");
@@ -94,15 +97,15 @@ TEST_F(Dispatch, TargetIdsWithFeaturesAreDistinctKeys) {
   const auto minus = ArchInfo::parse("gfx942:sramecc+:xnack-"), plus = ArchInfo::parse("gfx942:xnack+");
   const auto db_path = make_db_for("xnack.db", {{"gfx942:sramecc+:xnack-", "bf16", 1u << 20, "atomic.t256.v8.u2.b8cu"},
                                                 {"gfx942:xnack+", "bf16", 1u << 20, "one_pass.t128.v8.u1.b2cu"}});
-  DispatchTables m(minus, identity_for(minus));
+  DispatchTables m(minus, provenance_for(minus));
   EXPECT_EQ(m.load(Source::user_db, db_path), 1u);
   EXPECT_EQ(m.choose(DType::bf16, 1u << 20).config.label(), "atomic.t256.v8.u2.b8cu");
-  DispatchTables p(plus, identity_for(plus));
+  DispatchTables p(plus, provenance_for(plus));
   EXPECT_EQ(p.load(Source::user_db, db_path), 1u);
   EXPECT_EQ(p.choose(DType::bf16, 1u << 20).config.label(), "one_pass.t128.v8.u1.b2cu");
   // A process whose device reports yet another feature set gets neither: the built-in default.
   const auto other = ArchInfo::parse("gfx942:sramecc-:xnack-");
-  DispatchTables o(other, identity_for(other));
+  DispatchTables o(other, provenance_for(other));
   EXPECT_EQ(o.load(Source::user_db, db_path), 0u);
   EXPECT_EQ(o.choose(DType::bf16, 1u << 20).source, Source::builtin_default);
 }
