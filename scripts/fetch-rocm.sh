@@ -4,7 +4,7 @@
 #   .rocm/trixie  Debian 13's HIP 5.7.1 with hipRTC and comgr 2.6 (LLVM 17): gfx942 targets. A
 #                 program built on Debian 12 runs against it through trixie's own loader
 #                 (scripts/run-with-rocm57.sh). ~10 s, 58 MB download, 255 MB unpacked. No root.
-#   .rocm/sid     (with --sid) a Debian sid root holding ROCm 6.4 (libhiprtc.so.6, comgr 3.0 on
+#   .rocm/sid     (with --sid, instead of the prefix) a Debian sid root holding ROCm 6.4 (libhiprtc.so.6, comgr 3.0 on
 #                 LLVM 21: gfx942 and gfx950), a compiler, CMake and this project's build
 #                 dependencies, for scripts/test-rocm6.sh. debootstrap + apt, 2-4 min, ~1.9 GB, root.
 # Both come from the Debian mirror this machine's apt already uses. sid moves daily: the tests print
@@ -29,7 +29,8 @@ security=$(printf '%s\n' $uris | grep -E '/debian-security/?$' | head -1)
 
 # --- ROCm 5.7 (trixie), unpacked into a private prefix; apt's own state is untouched ---
 prefix=$PWD/.rocm/trixie
-if [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ]; then
+if ((want_sid)); then :
+elif [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ]; then
   work=$PWD/.rocm/trixie.apt
   rm -rf "$prefix" "$work"
   mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/dl" "$prefix"
@@ -50,7 +51,12 @@ LIST
   for f in "$work/dl"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
   rm -rf "$work"
 fi
-echo "fetch-rocm: ROCm 5.7 prefix $prefix: $(ls "$prefix/usr/lib/x86_64-linux-gnu" | grep -E '^lib(amdhip64|amd_comgr)\.so\.[0-9.]+$' | sort | tr '\n' ' ')"
+if ! ((want_sid)) && [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ]; then
+  rm -rf "$prefix"
+  echo "fetch-rocm: the ROCm 5.7 prefix is incomplete (no libamdhip64.so.5): the download from $mirror failed" >&2
+  exit 1
+fi
+((want_sid)) || echo "fetch-rocm: ROCm 5.7 prefix $prefix: $(ls "$prefix/usr/lib/x86_64-linux-gnu" | grep -E '^lib(amdhip64|amd_comgr)\.so\.[0-9.]+$' | sort | tr '\n' ' ')"
 
 # --- ROCm 6.4 (sid root) ---
 ((want_sid)) || exit 0
@@ -65,5 +71,8 @@ chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-in
   libamdhip64-dev libhiprtc6 g++ cmake ninja-build pkg-config llvm-dev \
   libspdlog-dev libfmt-dev libsqlite3-dev libsqlitecpp-dev libcli11-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev 2>&1 | grep -v -E '^debconf: |Can not write log|^$' || true
+for f in usr/bin/cmake usr/bin/g++ usr/include/hip/hiprtc.h; do
+  [ -e "$root/$f" ] || { echo "fetch-rocm: the sid root lacks /$f: apt-get install from $mirror failed" >&2; exit 1; }
+done
 echo "fetch-rocm: ROCm 6.4 sid root $root ($(du -shx "$root" | cut -f1)):" \
   $(chroot "$root" dpkg-query -W -f='${Package}=${Version} ' libamdhip64-dev libhiprtc6 libamd-comgr3 llvm-dev g++ cmake)
