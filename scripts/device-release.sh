@@ -57,7 +57,7 @@ if [[ $phase == bench || $phase == all ]]; then
   log "bench rc=$? in $((SECONDS-s)) s"; sed -n '1,40p' "$R/bench.txt"
   s=$SECONDS; $T bench-multi --db "" --system-db "" -o "$R/bench-multi" > "$R/bench-multi.txt" 2> "$R/bench-multi.err"
   log "bench-multi rc=$? in $((SECONDS-s)) s"; sed -n '1,30p' "$R/bench-multi.txt"
-  s=$SECONDS; OUT="$R" timeout 300 bash scripts/device-python.sh $B > "$R/python.log" 2>&1
+  s=$SECONDS; OUT="$R" timeout ${PY_TIMEOUT:-300} bash scripts/device-python.sh $B > "$R/python.log" 2>&1
   log "python package rc=$? in $((SECONDS-s)) s"; grep -E "^== |bit-exact|^Ran|^OK|FAILED|target" "$R/python.log" | head -20
 fi
 tar czf "$OUT/results-$phase.tar.gz" -C "$OUT" "r-$phase"
