@@ -70,7 +70,7 @@ fi
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   libamdhip64-dev libhiprtc6 g++ cmake ninja-build pkg-config llvm-dev \
   libspdlog-dev libfmt-dev libsqlite3-dev libsqlitecpp-dev libcli11-dev nlohmann-json3-dev \
-  libgtest-dev libgmock-dev 2>&1 | grep -v -E '^debconf: |Can not write log|^$' || true
+  libgtest-dev libgmock-dev libssl-dev 2>&1 | grep -v -E '^debconf: |Can not write log|^$' || true
 for f in usr/bin/cmake usr/bin/g++ usr/include/hip/hiprtc.h; do
   [ -e "$root/$f" ] || { echo "fetch-rocm: the sid root lacks /$f: apt-get install from $mirror failed" >&2; exit 1; }
 done

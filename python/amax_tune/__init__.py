@@ -89,12 +89,13 @@ else:
     def amax_and_scale(x, **kwargs):
         raise _no_torch("amax_tune.amax_and_scale")
 
-amax_and_scale.__doc__ = """amax_and_scale(x, *, format="e4m3", max=None, epsilon=0.0, force_pow2=False,
+amax_and_scale.__doc__ = """amax_and_scale(x, *, format=None, max=None, epsilon=0.0, force_pow2=False,
 nan_propagates=False, nan="propagate") -> (amax, scale, scale_inv), three 0-d torch.float32 tensors on
 x's device, written by the launch that reduces x (the C API's amax_and_scale).
 
 FP8 current scaling: scale = m / amax with m the format's largest finite value ("e4m3" 448, "e5m2"
-57344, "e4m3fnuz" 240, "e5m2fnuz" 57344) or max= (an explicit numerator, format="explicit" or None),
+57344, "e4m3fnuz" 240, "e5m2fnuz" 57344; format=None, the default, is "e4m3" unless max= is given) or max= (an explicit numerator,
+format="explicit" or None),
 TransformerEngine's compute_scale_from_amax rules exactly: amax below epsilon raised to it, scale 1 for
 an amax that is 0, infinite or NaN, FLT_MAX for a quotient that overflows, force_pow2 rounds the scale
 down to a power of two, scale_inv = 1 / scale rounded to nearest; nan_propagates=True gives NaN scale

@@ -28,7 +28,10 @@ def nan_code(nan, fn):
 
 
 def scale_format(format, max, fn):
-    """(amax_fp8_format_t value, explicit max) of amax_and_scale's format= and max= (raises naming them)."""
+    """(amax_fp8_format_t value, explicit max) of amax_and_scale's format= and max= (raises naming them).
+    format=None means 'e4m3' unless max= is given (then the explicit numerator)."""
+    if max is None and format is None:
+        format = "e4m3"
     if max is not None:
         if format not in (None, "explicit"):
             raise ValueError("%s: max=%r is an explicit numerator; give format='explicit' (or leave format out "

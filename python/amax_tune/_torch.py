@@ -275,7 +275,7 @@ def on_device(dev):
     return torch.cuda.device(dev)
 
 
-def amax_and_scale(x, *, format="e4m3", max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
+def amax_and_scale(x, *, format=None, max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
                    nan="propagate"):
     """Eager amax_and_scale (amax_tune.amax_and_scale's docstring): three new 0-d fp32 tensors."""
     fn = "amax_tune.amax_and_scale"

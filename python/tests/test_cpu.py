@@ -110,6 +110,7 @@ class ArgumentErrors(unittest.TestCase):
         self.assertEqual(_core.scale_format("e4m3fnuz", None, "f"), (2, 0.0))
         self.assertEqual(_core.scale_format("e5m2fnuz", None, "f"), (3, 0.0))
         self.assertEqual(_core.scale_format(None, 1.5, "f"), (255, 1.5))
+        self.assertEqual(_core.scale_format(None, None, "f"), (0, 0.0))  # the default: e4m3
         self.assertEqual(_core.scale_format("explicit", 2, "f"), (255, 2.0))
         with self.assertRaisesRegex(ValueError, r"f: format='e3m4' is not an FP8 format; use one of 'e4m3', "):
             _core.scale_format("e3m4", None, "f")
