@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (its own header since fmt 11)
 #include <nlohmann/json.hpp>
 
 #include "amax/backend.hpp"

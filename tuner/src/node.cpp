@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (its own header since fmt 11)
 
 namespace amax::tune {
 
