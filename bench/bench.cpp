@@ -28,6 +28,7 @@
 #include "cub_amax.hpp"
 #include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"
+#include "bench_device.hpp"
 
 extern char** environ;
 
@@ -113,22 +114,13 @@ std::string te_detail(DType d) {
 BenchReport run_bench(const BenchOptions& o) {
   const auto t0 = Clock::now();
   BenchReport rep;
-  Vendor vendor{};
-  if (!first_available_vendor(vendor, o.device))
-    throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
-  auto backend = make_backend(vendor, o.device);
-  Backend& b = *backend;
+  BenchDevice opened(o.device, o.user_db, o.system_db);
+  const Vendor vendor = opened.vendor;
+  Backend& b = *opened.backend;
   rep.device = b.device();
-  std::shared_ptr<const JitCompiler> compiler = make_compiler(vendor);
-  KernelCache kernels(b, compiler, BinaryCache(BinaryCache::default_dir()));
-  ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
-  const TeKernels te(*ref.module);
-
-  amax_tune::Options opt;
-  opt.device = o.device;
-  if (!o.user_db.empty()) opt.user_db_path = o.user_db;
-  if (!o.system_db.empty()) opt.system_db_path = o.system_db;
-  amax_tune::Context ctx(opt);
+  const ReferenceKernels& ref = opened.ref;
+  const TeKernels& te = opened.te;
+  amax_tune::Context& ctx = opened.ctx;
 
   std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
   std::sort(sizes.begin(), sizes.end());

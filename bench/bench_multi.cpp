@@ -17,6 +17,7 @@
 #include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
 #include "amax/te_contenders.hpp"
+#include "bench_device.hpp"
 #include "amax/tuner.hpp"
 
 namespace amax::bench {
@@ -31,21 +32,12 @@ std::vector<MultiGroupSpec> default_multi_groups() {
 
 MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
   MultiBenchReport rep;
-  Vendor vendor{};
-  if (!first_available_vendor(vendor, o.device))
-    throw std::runtime_error("no GPU device " + std::to_string(o.device) + " to benchmark: " + no_device_reason(Vendor::nvidia));
-  auto backend = make_backend(vendor, o.device);
-  Backend& b = *backend;
+  BenchDevice opened(o.device, o.user_db, o.system_db);
+  Backend& b = *opened.backend;
   rep.device = b.device();
-  std::shared_ptr<const JitCompiler> compiler = make_compiler(vendor);
-  KernelCache kernels(b, compiler, BinaryCache(BinaryCache::default_dir()));
-  ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
-  const TeKernels te(*ref.module);
-  amax_tune::Options opt;
-  opt.device = o.device;
-  if (!o.user_db.empty()) opt.user_db_path = o.user_db;
-  if (!o.system_db.empty()) opt.system_db_path = o.system_db;
-  amax_tune::Context ctx(opt);
+  const ReferenceKernels& ref = opened.ref;
+  const TeKernels& te = opened.te;
+  amax_tune::Context& ctx = opened.ctx;
 
   std::uint64_t max_bytes = 0, max_tensors = 1;
   for (const auto& g : o.groups) {
