@@ -84,7 +84,7 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   *winners = out.size();
   for (const auto& d : all_dtypes())
     for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30})
-      for (const Strategy s : kStrategies) {
+      for (const Strategy s : all_strategies()) {
         KernelConfig c = builtin_default(arch, d.dtype, n);
         c.strategy = s;
         add(c, d.dtype);

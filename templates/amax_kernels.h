@@ -9,9 +9,10 @@
 //   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
 //   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS or
-//                     AMAX_STRATEGY_SELF_RESET
+//                     AMAX_STRATEGY_SELF_RESET (each defined too, from the generator's kStrategies)
 //   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
-//                     scale and scale_inv by amax_scale_rule in the same launch; each defined too)
+//                     scale and scale_inv by amax_scale_rule in the same launch; each defined too,
+//                     from the generator's kEpilogues)
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 //   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
@@ -49,16 +50,14 @@
 // counted on counter[0] as one_pass does (so atomic with the epilogue uses the stream slot when
 // its grid has more than one block). The amax-only kernels' signatures are unchanged.
 
-#define AMAX_STRATEGY_ATOMIC 0
-#define AMAX_STRATEGY_TWO_STAGE 1
-#define AMAX_STRATEGY_ONE_PASS 2
-#define AMAX_STRATEGY_SELF_RESET 3
-
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
 #define AMAX_FLAG_IGNORE_NAN 1u
 
 #if AMAX_THREADS % AMAX_WAVE_SIZE != 0
 #error "AMAX_THREADS must be a multiple of the wave size"
+#endif
+#if AMAX_THREADS > AMAX_WAVE_SIZE * AMAX_WAVE_SIZE
+#error "AMAX_THREADS must be at most the wave size squared (the block reduction finishes in one wave)"
 #endif
 
 typedef unsigned long long amax_u64;

@@ -9,18 +9,12 @@
 namespace amax {
 
 std::string_view to_string(Strategy s) noexcept {
-  switch (s) {
-    case Strategy::atomic: return "atomic";
-    case Strategy::two_stage: return "two_stage";
-    case Strategy::one_pass: return "one_pass";
-    case Strategy::self_reset: return "self_reset";
-  }
-  return "?";
+  return static_cast<std::size_t>(s) < std::size(kStrategies) ? info(s).name : "?";
 }
 
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
-  for (Strategy v : kStrategies)
-    if (to_string(v) == s) return v;
+  for (const auto& v : kStrategies)
+    if (v.name == s) return v.strategy;
   return std::nullopt;
 }
 
@@ -127,7 +121,7 @@ std::string make_label(const KernelConfig& c, bool compile_time_only) {
   std::string out;
   std::apply(
       [&](const auto&... f) {
-        ((void)((compile_time_only && !f.compile_time) ||
+        ((void)((compile_time_only && !f.compile_time()) ||
                         (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
                     ? 0
                     : (out += (out.empty() ? "" : "."), out += f.prefix,
@@ -137,7 +131,35 @@ std::string make_label(const KernelConfig& c, bool compile_time_only) {
       KernelConfig::fields());
   return out;
 }
+
+// The value a compile-time field is #defined to: a strategy's or epilogue's macro, a number's digits.
+std::string define_value(Strategy s) { return std::string(info(s).macro); }
+std::string define_value(std::uint32_t v) { return std::to_string(v); }
+std::string define_value(Epilogue e) { return std::string(info(e).macro); }
+std::string define_value(const BlockCap&) { return {}; }  // launch-time only
 }  // namespace
+
+KernelConfig KernelConfig::compile_time_part() const {
+  KernelConfig out = *this;
+  const KernelConfig defaults{};
+  std::apply(
+      [&](const auto&... f) { ((f.compile_time() ? void() : void(out.*(f.member) = defaults.*(f.member))), ...); },
+      fields());
+  return out;
+}
+
+std::string KernelConfig::compile_time_defines() const {
+  std::string out;
+  std::apply(
+      [&](const auto&... f) {
+        ((f.compile_time()
+              ? void(out += "#define " + std::string(f.macro) + " " + define_value(this->*(f.member)) + "\n")
+              : void()),
+         ...);
+      },
+      fields());
+  return out;
+}
 
 std::string KernelConfig::label() const { return make_label(*this, false); }
 std::string KernelConfig::kernel_label() const { return make_label(*this, true); }

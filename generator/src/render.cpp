@@ -31,6 +31,19 @@ std::string hex_literal(std::uint32_t v) {
   std::snprintf(buf, sizeof buf, "0x%xu", static_cast<unsigned>(v));
   return buf;
 }
+/// Appends template `name` after a `#line 1 "name"`, so that compiler messages name the
+/// template file and its own line numbers.
+void append_template(std::string& s, std::string_view name) {
+  s += "#line 1 \"" + std::string(name) + "\"\n";
+  s += detail::template_text(name);
+}
+/// Appends `#define <macro> <enumerator value>` for every row of an enum's table (kStrategies,
+/// kEpilogues), so the template can compare the field's macro against each value by name.
+template <class Row, std::size_t N, class Member>
+void append_value_macros(std::string& s, const Row (&table)[N], Member member) {
+  for (const Row& r : table)
+    s += "#define " + std::string(r.macro) + " " + std::to_string(static_cast<unsigned>(r.*member)) + "\n";
+}
 }  // namespace
 
 std::string_view generator_version() noexcept { return AMAX_VERSION; }
@@ -65,8 +78,7 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
 
 std::string epilogue_defines(Epilogue epilogue) {
   std::string s;
-  for (const EpilogueInfo& e : kEpilogues)
-    s += "#define " + std::string(e.macro) + " " + std::to_string(static_cast<unsigned>(e.epilogue)) + "\n";
+  append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
   s += "#define AMAX_EPILOGUE " + std::string(info(epilogue).macro) + "\n";
   return s;
 }
@@ -83,37 +95,33 @@ std::string dtype_defines(DType dtype) {
 }
 
 std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
-  const char* strategy_macro = c.strategy == Strategy::atomic      ? "AMAX_STRATEGY_ATOMIC"
-                               : c.strategy == Strategy::two_stage ? "AMAX_STRATEGY_TWO_STAGE"
-                               : c.strategy == Strategy::one_pass  ? "AMAX_STRATEGY_ONE_PASS"
-                                                                   : "AMAX_STRATEGY_SELF_RESET";
   std::string s;
   s.reserve(16384);
   s += "// amax-tune generated kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) +
        " (" + std::string(to_string(vendor)) + ")\n";
   s += "// kernel label " + c.kernel_label() +
-       " (max blocks is a launch parameter, not compiled in)\n";
+       " (launch parameters are not compiled in)\n";
   s += "// template hash " + template_hash() + ", generator version " +
        std::string(generator_version()) + "\n";
-  s += "#define AMAX_THREADS " + std::to_string(c.threads) + "\n";
-  s += "#define AMAX_NVEC " + std::to_string(c.nvec) + "\n";
-  s += "#define AMAX_UNROLL " + std::to_string(c.unroll) + "\n";
+  // The value macros of the strategies (AMAX_STRATEGY_ONE_PASS 2, ...) and the epilogues, then the
+  // compile-time fields (AMAX_STRATEGY, AMAX_THREADS, ..., AMAX_EPILOGUE) from KernelConfig::fields().
+  append_value_macros(s, kStrategies, &StrategyInfo::strategy);
+  append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
+  s += c.compile_time_defines();
   s += dtype_defines(dtype);
-  s += std::string("#define AMAX_STRATEGY ") + strategy_macro + "\n";
-  s += epilogue_defines(c.epilogue);
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";
-  s += detail::template_text(vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
-  s += detail::template_text("amax_kernels.h");
+  append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  append_template(s, "amax_kernels.h");
   return s;
 }
 
 std::string render_reference_kernels(Vendor vendor) {
   std::string s = "// amax-tune reference kernels (" + std::string(to_string(vendor)) + "), template hash " +
                   template_hash() + "\n";
-  s += detail::template_text(vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
-  s += detail::template_text("bench_kernels.h");
+  append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  append_template(s, "bench_kernels.h");
   return s;
 }
 

@@ -23,7 +23,8 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
   caps.push_back(BlockCap::uncapped());
 
   std::vector<KernelConfig> out;
-  for (Strategy s : kStrategies)
+  for (const StrategyInfo& si : kStrategies) {
+    const Strategy s = si.strategy;
     for (auto t : threads)
       for (auto v : nvecs)
         for (auto u : unrolls)
@@ -34,6 +35,7 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
             KernelConfig c{s, t, v, u, b};
             if (!c.validate(arch, dtype)) out.push_back(c);
           }
+  }
   return out;
 }
 }  // namespace
@@ -55,8 +57,8 @@ std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInf
 
 std::vector<KernelConfig> distinct_kernels(const std::vector<KernelConfig>& configs) {
   std::vector<KernelConfig> out;
-  for (KernelConfig c : configs) {
-    c.max_blocks = BlockCap::uncapped();
+  for (const KernelConfig& config : configs) {
+    const KernelConfig c = config.compile_time_part();
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   }
   return out;

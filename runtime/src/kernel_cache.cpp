@@ -42,8 +42,7 @@ CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cach
 KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                           const KernelConfig& config, DType dtype) {
   KernelBinary out;
-  out.config = config;
-  out.config.max_blocks = BlockCap::uncapped();
+  out.config = config.compile_time_part();
   out.dtype = dtype;
   const std::string name = kernel_name(out.config, dtype);
   CachedBinary b = compile_cached(compiler, cache, arch, render_source(out.config, dtype, arch.vendor),

@@ -197,6 +197,33 @@ TEST(DType, NamesRoundTrip) {
   for (std::size_t i = 0; i < kDTypeCount; ++i) EXPECT_EQ(index(all_dtypes()[i].dtype), i);
 }
 
+TEST(Strategy, TableGivesNamesAndParsing) {
+  ASSERT_EQ(std::size(kStrategies), 4u);
+  for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
+    const auto& s = kStrategies[i];
+    EXPECT_EQ(static_cast<std::size_t>(s.strategy), i);
+    EXPECT_EQ(to_string(s.strategy), s.name);
+    EXPECT_EQ(parse_strategy(s.name), s.strategy);
+  }
+  EXPECT_EQ(info(Strategy::two_stage).macro, "AMAX_STRATEGY_TWO_STAGE");
+  EXPECT_EQ(info(Strategy::self_reset).name, "self_reset");
+  EXPECT_EQ(info(Strategy::self_reset).macro, "AMAX_STRATEGY_SELF_RESET");
+  EXPECT_FALSE(parse_strategy("ONE_PASS"));
+}
+
+TEST(KernelConfigFields, CompileTimePartDropsOnlyLaunchParameters) {
+  const KernelConfig c{Strategy::two_stage, 256, 8, 4, BlockCap::per_cu(8)};
+  const KernelConfig k = c.compile_time_part();
+  EXPECT_EQ(k, (KernelConfig{Strategy::two_stage, 256, 8, 4, BlockCap::uncapped()}));
+  EXPECT_EQ(k.kernel_label(), c.kernel_label());
+  EXPECT_EQ(k.label(), "two_stage.t256.v8.u4.buncapped");
+  const KernelConfig te{Strategy::atomic, 512, 4, 2, BlockCap::absolute(65535)};
+  EXPECT_EQ(te.compile_time_part().label(), "atomic.t512.v4.u2.buncapped");
+  // The epilogue is compiled in: it stays.
+  const KernelConfig fused{Strategy::self_reset, 256, 8, 4, BlockCap::per_cu(8), Epilogue::scale};
+  EXPECT_EQ(fused.compile_time_part().label(), "self_reset.t256.v8.u4.buncapped.scale");
+}
+
 TEST(DType, BitPatternsDeriveFromTheTable) {
   EXPECT_EQ(info(DType::fp32).inf_abs_bits, 0x7f800000u);
   EXPECT_EQ(info(DType::fp16).inf_abs_bits, 0x7c00u);

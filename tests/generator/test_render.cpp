@@ -52,9 +52,9 @@ TEST(Render, EveryStrategyHasItsMacro) {
 // The epilogue field is rendered as AMAX_EPILOGUE (both epilogue macros defined from kEpilogues),
 // and it changes the source and the entry point; the template's fused code is selected by it.
 TEST(Render, EpilogueFieldRendersItsMacro) {
-  for (Strategy strategy : kStrategies)
+  for (const StrategyInfo& si : kStrategies)
     for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
-      KernelConfig c{strategy, 256, 8, 4, BlockCap::per_cu(8)};
+      KernelConfig c{si.strategy, 256, 8, 4, BlockCap::per_cu(8)};
       const std::string amax_only = render_source(c, DType::fp16, v);
       c.epilogue = Epilogue::scale;
       const std::string fused = render_source(c, DType::fp16, v);
@@ -69,6 +69,26 @@ TEST(Render, EpilogueFieldRendersItsMacro) {
       EXPECT_NE(fused.find("_scale_fp16\n"), std::string::npos);
       EXPECT_NE(fused.find("// kernel label " + c.kernel_label() + " "), std::string::npos);
     }
+}
+
+TEST(Render, DefinesComeFromTheFieldListAndTheStrategyTable) {
+  const KernelConfig c{Strategy::atomic, 128, 4, 8, BlockCap::per_cu(4)};
+  const std::string s = render_source(c, DType::fp32, Vendor::amd);
+  EXPECT_EQ(c.compile_time_defines(),
+            "#define AMAX_STRATEGY AMAX_STRATEGY_ATOMIC\n#define AMAX_THREADS 128\n#define AMAX_NVEC 4\n"
+            "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n");
+  EXPECT_NE(s.find(c.compile_time_defines()), std::string::npos);
+  for (const auto& st : kStrategies)
+    EXPECT_NE(s.find("#define " + std::string(st.macro) + " " + std::to_string(static_cast<int>(st.strategy)) + "\n"),
+              std::string::npos)
+        << st.name;
+  EXPECT_EQ(s.find("AMAX_MAX_BLOCKS"), std::string::npos);  // launch-time fields are not compiled in
+  // Each template starts at its own line 1, so compiler messages point into it.
+  const auto prelude = s.find("#line 1 \"prelude_hip.h\"\n"), body = s.find("#line 1 \"amax_kernels.h\"\n");
+  ASSERT_NE(prelude, std::string::npos);
+  ASSERT_NE(body, std::string::npos);
+  EXPECT_LT(prelude, body);
+  EXPECT_NE(render_reference_kernels(Vendor::nvidia).find("#line 1 \"bench_kernels.h\"\n"), std::string::npos);
 }
 
 TEST(Render, TemplateHashIsSixteenHexDigits) {

@@ -55,9 +55,9 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
     env.kernels->load(std::move(*built[i]));
   }
   for (const auto& c : configs) out.push_back({c, &env.kernels->get(c, dtype)});
-  for (Strategy s : kStrategies)
-    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s; }))
-      throw std::logic_error("no " + std::string(to_string(s)) + " variant in the verified set");
+  for (const StrategyInfo& s : kStrategies)
+    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.strategy; }))
+      throw std::logic_error("no " + std::string(s.name) + " variant in the verified set");
   return out;
 }
 

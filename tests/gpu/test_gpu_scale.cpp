@@ -143,7 +143,7 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   DeviceBuffer in(b, ((1u << 20) + 3) * 4), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 1u << 20);
   b.memset32_async(slot.p, 0, kSlotWords, nullptr);
   int checked = 0;
-  for (Strategy st : kStrategies)
+  for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes()) {
       const KernelConfig c = fused(st, d.dtype);
       const LoadedKernel& k = env->kernels->get(c, d.dtype);
@@ -189,7 +189,7 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   DeviceBuffer in(b, max_n * 4 + 64), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 64u << 20);
   b.memset32_async(slot.p, 0, kSlotWords, nullptr);
   int checked = 0;
-  for (Strategy st : kStrategies)
+  for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes())
       for (BlockCap cap : {BlockCap::per_cu(2), BlockCap::uncapped()}) {
         const KernelConfig c = fused(st, d.dtype, cap);
@@ -251,7 +251,7 @@ TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
   std::mt19937_64 rng(std::random_device{}());
   const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
   DeviceBuffer in(b, 50000000ull * 4 + 16), out(b, 12);
-  for (Strategy st : kStrategies) {
+  for (Strategy st : all_strategies()) {
     ForceStrategy force(st);
     amax_tune::Context ctx(api_options());
     const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};

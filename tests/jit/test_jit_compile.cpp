@@ -200,8 +200,8 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
   const auto arch = ArchInfo::parse(t.arch);
   int compiled = 0;
   for (const auto& d : all_dtypes())
-    for (Strategy s : kStrategies) {
-      const KernelConfig c{s, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
+    for (const StrategyInfo& s : kStrategies) {
+      const KernelConfig c{s.strategy, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
       ASSERT_FALSE(c.validate(arch, d.dtype)) << *c.validate(arch, d.dtype);
       CompiledProgram p;
       try {
@@ -214,7 +214,7 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
       ASSERT_TRUE(usage.count(name)) << name << " missing from resource report";
       EXPECT_EQ(usage.at(name).spill_stores, 0) << name << " spills";
       EXPECT_EQ(usage.at(name).spill_loads, 0) << name << " spills";
-      EXPECT_EQ(usage.count(finish_kernel_name(c, d.dtype)), s == Strategy::two_stage ? 1u : 0u) << name;
+      EXPECT_EQ(usage.count(finish_kernel_name(c, d.dtype)), s.strategy == Strategy::two_stage ? 1u : 0u) << name;
       ++compiled;
     }
   EXPECT_EQ(compiled, 12);
@@ -232,6 +232,25 @@ TEST_P(JitCompile, CompileErrorCarriesTheFullLog) {
     EXPECT_NE(e.log().find("undefined_name_x"), std::string::npos) << e.log();
     EXPECT_NE(std::string(e.what()).find("broken.src"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find(t.arch), std::string::npos);
+  }
+}
+
+TEST_P(JitCompile, TemplateChecksPointIntoTheTemplate) {
+  const Target t = GetParam();
+  if (!have_compiler(t.vendor)) GTEST_SKIP() << "this build has no " << to_string(t.vendor) << " backend";
+  const auto arch = ArchInfo::parse(t.arch);
+  const std::uint32_t wave = static_cast<std::uint32_t>(arch.wave_size);
+  // Not a multiple of the wave size, then over wave size squared: each stopped by the template's
+  // own #error, and the message names amax_kernels.h (the rendered source's #line 1).
+  for (std::uint32_t threads : {wave + wave / 2, 2 * wave * wave}) {
+    const KernelConfig c{Strategy::one_pass, threads, 4, 1, {}};
+    try {
+      make_compiler(t.vendor)->compile(render_source(c, DType::fp32, arch.vendor), "bad.src", arch);
+      FAIL() << c.label() << " compiled";
+    } catch (const CompileError& e) {
+      EXPECT_NE(e.log().find("amax_kernels.h"), std::string::npos) << e.log();
+      EXPECT_NE(e.log().find("AMAX_THREADS must be"), std::string::npos) << e.log();
+    }
   }
 }
 

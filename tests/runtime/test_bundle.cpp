@@ -212,7 +212,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
     // itself, self_reset and the others AMAX_TUNE_FORCE_STRATEGY selects, the atomic fallback).
     for (const auto& d : all_dtypes())
       for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30})
-        for (const Strategy s : kStrategies) {
+        for (const Strategy s : all_strategies()) {
           KernelConfig c = builtin_default(arch, d.dtype, n);
           c.strategy = s;
           for (const auto& e : kEpilogues) {

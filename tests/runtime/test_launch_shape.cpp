@@ -69,7 +69,7 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
 
 // The scale epilogue changes no grid or workspace; atomic with it counts its blocks in the slot.
 TEST(LaunchShape, ScaleEpilogueKeepsTheShapeAndGivesAtomicTheSlot) {
-  for (Strategy st : kStrategies)
+  for (Strategy st : all_strategies())
     for (std::uint64_t n : {std::uint64_t{100}, std::uint64_t{1} << 20, std::uint64_t{1} << 33}) {
       KernelConfig c{st, 512, 4, 2, BlockCap::per_cu(4)};
       const LaunchShape a = launch_shape(c, n, 132);

@@ -64,9 +64,9 @@ std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, cons
                    [&](auto a, auto b) { return variants[a].stats.median_us < variants[b].stats.median_us; });
   std::set<std::size_t> fin(order.begin(),
                             order.begin() + std::min<std::size_t>(order.size(), static_cast<std::size_t>(protocol.finalists)));
-  for (Strategy s : kStrategies)
+  for (const StrategyInfo& s : kStrategies)
     for (std::size_t i : order)
-      if (variants[i].config.strategy == s) {
+      if (variants[i].config.strategy == s.strategy) {
         fin.insert(i);
         break;
       }

@@ -2,7 +2,9 @@
 // KernelConfig: one point of the variant space (DESIGN.md section 3). Its fields are listed once,
 // in KernelConfig::fields(); the canonical label, label parsing and the compile-time/launch-time
 // split all derive from that list. Equality is the defaulted member-wise comparison.
+#include <array>
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "amax/aggregate_arity.hpp"
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
 
@@ -26,9 +29,44 @@ namespace amax {
 ///   itself on a context-owned counter; the last block writes the output and zeroes both words.
 ///   One launch, no memset, no workspace.
 enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3 };
-/// Every strategy, in enum order.
-inline constexpr Strategy kStrategies[] = {Strategy::atomic, Strategy::two_stage, Strategy::one_pass,
-                                           Strategy::self_reset};
+
+/// Static facts about one Strategy.
+struct StrategyInfo {
+  Strategy strategy;
+  std::string_view name;   ///< label spelling ("two_stage")
+  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_STRATEGY_TWO_STAGE"), value = enum value
+};
+
+/// Every strategy, in enum order: the one list that labels, parsing, the rendered
+/// AMAX_STRATEGY_* defines, the search space and the tuner's per-strategy finalists derive from.
+/// A new strategy is its enumerator above plus one row here (and its code in the template).
+inline constexpr StrategyInfo kStrategies[] = {
+    {Strategy::atomic, "atomic", "AMAX_STRATEGY_ATOMIC"},
+    {Strategy::two_stage, "two_stage", "AMAX_STRATEGY_TWO_STAGE"},
+    {Strategy::one_pass, "one_pass", "AMAX_STRATEGY_ONE_PASS"},
+    {Strategy::self_reset, "self_reset", "AMAX_STRATEGY_SELF_RESET"},
+};
+
+namespace detail {
+/// True when row i of `table` describes enumerator i (what info() relies on).
+template <class Row, std::size_t N, class Member>
+constexpr bool table_in_enum_order(const Row (&table)[N], Member member) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (static_cast<std::size_t>(table[i].*member) != i) return false;
+  return true;
+}
+}  // namespace detail
+static_assert(detail::table_in_enum_order(kStrategies, &StrategyInfo::strategy),
+              "kStrategies must list every Strategy in enum order");
+
+/// Facts about `s` (a valid enumerator). Thread-safe.
+constexpr const StrategyInfo& info(Strategy s) noexcept { return kStrategies[static_cast<std::size_t>(s)]; }
+/// Every strategy's enumerator, in enum order (derived from kStrategies), for loops over strategies.
+constexpr std::array<Strategy, std::size(kStrategies)> all_strategies() noexcept {
+  std::array<Strategy, std::size(kStrategies)> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = kStrategies[i].strategy;
+  return out;
+}
 std::string_view to_string(Strategy s) noexcept;
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
 
@@ -50,6 +88,8 @@ inline constexpr EpilogueInfo kEpilogues[] = {
     {Epilogue::amax, "amax", "AMAX_EPILOGUE_AMAX"},
     {Epilogue::scale, "scale", "AMAX_EPILOGUE_SCALE"},
 };
+static_assert(detail::table_in_enum_order(kEpilogues, &EpilogueInfo::epilogue),
+              "kEpilogues must list every Epilogue in enum order");
 constexpr const EpilogueInfo& info(Epilogue e) noexcept { return kEpilogues[static_cast<std::size_t>(e)]; }
 std::string_view to_string(Epilogue e) noexcept;
 std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept;
@@ -81,31 +121,34 @@ struct KernelConfig {
 
   auto operator<=>(const KernelConfig&) const = default;
 
-  /// Descriptor of one field: its name, the label prefix/suffix, whether it is compiled into
-  /// the kernel source (false: a launch parameter), the member it reads, and whether the label
-  /// leaves it out at its default value (an omissible field; only at the end of the list).
+  /// Descriptor of one field: its name, the label prefix/suffix, the kernels' preprocessor name
+  /// it is compiled in as (empty: a launch parameter, not compiled in), the member it reads, and
+  /// whether the label leaves it out at its default value (an omissible field; only at the end of
+  /// the list).
   template <class M>
   struct Field {
     std::string_view name;
     std::string_view prefix;
     std::string_view suffix;
-    bool compile_time;
+    std::string_view macro;
     M KernelConfig::*member;
     bool omitted_at_default = false;
+    constexpr bool compile_time() const noexcept { return !macro.empty(); }
   };
 
-  /// The field list: the one place the variant's fields are enumerated.
+  /// The field list: the one place the variant's fields are enumerated. The labels, label
+  /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.
   /// The epilogue is omissible: labels written before it existed (in databases, overrides, the
   /// README) name the amax-only variant they always named, and a fused variant's label ends in
   /// `.scale` (`one_pass.t256.v8.u4.b8cu.scale`). `.amax` is not accepted: one label per variant.
   static constexpr auto fields() {
     return std::make_tuple(
-        Field<Strategy>{"strategy", "", "", true, &KernelConfig::strategy},
-        Field<std::uint32_t>{"threads", "t", "", true, &KernelConfig::threads},
-        Field<std::uint32_t>{"nvec", "v", "", true, &KernelConfig::nvec},
-        Field<std::uint32_t>{"unroll", "u", "", true, &KernelConfig::unroll},
-        Field<BlockCap>{"max_blocks", "b", "", false, &KernelConfig::max_blocks},
-        Field<Epilogue>{"epilogue", "", "", true, &KernelConfig::epilogue, true});
+        Field<Strategy>{"strategy", "", "", "AMAX_STRATEGY", &KernelConfig::strategy},
+        Field<std::uint32_t>{"threads", "t", "", "AMAX_THREADS", &KernelConfig::threads},
+        Field<std::uint32_t>{"nvec", "v", "", "AMAX_NVEC", &KernelConfig::nvec},
+        Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &KernelConfig::unroll},
+        Field<BlockCap>{"max_blocks", "b", "", "", &KernelConfig::max_blocks},
+        Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &KernelConfig::epilogue, true});
   }
 
   /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu` or `two_stage.t256.v8.u4.b8cu.scale`:
@@ -118,6 +161,11 @@ struct KernelConfig {
   /// Parses a full label. Errors: std::invalid_argument naming the label and the bad token.
   /// The result is syntactically valid; check it against a target with validate().
   static KernelConfig parse(std::string_view label);
+  /// This config with every launch-time field (no macro in fields()) at its default: the part
+  /// that decides the compiled binary. Equal kernel_label() <=> equal compile_time_part().
+  KernelConfig compile_time_part() const;
+  /// `#define AMAX_THREADS 256` etc.: one line per compile-time field, in field order.
+  std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
   /// multiple of the wave size or over the limit, vector wider than 16 bytes, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
@@ -129,6 +177,9 @@ namespace detail {
 std::optional<std::uint32_t> parse_u32(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char sep);
 }  // namespace detail
+
+static_assert(aggregate_arity<KernelConfig>() == std::tuple_size_v<decltype(KernelConfig::fields())>,
+              "every KernelConfig member must be listed in KernelConfig::fields()");
 
 /// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
 /// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`),

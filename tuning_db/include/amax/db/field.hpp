@@ -5,6 +5,8 @@
 // struct but not to its list.
 #pragma once
 
+#include <amax/aggregate_arity.hpp>
+
 #include <cstddef>
 #include <string_view>
 #include <tuple>
@@ -68,30 +70,6 @@ template <class Owner, class Tuple>
 [[nodiscard]] constexpr bool fields_equal(const Owner& a, const Owner& b, const Tuple& fields) {
   return std::apply([&](const auto&... field) { return ((field.get(a) == field.get(b)) && ...); },
                     fields);
-}
-
-namespace detail {
-/// Converts to anything; used to count the members of an aggregate.
-struct AnyInit {
-  template <class T>
-  constexpr operator T() const;  // NOLINT(google-explicit-constructor): declared only
-};
-
-template <class T, class... A>
-constexpr std::size_t aggregate_arity_impl() {
-  if constexpr (requires { T{A{}..., AnyInit{}}; }) {
-    return aggregate_arity_impl<T, A..., AnyInit>();
-  } else {
-    return sizeof...(A);
-  }
-}
-}  // namespace detail
-
-/// Number of members of the flat aggregate T (members that are themselves aggregates would be
-/// over-counted through brace elision; the stored structs have none). Compile time only.
-template <class T>
-constexpr std::size_t aggregate_arity() {
-  return detail::aggregate_arity_impl<T>();
 }
 
 }  // namespace amax::db
