@@ -20,7 +20,7 @@ namespace amax::cli {
 namespace {
 struct DbArgs {
   std::string db, format = "table", arch, dtype, out, a, b;
-  bool trials = false, allow_devices = false, overwrite = false;
+  bool trials = false, allow_devices = false, overwrite = false, integrity = false;
 };
 
 // The built-in default that serves `arch` where no entry does, per dtype, with where it comes from.
@@ -69,6 +69,13 @@ int run_show(const DbArgs& a) {
       }
     }
     rows.push_back(std::move(r));
+  }
+  if (a.integrity) {  // the full check (open ran only PRAGMA quick_check); its rows, then the counts
+    const auto problems = db.integrity_check();
+    for (const auto& line : problems) std::cout << line << "\n";
+    std::cout << fmt::format("schema version {}, {} winners, {} trials\n", db.schema_version(), db.winners().size(),
+                             db.all_trials().size());
+    if (problems != std::vector<std::string>{"ok"}) return kExitFailed;
   }
   std::cout << fmt::format("{} winners in {}\n", rows.size(), path.string());
   std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9} {:>8}  {}\n", "arch", "dtype", "n", "winner", "us", "GB/s",
@@ -149,6 +156,8 @@ void add_db_commands(CLI::App& app) {
   show->add_option("--db", s->db, "Database (default: the per-user one)");
   show->add_option("--arch", s->arch, "Only this arch");
   show->add_option("--dtype", s->dtype, "Only this dtype");
+  show->add_flag("--integrity", s->integrity,
+                 "First run SQLite's full integrity check and print its result and the row counts; exit 1 unless ok");
   show->final_callback([s] { throw CLI::RuntimeError(run_show(*s)); });
 
   auto e = std::make_shared<DbArgs>();

@@ -161,6 +161,14 @@ TEST_F(Cli, ShowExportImportMergeOnRealFiles) {
   EXPECT_TRUE(has(r.out, "26 winners in ")) << r.out;
   EXPECT_TRUE(has(r.out, "built-in default for sm_90 where no entry serves: one_pass.t512.v8.u2.buncapped up to "
                          "2^21 elements, atomic.t512.v8.u4.buncapped above (bf16): the H200 winners")) << r.out;
+  // --integrity: SQLite's full check first ("ok"), then the row counts of the file.
+  const std::string text = slurp(AMAX_SYSTEM_DB_TEXT);
+  std::size_t trials = 0;
+  for (std::size_t at = 0; (at = text.find("\"row\":\"trial\"", at)) != std::string::npos; ++at) ++trials;
+  r = run("show --integrity --db " + db.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("ok\nschema version ", 0), 0u) << r.out;
+  EXPECT_TRUE(has(r.out, ", 78 winners, " + std::to_string(trials) + " trials\n78 winners in ")) << r.out;
 
   r = run("export --format csv --db " + db.string() + " -o " + (dir / "w.csv").string());
   EXPECT_EQ(r.code, 0) << r.out;
