@@ -61,8 +61,9 @@ class InputRegion {
   ~InputRegion();
   InputRegion(const InputRegion&) = delete;
   InputRegion& operator=(const InputRegion&) = delete;
-  /// The next slice of `bytes` in rotation (element aligned at `align` bytes); with `warm` always
-  /// the first.
+  /// The next slice of `bytes` bytes in rotation over the region: slices start 256-byte aligned
+  /// and do not overlap (consecutive starts lie bytes + 256 rounded up to 256 apart); with `warm`,
+  /// or when `bytes` is not smaller than the region, always the region's start.
   const void* next(std::uint64_t bytes, bool warm);
   void* base() const noexcept { return base_; }
   std::uint64_t bytes() const noexcept { return bytes_; }

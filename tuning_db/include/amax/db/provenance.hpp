@@ -27,13 +27,16 @@ namespace amax::db {
 /// Thread-safety: plain value type.
 struct Provenance {
   std::string device_name;      ///< as the driver reports it, e.g. "NVIDIA H200"
-  std::string arch;             ///< target ID with features, e.g. "gfx942:sramecc+:xnack-"
+  std::string arch;             ///< target ID with features, e.g. "sm_90", "gfx942:sramecc+:xnack-"
   std::int64_t cu_count = 0;    ///< compute units (AMD CUs / NVIDIA SMs)
-  std::string driver_version;   ///< e.g. "CUDA driver 13.0 (580.65)"
+  std::string driver_version;   ///< as the backend reports it, e.g. "cuda driver 13.0", "hip driver 60443482"
   std::string compiler;         ///< JIT compiler and version, e.g. "nvrtc 13.0"
-  std::string template_hash;    ///< hex hash of the kernel templates the variant was rendered from
+  std::string template_hash;    ///< 16 hex digits of the kernel templates' hash, e.g. "6f6ac6a1978dc457"
   std::string tool_version;     ///< amax-tune version that measured, e.g. "0.1.0"
-  std::string timing_protocol;  ///< warm-up, batches, rotation, e.g. "warmup=10 batches=25x20 rotate=4xL2"
+  /// warm-up, batches, rounds and input rotation, as amax-tune's TimingProtocol::describe() writes it,
+  /// e.g. "device events; batches >= 200 us (<= 200 calls); warmup 1; screen 3 (stop at 1.5x best);
+  /// final 15 interleaved rounds x 6 finalists + baselines; cold (rotating over largest input + 5x L2)"
+  std::string timing_protocol;
   std::string timestamp;        ///< ISO-8601 UTC of the measurement, e.g. "2026-11-30T02:51:00Z"
 
   /// Field-by-field equality over provenance_fields (all fields, timestamp included).
