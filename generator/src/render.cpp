@@ -60,8 +60,8 @@ std::string hash_templates(std::initializer_list<std::string_view> skip) {
 }  // namespace detail
 
 const std::string& template_hash() {
-  // The reference kernels are not part of any variant; the multi-tensor family has its own hash.
-  static const std::string hash = detail::hash_templates({"bench_kernels.h", "amax_multi_kernels.h"});
+  // The multi-tensor family has its own hash (multi_template_hash).
+  static const std::string hash = detail::hash_templates({"amax_multi_kernels.h"});
   return hash;
 }
 
@@ -112,16 +112,14 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";
-  append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  s += vendor_prelude(vendor);
   append_template(s, "amax_kernels.h");
   return s;
 }
 
-std::string render_reference_kernels(Vendor vendor) {
-  std::string s = "// amax-tune reference kernels (" + std::string(to_string(vendor)) + "), template hash " +
-                  template_hash() + "\n";
+std::string vendor_prelude(Vendor vendor) {
+  std::string s;
   append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
-  append_template(s, "bench_kernels.h");
   return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include "amax/code_object.hpp"
 #include "amax/compiler.hpp"
+#include "amax/reference_kernels.hpp"
 #include "amax/render.hpp"
 #include "amax/te_contenders.hpp"
 
@@ -26,6 +27,20 @@ void PrintTo(const Target& t, std::ostream* os) { *os << t.arch; }
 class BenchKernels : public ::testing::TestWithParam<Target> {};
 
 }  // namespace
+
+// Each template in the reference kernels' source starts at its own line 1 (compiler messages name
+// the file), the prelude before the kernels.
+TEST(ReferenceKernelsSource, NamesItsTemplates) {
+  for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
+    const std::string s = render_reference_kernels(v);
+    const auto prelude = s.find(v == Vendor::nvidia ? "#line 1 \"prelude_cuda.h\"\n" : "#line 1 \"prelude_hip.h\"\n");
+    const auto body = s.find("#line 1 \"bench_kernels.h\"\n");
+    ASSERT_NE(prelude, std::string::npos) << to_string(v);
+    ASSERT_NE(body, std::string::npos) << to_string(v);
+    EXPECT_LT(prelude, body);
+    EXPECT_NE(s.find("amax_stream_read", body), std::string::npos);
+  }
+}
 
 TEST_P(BenchKernels, EveryEntryPointCompilesWithoutSpills) {
   const Target t = GetParam();

@@ -5,8 +5,18 @@
 #include "amax/arch.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/render.hpp"
+#include "reference_template.hpp"
 
 namespace amax {
+
+std::string render_reference_kernels(Vendor vendor) {
+  std::string s = "// amax-tune reference kernels (" + std::string(to_string(vendor)) + "), template hash " +
+                  template_hash() + "\n";
+  s += vendor_prelude(vendor);
+  s += "#line 1 \"bench_kernels.h\"\n";  // compiler messages name the template and its lines
+  s += tune::detail::kTemplates[0].text;     // bench_kernels.h
+  return s;
+}
 
 ReferenceKernels ReferenceKernels::load(Backend& backend, const JitCompiler& compiler, const BinaryCache& cache) {
   const ArchInfo arch = ArchInfo::parse(backend.device().arch);

@@ -14,7 +14,7 @@ namespace amax {
 std::string_view generator_version() noexcept;
 
 /// 16 hex digits: FNV-1a 64 over the template files variants are rendered from (the preludes and
-/// amax_kernels.h; not the reference kernels nor amax_multi_kernels.h, see multi_template_hash) as built into this binary. Changes whenever one of
+/// amax_kernels.h; not amax_multi_kernels.h, see multi_template_hash; the tuner's reference kernels are not embedded here) as built into this binary. Changes whenever one of
 /// them changes; recorded with every tuning row so that rows made from other templates are
 /// recognised as stale. Thread-safe.
 const std::string& template_hash();
@@ -38,10 +38,10 @@ std::string epilogue_defines(Epilogue epilogue);
 /// not compile. Thread-safe.
 std::string render_source(const KernelConfig& config, DType dtype, Vendor vendor);
 
-/// Source of the reference kernels of the timing protocol (templates/bench_kernels.h):
-/// `amax_stream_read(const void* in, unsigned long long n16, unsigned* sink)`, a pure streaming
-/// read of n16 16-byte vectors launched with 512 threads per block (the bandwidth ceiling), and
-/// `amax_empty()` (the launch-latency floor). Thread-safe.
-std::string render_reference_kernels(Vendor vendor);
+/// The vendor prelude (templates/prelude_cuda.h or prelude_hip.h) that rendered sources carry
+/// after their compile-time constants: the vendor's types, intrinsics and launch bounds, after a
+/// `#line 1 "prelude_cuda.h"` (or `prelude_hip.h`) so that compiler messages name the file.
+/// Thread-safe.
+std::string vendor_prelude(Vendor vendor);
 
 }  // namespace amax

@@ -3,12 +3,20 @@
 // bandwidth ceiling and the empty-launch floor, loaded on a device. Used by the tuner and the bench.
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "amax/backend.hpp"
 #include "amax/binary_cache.hpp"
 #include "amax/compiler.hpp"
 
 namespace amax {
+
+/// Source of the reference kernels (templates/bench_kernels.h, embedded into the tuner at build
+/// time) after the vendor prelude: `amax_stream_read(const void* in, unsigned long long n16,
+/// unsigned* sink)`, a pure streaming read of n16 16-byte vectors launched with 512 threads per
+/// block (the bandwidth ceiling), `amax_empty()` (the launch-latency floor), and the bench's
+/// TransformerEngine kernels. Thread-safe.
+std::string render_reference_kernels(Vendor vendor);
 
 /// The reference kernels of the timing protocol (render_reference_kernels), loaded on a device.
 struct ReferenceKernels {
