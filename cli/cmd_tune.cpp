@@ -191,13 +191,8 @@ int run_tune(const TuneArgs& a) {
   o.protocol.warm_cache = a.warm;
   o.progress = !a.quiet;
   if (!a.quiet) std::cerr << fmt::format("amax-tune {}: tuning {} into {}\n", generator_version(), o.arch, o.db_path.string());
-  tune::TuneReport r;
-  try {
-    r = tune::run_tuning(o);
-  } catch (const tune::TuneError& e) {
-    std::cerr << "amax-tune: error: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  // A TuneError reaches main, which prints it as every command's error (exit 1).
+  const tune::TuneReport r = tune::run_tuning(o);
   const bool json_stdout = a.json == "-";
   print_table(r, json_stdout ? std::cerr : std::cout);
   if (!a.json.empty()) {

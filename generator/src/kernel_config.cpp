@@ -8,24 +8,27 @@
 
 namespace amax {
 
-std::string_view to_string(Strategy s) noexcept {
-  return static_cast<std::size_t>(s) < std::size(kStrategies) ? info(s).name : "?";
+namespace {
+// Name and parsing through an enum's table (kStrategies, kEpilogues: row i is enumerator i).
+template <class Row, std::size_t N, class Enum>
+std::string_view name_in(const Row (&table)[N], Enum v) noexcept {
+  return static_cast<std::size_t>(v) < N ? table[static_cast<std::size_t>(v)].name : "?";
 }
+template <class Row, std::size_t N, class Enum>
+std::optional<Enum> parse_in(const Row (&table)[N], Enum Row::*value, std::string_view s) noexcept {
+  for (const Row& r : table)
+    if (r.name == s) return r.*value;
+  return std::nullopt;
+}
+}  // namespace
 
+std::string_view to_string(Strategy s) noexcept { return name_in(kStrategies, s); }
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
-  for (const auto& v : kStrategies)
-    if (v.name == s) return v.strategy;
-  return std::nullopt;
+  return parse_in(kStrategies, &StrategyInfo::strategy, s);
 }
-
-std::string_view to_string(Epilogue e) noexcept {
-  return static_cast<std::size_t>(e) < std::size(kEpilogues) ? info(e).name : "?";
-}
-
+std::string_view to_string(Epilogue e) noexcept { return name_in(kEpilogues, e); }
 std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept {
-  for (const auto& e : kEpilogues)
-    if (e.name == s) return e.epilogue;
-  return std::nullopt;
+  return parse_in(kEpilogues, &EpilogueInfo::epilogue, s);
 }
 
 std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
