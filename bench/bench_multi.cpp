@@ -22,8 +22,6 @@
 
 namespace amax::bench {
 
-std::string MultiGroupSpec::name() const { return fmt::format("{}x{}:{}", tensors, n, to_string(dtype)); }
-
 std::vector<MultiGroupSpec> default_multi_groups() {
   return {{500, 4096, DType::fp32},       {4096, 16384, DType::bf16},     {64, 4096, DType::fp32},
           {512, 65536, DType::bf16},      {64, 1u << 20, DType::bf16},    {128, 1u << 20, DType::bf16},

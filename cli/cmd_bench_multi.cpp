@@ -50,8 +50,8 @@ int run(const Args& a) {
 
 }  // namespace
 
-std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text) {
-  std::vector<bench::MultiGroupSpec> out;
+std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
+  std::vector<tune::GroupSpec> out;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
@@ -62,7 +62,7 @@ std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text) {
     };
     const std::size_t x = item.find('x'), colon = item.find(':');
     if (x == std::string::npos || colon == std::string::npos || colon < x) throw bad("not TENSORSxN:DTYPE");
-    bench::MultiGroupSpec g;
+    tune::GroupSpec g;
     const auto d = parse_dtype(item.substr(colon + 1));
     if (!d) throw bad("unknown dtype '" + item.substr(colon + 1) + "'");
     g.dtype = *d;

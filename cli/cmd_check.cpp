@@ -90,7 +90,7 @@ int run_check(const CheckArgs& a) {
     for (const auto& k : tr.keys)
       if (k.winner >= 0)
         std::cout << fmt::format("re-tuned {} n={}: {} {:.2f} us\n", to_string(k.dtype), k.n,
-                                 k.variants[k.winner].config.label(), k.variants[k.winner].stats.median_us);
+                                 k.variants[k.winner].label(), k.variants[k.winner].stats.median_us);
       else
         std::cout << fmt::format("re-tuned {} n={}: no variant passed verification\n", to_string(k.dtype), k.n);
   }

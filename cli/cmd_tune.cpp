@@ -35,6 +35,7 @@ struct TuneArgs {
   double budget = 0;
   bool retune = false, stale = false, rebuild = false, full = false, warm = false, quiet = false;
   bool sizes_given = false;
+  std::string groups;  // "" = the default grid, "none" = no multi-tensor groups
   std::string device = "0";  // an ordinal, a list N,M,... or all (a node tune: cli/cmd_node.cpp)
   std::string json;
 };
@@ -71,19 +72,53 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     const auto& w = k.variants[k.winner];
     const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
     os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
-                      to_string(k.dtype), k.n, w.config.label(), w.stats.median_us,
+                      to_string(k.dtype), k.n, w.label(), w.stats.median_us,
                       tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
                       ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
                       ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
                       ratio(k.best(Strategy::self_reset), w), fmt::format("{}{}", k.tie_set.size(), conf));
+  }
+  if (!r.groups.empty()) {
+    os << fmt::format("\n{:<18} {:<40} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>5}\n", "group", "winner (multi-tensor)",
+                      "us", "GB/s", "%ceil", "vs dflt", "vs thrd", "vs warp", "ties");
+    for (const auto& g : r.groups) {
+      if (g.resumed) {
+        os << fmt::format("{:<18} (resumed: tuned earlier for this device and build)\n", g.spec.name());
+        continue;
+      }
+      if (g.winner < 0) {
+        os << fmt::format("{:<18} no variant passed verification\n", g.spec.name());
+        continue;
+      }
+      const auto& w = g.variants[g.winner];
+      auto best = [&](Combine c) {
+        const tune::VariantResult* b = nullptr;
+        for (const auto& v : g.variants)
+          if (v.status == db::TrialStatus::ok && v.stats.samples > 0 && v.multi->combine == c &&
+              (!b || v.stats.median_us < b->stats.median_us))
+            b = &v;
+        return b;
+      };
+      const char* conf = g.confirmation == tune::Confirmation::pooled ? "p" : g.confirmation == tune::Confirmation::agreed ? "c" : "";
+      const auto& base = g.variants[g.baseline];
+      os << fmt::format("{:<18} {:<40} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>5}\n", g.spec.name(), w.label(),
+                        w.stats.median_us, tune::gbps(g.bytes(), w.stats.median_us),
+                        pct(g.ceiling.median_us, w.stats.median_us),
+                        base.status == db::TrialStatus::ok && base.stats.samples ? ratio(&base, w) : "-",
+                        ratio(best(Combine::thread), w), ratio(best(Combine::warp), w),
+                        fmt::format("{}{}", g.tie_set.size(), conf));
+    }
+    os << "group: TENSORSxN:DTYPE; vs dflt: the built-in multi-tensor default's time / winner's; thrd/warp: best of "
+          "each combine.\n";
   }
   os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
                     "(below 1.00x: X is statistically tied with the winner, which has fewer launches or less spread).\n"
                     "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self: best of "
                     "each strategy (self = self_reset).\nties: size of the winner's tie set; c: confirmed by a second "
                     "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
-                    "{} compiled, {} cached)\n",
-                    r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached);
+                    "{} compiled, {} cached; multi-tensor {} compiled, {} cached)\n",
+                    r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached, r.multi_kernels_compiled,
+                    r.multi_kernels_cached);
 }
 
 nlohmann::json to_json(const tune::TuneReport& r) {
@@ -106,12 +141,12 @@ nlohmann::json to_json(const tune::TuneReport& r) {
                      {"gbps", k.stored->winner.gbps}};
     } else if (k.winner >= 0) {
       const auto& w = k.variants[k.winner];
-      e["winner"] = {{"label", w.config.label()}, {"median_us", w.stats.median_us},
+      e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us},
                      {"spread_us", w.stats.spread_us}, {"samples", w.stats.samples},
                      {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
       e["ceiling_us"] = k.ceiling.median_us;
       auto add = [&](const char* name, const tune::VariantResult* v) {
-        if (v) e["baselines"][name] = {{"label", v->config.label()}, {"median_us", v->stats.median_us}};
+        if (v) e["baselines"][name] = {{"label", v->label()}, {"median_us", v->stats.median_us}};
       };
       for (const auto& b : tune::transformer_engine_baselines(k.dtype))
         add(("te_" + std::string(to_string(b.strategy))).c_str(), k.find(b.label()));
@@ -122,7 +157,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       int failed = 0;
       for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
       e["tie_set"] = nlohmann::json::array();
-      for (std::size_t i : k.tie_set) e["tie_set"].push_back(k.variants[i].config.label());
+      for (std::size_t i : k.tie_set) e["tie_set"].push_back(k.variants[i].label());
       e["confirmation"] = k.confirmation == tune::Confirmation::pooled   ? "pooled"
                           : k.confirmation == tune::Confirmation::agreed ? "agreed"
                                                                          : "none";
@@ -131,6 +166,30 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       e["failed_variants"] = failed;
     }
     j["keys"].push_back(std::move(e));
+  }
+  j["multi_kernels_compiled"] = r.multi_kernels_compiled;
+  j["multi_kernels_cached"] = r.multi_kernels_cached;
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : r.groups) {
+    nlohmann::json e{{"group", g.spec.name()}, {"tensors", g.spec.tensors}, {"n", g.spec.n},
+                     {"dtype", to_string(g.spec.dtype)}, {"bytes", g.spec.bytes()}, {"resumed", g.resumed}};
+    if (!g.resumed && g.winner >= 0) {
+      const auto& w = g.variants[g.winner];
+      e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us}, {"spread_us", w.stats.spread_us},
+                     {"samples", w.stats.samples}, {"gbps", tune::gbps(g.bytes(), w.stats.median_us)},
+                     {"launches", w.launches}};
+      e["ceiling_us"] = g.ceiling.median_us;
+      const auto& base = g.variants[g.baseline];
+      if (base.status == db::TrialStatus::ok && base.stats.samples)
+        e["builtin_default"] = {{"label", base.label()}, {"median_us", base.stats.median_us}};
+      e["tie_set"] = nlohmann::json::array();
+      for (std::size_t i : g.tie_set) e["tie_set"].push_back(g.variants[i].label());
+      int failed = 0;
+      for (const auto& v : g.variants) failed += v.status != db::TrialStatus::ok;
+      e["variants"] = g.variants.size();
+      e["failed_variants"] = failed;
+    }
+    j["groups"].push_back(std::move(e));
   }
   return j;
 }
@@ -145,6 +204,8 @@ int run_tune(const TuneArgs& a) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (a.groups == "none") o.groups = std::vector<tune::GroupSpec>{};
+  else if (!a.groups.empty()) o.groups = parse_multi_groups(a.groups);
   if (!(a.budget >= 0) || !std::isfinite(a.budget))
     throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
   int present = 0;
@@ -161,6 +222,7 @@ int run_tune(const TuneArgs& a) {
     if (!a.arch.empty()) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
     req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
     if (!a.sizes.empty()) req.forwarded.insert(req.forwarded.end(), {"--sizes", a.sizes});
+    if (!a.groups.empty()) req.forwarded.insert(req.forwarded.end(), {"--groups", a.groups});
     if (a.budget > 0) req.forwarded.insert(req.forwarded.end(), {"--time-budget", fmt::format("{}", a.budget)});
     for (auto [on, flag] : {std::pair{a.retune, "--retune"}, {a.stale, "--stale-only"}, {a.full, "--full"},
                             {a.warm, "--warm"}})
@@ -213,6 +275,9 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_option_function<std::string>(
          "--sizes", [&a](const std::string& v) { a.sizes = v, a.sizes_given = true; },
                  "Element counts: 1048576, 2^20, 1M, ranges 2^10..2^30 (default: 2^10..2^30 and 5 non-powers)");
+  app.add_option("--groups", a.groups,
+                 "Multi-tensor groups TENSORSxN:DTYPE, comma-separated, or none (default: 64/512/4096 x 4k/16k/64k, "
+                 "8/128 x 1M, 8/32 x 16M of each --dtypes)");
   app.add_option("--db", a.db, "Tuning database (default: $AMAX_TUNE_DB, else ~/.local/share/amax-tune/tuning.db)");
   app.add_option("-j,--jobs", a.jobs, "Parallel JIT compilations (default: hardware threads)");
   app.add_option("--time-budget", a.budget, "Stop starting new keys after SECONDS (finished keys are kept)");

@@ -33,7 +33,7 @@ void add_bench(CLI::App& app);
 /// `amax-tune bench-multi [--groups 500x4096:fp32,...]`.
 void add_bench_multi(CLI::App& app);
 /// Parses `500x4096:fp32,4096x16k:bf16` (counts as for --sizes). UsageError naming the bad item.
-std::vector<bench::MultiGroupSpec> parse_multi_groups(const std::string& text);
+std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text);
 /// `amax-tune check [--db F] [--retune] [--dtypes ...] [--sizes ...]`.
 void add_check(CLI::App& app);
 /// `amax-tune bundle --db DB --arch LIST -o DIR`: a release bundle of compiled kernels.

@@ -1,34 +1,46 @@
 // ---- amax-tune kernels: many tensors per launch (appended after amax_kernels.h) ----
-// One launch computes the amax of each of up to AMAX_MULTI_MAX_TENSORS tensors of one dtype, with
-// the helpers of amax_kernels.h and the same bit-exact contract per tensor (DESIGN.md sections 2
-// and 6). The generator defines, besides what amax_kernels.h needs (AMAX_STRATEGY excepted):
+// One launch computes the amax (and, with the scale epilogue, scale and scale_inv) of each of up
+// to AMAX_MULTI_MAX_TENSORS tensors of one dtype, with the helpers of amax_kernels.h and the same
+// bit-exact contract per tensor (DESIGN.md sections 2 and 6). The generator defines, besides what
+// amax_kernels.h needs (AMAX_STRATEGY excepted):
 //   AMAX_MULTI               1
-//   AMAX_CHUNK_KIB           KiB of input per block (a power of two; a multiple of the vector)
-//   AMAX_COMBINE             AMAX_COMBINE_WARP or AMAX_COMBINE_BLOCK (below)
+//   AMAX_CHUNK_KIB           KiB of input per chunk (a power of two; a whole number of vectors)
+//   AMAX_COMBINE             AMAX_COMBINE_THREAD or AMAX_COMBINE_WARP (below; each defined too,
+//                            from the generator's kCombines)
+//   AMAX_EPILOGUE            AMAX_EPILOGUE_AMAX or AMAX_EPILOGUE_SCALE (amax_kernels.h)
 //   AMAX_MULTI_MAX_TENSORS   tensors per launch: as many descriptors as the kernel-parameter limit
 //                            of the target holds (32764 bytes on NVIDIA sm_70+ with CUDA 12.1+,
 //                            4 KiB on AMD and older NVIDIA)
 //   AMAX_MULTI_ARGS_BYTES    sizeof(amax_multi_args), as the host lays it out
 //   AMAX_MULTI_KERNEL_NAME   the entry point
 //
-// Work split: tensor t of the launch is cut into chunks of AMAX_CHUNK_ELEMS elements
+// Work split. Tensor t of the launch is cut into chunks of AMAX_CHUNK_ELEMS elements
 // (chunk_begin[t + 1] - chunk_begin[t] of them; an empty tensor has one empty chunk, so that its
-// +0.0 is written too); block b of the grid (grid = chunk_begin[count]) reduces chunk b.
-// Combining: a tensor of one chunk is written by its block directly. A block of a tensor of several
-// chunks stores its maximum in workspace[b] and counts itself on the stream slot's arrival word
-// (acquire-release, as one_pass); the block that arrives last (count == multi_chunks - 1) reduces
-// every such tensor's words - AMAX_COMBINE_WARP: one wave per tensor, AMAX_COMBINE_BLOCK: the whole
-// block per tensor, one after another - writes their outputs and sets the arrival word back to 0.
-// No memset, no second launch; the workspace may hold anything before the launch.
+// +0.0 is written too). Block b reduces the consecutive chunks [b * cpb, (b + 1) * cpb) of the
+// launch (cpb = chunks_per_block, chosen by the host from the variant's grid cap; the last block
+// may have fewer): one tensor lookup (a binary search over chunk_begin) per block, then it walks
+// the tensors its range covers, one segment (the part of a tensor inside the range) after another,
+// each a block reduction.
+// Combining. A segment that is a whole tensor is written by its block directly. A tensor cut
+// between blocks ("spanning") has one segment per block it touches; each stores its maximum in the
+// workspace word of the segment's first chunk (heads[s]: the tensor's first chunk, then multiples
+// of cpb). The block holding a spanning tensor's first chunk also writes a record {first chunk,
+// end chunk, output index, 1} into its record slot; every other block writes {0, 0, 0, 0}, so no
+// slot keeps what the workspace held before. When the launch has spanning tensors, every block
+// then counts itself on the stream slot's arrival word (acquire-release, as one_pass), and the
+// block that arrives last reads the records and combines each spanning tensor's heads -
+// AMAX_COMBINE_THREAD: a thread per record (many tensors of few segments), AMAX_COMBINE_WARP: a
+// wave per valid record, its lanes reading the heads in parallel (few tensors of many segments) -
+// writes their results and sets the arrival word back to 0. No memset, no second launch; the
+// workspace may hold anything before the launch. Workspace words: 4 per block (records), then one
+// per chunk (heads).
 //
 // Entry point: AMAX_MULTI_KERNEL_NAME(const amax_multi_args args), the descriptors by value in the
 // kernel parameters, so that a captured graph holds its own copy and no host memory outlives the
 // call that enqueued it.
 
-#define AMAX_COMBINE_WARP 0
-#define AMAX_COMBINE_BLOCK 1
 #define AMAX_CHUNK_ELEMS ((amax_u64)AMAX_CHUNK_KIB * 1024u / AMAX_ELEM_BYTES)
-// n_out[t]: the element count in the low 40 bits, the tensor's index in the output array above.
+// n_out[t]: the element count in the low 40 bits, the tensor's index in the output arrays above.
 #define AMAX_MULTI_N_BITS 40
 #define AMAX_MULTI_N_MASK ((1ull << AMAX_MULTI_N_BITS) - 1)
 
@@ -37,13 +49,19 @@
 #endif
 
 struct amax_multi_args {
-  unsigned count;         // tensors in this launch, 1..AMAX_MULTI_MAX_TENSORS
-  unsigned multi_chunks;  // chunks of the tensors that have more than one (the arrival target)
-  unsigned flags;         // bit 0: ignore NaN
+  unsigned count;             // tensors in this launch, 1..AMAX_MULTI_MAX_TENSORS
+  unsigned spanning;          // tensors of this launch cut between blocks (0: no block counts itself)
+  unsigned flags;             // bit 0: ignore NaN
+  unsigned chunks_per_block;  // consecutive chunks per block (>= 1)
+  float* out;                 // the amax array of the whole call (out[index])
+  unsigned* workspace;        // 4 words per block, then one per chunk (caller's memory, any content)
+  unsigned* counter;          // the stream slot's arrival word: 0 before the launch and after it
+  float* scale;               // scale epilogue: scale[index], scale_inv[index] (else NULL)
+  float* scale_inv;
+  float max;                  // scale epilogue: the rule's numerator, epsilon and flags
+  float epsilon;
+  unsigned rule_flags;
   unsigned reserved;
-  float* out;             // the output array of the whole call
-  unsigned* workspace;    // one word per chunk of this launch (caller's memory, any content)
-  unsigned* counter;      // the stream slot's arrival word: 0 before the launch and after it
   const void* ptr[AMAX_MULTI_MAX_TENSORS];
   amax_u64 n_out[AMAX_MULTI_MAX_TENSORS];
   unsigned chunk_begin[AMAX_MULTI_MAX_TENSORS + 1];
@@ -60,51 +78,99 @@ AMAX_DEVICE unsigned amax_multi_tensor_of(const amax_multi_args& a, unsigned c) 
   return lo;
 }
 
-AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
-AMAX_MULTI_KERNEL_NAME(const amax_multi_args a) {
-  const unsigned c = blockIdx.x;
-  const unsigned t = amax_multi_tensor_of(a, c);
-  const unsigned first = a.chunk_begin[t], chunks = a.chunk_begin[t + 1] - first;
-  const amax_u64 n = a.n_out[t] & AMAX_MULTI_N_MASK;
-  const amax_u64 start = (amax_u64)(c - first) * AMAX_CHUNK_ELEMS;
-  const amax_u64 len = n - start < AMAX_CHUNK_ELEMS ? n - start : AMAX_CHUNK_ELEMS;  // n == 0: 0
-  const unsigned char* p = static_cast<const unsigned char*>(a.ptr[t]) + start * AMAX_ELEM_BYTES;
-  unsigned bits = (a.flags & AMAX_FLAG_IGNORE_NAN) ? amax_range_partial<true>(p, len, threadIdx.x, AMAX_THREADS)
-                                                    : amax_range_partial<false>(p, len, threadIdx.x, AMAX_THREADS);
-  bits = amax_block_reduce(bits);
-  if (chunks == 1) {  // the block holds the tensor's result
-    if (threadIdx.x == 0) amax_write_result(a.out + (a.n_out[t] >> AMAX_MULTI_N_BITS), bits);
-    return;
+// Writes tensor `index`'s amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue,
+// its scale and scale_inv by amax_scale_rule. Called by one thread.
+AMAX_DEVICE void amax_multi_write(const amax_multi_args& a, unsigned index, unsigned bits) {
+  bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+  reinterpret_cast<unsigned*>(a.out)[index] = bits;
+#if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
+  const amax_scale_bits_t r = amax_scale_rule(bits, a.max, a.epsilon, a.rule_flags);
+  reinterpret_cast<unsigned*>(a.scale)[index] = r.scale;
+  reinterpret_cast<unsigned*>(a.scale_inv)[index] = r.scale_inv;
+#endif
+}
+
+// The max of a spanning tensor's segment heads: heads[first], then heads[k * cpb] for every
+// multiple of cpb in (first, end). `lane` of `lanes` threads takes heads lane, lane + lanes, ...
+AMAX_DEVICE unsigned amax_multi_heads(const volatile unsigned* heads, unsigned first, unsigned end, unsigned cpb,
+                                      unsigned lane, unsigned lanes) {
+  const unsigned b0 = first / cpb, count = (end - 1) / cpb - b0 + 1;
+  unsigned v = 0;
+  for (unsigned k = lane; k < count; k += lanes) v = amax_umax(v, heads[k == 0 ? first : (b0 + k) * cpb]);
+  return v;
+}
+
+template <bool IGNORE_NAN>
+AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
+  const unsigned cpb = a.chunks_per_block, chunks = a.chunk_begin[a.count];
+  const unsigned c0 = blockIdx.x * cpb;
+  const unsigned c1 = chunks - c0 < cpb ? chunks : c0 + cpb;
+  unsigned* heads = a.workspace + 4u * gridDim.x;
+  unsigned rec[3] = {0u, 0u, 0u};  // thread 0: the spanning tensor that starts in this block
+  bool owns = false;
+  for (unsigned t = amax_multi_tensor_of(a, c0);; ++t) {
+    const unsigned first = a.chunk_begin[t], end = a.chunk_begin[t + 1];
+    const unsigned s = first > c0 ? first : c0, e = end < c1 ? end : c1;
+    const amax_u64 n = a.n_out[t] & AMAX_MULTI_N_MASK;
+    const amax_u64 lo = (amax_u64)(s - first) * AMAX_CHUNK_ELEMS;  // n == 0: lo = hi = 0
+    amax_u64 hi = (amax_u64)(e - first) * AMAX_CHUNK_ELEMS;
+    if (hi > n) hi = n;
+    const unsigned char* p = static_cast<const unsigned char*>(a.ptr[t]) + lo * AMAX_ELEM_BYTES;
+    const unsigned bits = amax_block_reduce(amax_range_partial<IGNORE_NAN>(p, hi - lo, threadIdx.x, AMAX_THREADS));
+    if (threadIdx.x == 0) {
+      const unsigned index = static_cast<unsigned>(a.n_out[t] >> AMAX_MULTI_N_BITS);
+      if (s == first && e == end) {
+        amax_multi_write(a, index, bits);
+      } else {
+        heads[s] = bits;
+        if (s == first) owns = true, rec[0] = first, rec[1] = end, rec[2] = index;
+      }
+    }
+    if (e == c1) break;
+    __syncthreads();  // amax_block_reduce's shared words are reused by the next segment
   }
-  // As one_pass: thread 0 stores the block maximum, then counts the block with an acquire-release
-  // atomic; in the last block the acquire, followed by the barrier, makes every other block's
-  // store visible to all its threads.
+  if (a.spanning == 0) return;
+  // As one_pass: thread 0 writes this block's heads and record, then counts the block with an
+  // acquire-release atomic; in the last block the acquire, followed by the barrier, makes every
+  // other block's stores visible to all its threads.
   __shared__ bool is_last;
   if (threadIdx.x == 0) {
-    a.workspace[c] = bits;
-    is_last = amax_arrive(a.counter) == a.multi_chunks - 1;
+    unsigned* r = a.workspace + 4u * blockIdx.x;
+    r[0] = rec[0];
+    r[1] = rec[1];
+    r[2] = rec[2];
+    r[3] = owns ? 1u : 0u;
+    is_last = amax_arrive(a.counter) == gridDim.x - 1;
   }
   __syncthreads();
   if (!is_last) return;
-  const volatile unsigned* words = a.workspace;
-#if AMAX_COMBINE == AMAX_COMBINE_WARP
-  const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
-  for (unsigned u = wave; u < a.count; u += AMAX_THREADS / AMAX_WAVE_SIZE) {
-    const unsigned b = a.chunk_begin[u], e = a.chunk_begin[u + 1];
-    if (e - b < 2) continue;
-    unsigned v = 0;
-    for (unsigned i = b + lane; i < e; i += AMAX_WAVE_SIZE) v = amax_umax(v, words[i]);
-    v = amax_wave_reduce(v);
-    if (lane == 0) amax_write_result(a.out + (a.n_out[u] >> AMAX_MULTI_N_BITS), v);
+  const volatile unsigned* w = a.workspace;
+  const volatile unsigned* h = heads;
+#if AMAX_COMBINE == AMAX_COMBINE_THREAD
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += AMAX_THREADS) {
+    if (w[4 * b + 3] != 1u) continue;
+    amax_multi_write(a, w[4 * b + 2], amax_multi_heads(h, w[4 * b], w[4 * b + 1], cpb, 0, 1));
   }
 #else
-  for (unsigned u = 0; u < a.count; ++u) {
-    const unsigned b = a.chunk_begin[u], e = a.chunk_begin[u + 1];
-    if (e - b < 2) continue;
-    const unsigned v = amax_reduce_words(words + b, e - b);
-    if (threadIdx.x == 0) amax_write_result(a.out + (a.n_out[u] >> AMAX_MULTI_N_BITS), v);
-    __syncthreads();  // amax_block_reduce's shared words are reused by the next tensor
+  // Each wave looks at AMAX_WAVE_SIZE records at once (a lane per record), then takes the valid
+  // ones one after another, all its lanes reading that tensor's heads.
+  const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
+  for (unsigned base = wave * AMAX_WAVE_SIZE; base < gridDim.x; base += AMAX_THREADS) {
+    amax_u64 valid = amax_ballot(base + lane < gridDim.x && w[4 * (base + lane) + 3] == 1u);
+    while (valid) {
+      const unsigned b = base + (unsigned)__popcll((valid & (0ull - valid)) - 1);  // the lowest valid lane
+      valid &= valid - 1;
+      const unsigned v = amax_wave_reduce(amax_multi_heads(h, w[4 * b], w[4 * b + 1], cpb, lane, AMAX_WAVE_SIZE));
+      if (lane == 0) amax_multi_write(a, w[4 * b + 2], v);
+    }
   }
 #endif
+  __syncthreads();  // every record read before the count is reset (no other block arrives now)
   if (threadIdx.x == 0) *a.counter = 0u;
+}
+
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
+AMAX_MULTI_KERNEL_NAME(const amax_multi_args a) {
+  if (a.flags & AMAX_FLAG_IGNORE_NAN) amax_multi_body<true>(a);
+  else amax_multi_body<false>(a);
 }

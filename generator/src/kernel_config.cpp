@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "label_codec.hpp"
+
 namespace amax {
 
 namespace {
@@ -64,10 +66,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }
 }  // namespace detail
 
-// ---- per-type token codecs: the label spelling of each field's value ----
-namespace {
-using detail::parse_u32;
-using detail::split;
+// ---- per-type token codecs (label_codec.hpp) ----
+namespace detail {
 std::string format_value(Strategy s) { return std::string(to_string(s)); }
 std::string format_value(std::uint32_t v) { return std::to_string(v); }
 std::string format_value(Epilogue e) { return std::string(to_string(e)); }
@@ -79,22 +79,16 @@ std::string format_value(const BlockCap& b) {
   }
   return "uncapped";
 }
-
-bool parse_value(std::string_view s, Strategy& out) {
-  auto v = parse_strategy(s);
+namespace {
+template <class T>
+bool parsed(std::optional<T> v, T& out) {
   if (v) out = *v;
   return v.has_value();
 }
-bool parse_value(std::string_view s, std::uint32_t& out) {
-  auto v = parse_u32(s);
-  if (v) out = *v;
-  return v.has_value();
-}
-bool parse_value(std::string_view s, Epilogue& out) {
-  auto v = parse_epilogue(s);
-  if (v) out = *v;
-  return v.has_value();
-}
+}  // namespace
+bool parse_value(std::string_view s, Strategy& out) { return parsed(parse_strategy(s), out); }
+bool parse_value(std::string_view s, std::uint32_t& out) { return parsed(parse_u32(s), out); }
+bool parse_value(std::string_view s, Epilogue& out) { return parsed(parse_epilogue(s), out); }
 bool parse_value(std::string_view s, BlockCap& out) {
   if (s == "uncapped") { out = BlockCap::uncapped(); return true; }
   const bool cu = s.ends_with("cu");
@@ -103,105 +97,23 @@ bool parse_value(std::string_view s, BlockCap& out) {
   out = cu ? BlockCap::per_cu(*v) : BlockCap::absolute(*v);
   return true;
 }
-
-
-// Omissible fields come last (so that a label's token count says which are present).
-constexpr bool omissible_fields_last() {
-  bool seen = false, ok = true;
-  std::apply([&](const auto&... f) { ((ok = ok && (f.omitted_at_default || !seen), seen = seen || f.omitted_at_default), ...); },
-             KernelConfig::fields());
-  return ok;
-}
-static_assert(omissible_fields_last(), "omissible fields must come last in KernelConfig::fields()");
-constexpr std::size_t kRequiredFields = [] {
-  std::size_t n = 0;
-  std::apply([&](const auto&... f) { ((n += f.omitted_at_default ? 0 : 1), ...); }, KernelConfig::fields());
-  return n;
-}();
-
-std::string make_label(const KernelConfig& c, bool compile_time_only) {
-  static const KernelConfig defaults{};
-  std::string out;
-  std::apply(
-      [&](const auto&... f) {
-        ((void)((compile_time_only && !f.compile_time()) ||
-                        (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
-                    ? 0
-                    : (out += (out.empty() ? "" : "."), out += f.prefix,
-                       out += format_value(c.*(f.member)), out += f.suffix, 0)),
-         ...);
-      },
-      KernelConfig::fields());
-  return out;
-}
-
-// The value a compile-time field is #defined to: a strategy's or epilogue's macro, a number's digits.
 std::string define_value(Strategy s) { return std::string(info(s).macro); }
 std::string define_value(std::uint32_t v) { return std::to_string(v); }
 std::string define_value(Epilogue e) { return std::string(info(e).macro); }
-std::string define_value(const BlockCap&) { return {}; }  // launch-time only
+std::string define_value(const BlockCap&) { return {}; }
+}  // namespace detail
+
+namespace {
+constexpr detail::LabelSyntax kSyntax{"", "variant label",
+                                      "strategy.tT.vN.uU.bB[.scale], e.g. two_stage.t256.v8.u4.b8cu"};
+static_assert(detail::required_field_count<KernelConfig>() == 5);
 }  // namespace
 
-KernelConfig KernelConfig::compile_time_part() const {
-  KernelConfig out = *this;
-  const KernelConfig defaults{};
-  std::apply(
-      [&](const auto&... f) { ((f.compile_time() ? void() : void(out.*(f.member) = defaults.*(f.member))), ...); },
-      fields());
-  return out;
-}
-
-std::string KernelConfig::compile_time_defines() const {
-  std::string out;
-  std::apply(
-      [&](const auto&... f) {
-        ((f.compile_time()
-              ? void(out += "#define " + std::string(f.macro) + " " + define_value(this->*(f.member)) + "\n")
-              : void()),
-         ...);
-      },
-      fields());
-  return out;
-}
-
-std::string KernelConfig::label() const { return make_label(*this, false); }
-std::string KernelConfig::kernel_label() const { return make_label(*this, true); }
-
-KernelConfig KernelConfig::parse(std::string_view label) {
-  constexpr std::size_t kFields = std::tuple_size_v<decltype(fields())>;
-  const auto parts = split(label, '.');
-  if (parts.size() < kRequiredFields || parts.size() > kFields)
-    throw std::invalid_argument("invalid variant label '" + std::string(label) + "': expected " +
-                                std::to_string(kRequiredFields) + " to " + std::to_string(kFields) +
-                                " '.'-separated fields (strategy.tT.vN.uU.bB[.scale], e.g. "
-                                "two_stage.t256.v8.u4.b8cu), got " + std::to_string(parts.size()));
-  const KernelConfig defaults{};
-  KernelConfig c;
-  std::size_t i = 0;
-  std::apply(
-      [&](const auto&... f) {
-        (
-            [&] {
-              if (i == parts.size()) return;  // an omitted (omissible) field keeps its default
-              std::string_view tok = parts[i++];
-              if (!tok.starts_with(f.prefix) || !tok.ends_with(f.suffix) ||
-                  tok.size() < f.prefix.size() + f.suffix.size() ||
-                  !parse_value(tok.substr(f.prefix.size(),
-                                          tok.size() - f.prefix.size() - f.suffix.size()),
-                               c.*(f.member)))
-                throw std::invalid_argument("invalid variant label '" + std::string(label) +
-                                            "': bad " + std::string(f.name) + " field '" +
-                                            std::string(tok) + "'");
-              if (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
-                throw std::invalid_argument("invalid variant label '" + std::string(label) + "': the " +
-                                            std::string(f.name) + " field '" + std::string(tok) +
-                                            "' is the default and is written by leaving it out");
-            }(),
-            ...);
-      },
-      fields());
-  return c;
-}
+KernelConfig KernelConfig::compile_time_part() const { return detail::compile_time_part(*this); }
+std::string KernelConfig::compile_time_defines() const { return detail::compile_time_defines(*this); }
+std::string KernelConfig::label() const { return detail::make_label(*this, kSyntax.family, false); }
+std::string KernelConfig::kernel_label() const { return detail::make_label(*this, kSyntax.family, true); }
+KernelConfig KernelConfig::parse(std::string_view label) { return detail::parse_label<KernelConfig>(label, kSyntax); }
 
 std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dtype) const {
   const auto wave = static_cast<std::uint32_t>(arch.wave_size);

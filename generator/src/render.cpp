@@ -11,6 +11,10 @@
 namespace amax {
 
 namespace detail {
+void append_template(std::string& s, std::string_view name) {
+  s += "#line 1 \"" + std::string(name) + "\"\n";
+  s += template_text(name);
+}
 std::string_view template_text(std::string_view name) {
   for (const auto& t : kTemplates)
     if (t.name == name) return t.text;
@@ -30,19 +34,6 @@ std::string hex_literal(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%xu", static_cast<unsigned>(v));
   return buf;
-}
-/// Appends template `name` after a `#line 1 "name"`, so that compiler messages name the
-/// template file and its own line numbers.
-void append_template(std::string& s, std::string_view name) {
-  s += "#line 1 \"" + std::string(name) + "\"\n";
-  s += detail::template_text(name);
-}
-/// Appends `#define <macro> <enumerator value>` for every row of an enum's table (kStrategies,
-/// kEpilogues), so the template can compare the field's macro against each value by name.
-template <class Row, std::size_t N, class Member>
-void append_value_macros(std::string& s, const Row (&table)[N], Member member) {
-  for (const Row& r : table)
-    s += "#define " + std::string(r.macro) + " " + std::to_string(static_cast<unsigned>(r.*member)) + "\n";
 }
 }  // namespace
 
@@ -78,7 +69,7 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
 
 std::string epilogue_defines(Epilogue epilogue) {
   std::string s;
-  append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
+  detail::append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
   s += "#define AMAX_EPILOGUE " + std::string(info(epilogue).macro) + "\n";
   return s;
 }
@@ -105,21 +96,21 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
        std::string(generator_version()) + "\n";
   // The value macros of the strategies (AMAX_STRATEGY_ONE_PASS 2, ...) and the epilogues, then the
   // compile-time fields (AMAX_STRATEGY, AMAX_THREADS, ..., AMAX_EPILOGUE) from KernelConfig::fields().
-  append_value_macros(s, kStrategies, &StrategyInfo::strategy);
-  append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
+  detail::append_value_macros(s, kStrategies, &StrategyInfo::strategy);
+  detail::append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
   s += c.compile_time_defines();
   s += dtype_defines(dtype);
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";
   s += vendor_prelude(vendor);
-  append_template(s, "amax_kernels.h");
+  detail::append_template(s, "amax_kernels.h");
   return s;
 }
 
 std::string vendor_prelude(Vendor vendor) {
   std::string s;
-  append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
+  detail::append_template(s, vendor == Vendor::nvidia ? "prelude_cuda.h" : "prelude_hip.h");
   return s;
 }
 

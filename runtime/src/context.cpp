@@ -321,6 +321,8 @@ struct MultiGroup {
   MultiConfig config;
   amax_source_t source = AMAX_SOURCE_DEFAULT;
   std::string why;                      // for amax_multi_explain
+  const GroupEntry* entry = nullptr;    // the database entry used (user/system), else null
+  std::string from_db;                  // its database's path
   std::uint32_t capacity = 0;
   std::vector<MultiLaunch> launches;
   std::uint64_t workspace_bytes = 0;    // covers the built-in default too (the compile fallback)
@@ -335,37 +337,49 @@ void check(const std::optional<MultiListError>& e) {
 }
 
 /// Validates the list (pointers too when `check_pointers`) and sorts it into one group per dtype,
-/// each with its variant, launches and workspace. Reuses `m`'s storage. Throws Failure naming the
-/// first bad tensor's index and value.
-void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, MultiCall& m) {
+/// each with its variant (with `epilogue`), launches and workspace. Reuses `m`'s storage. Throws
+/// Failure naming the first bad tensor's index and value.
+void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
+                 MultiCall& m) {
   check(sort_multi_list(t, count, check_pointers, m.list));
-  const std::vector<std::uint32_t> caps = multi_capacities(c.arch);
   for (const DTypeInfo& di : all_dtypes()) {
     MultiGroup& x = m.groups[index(di.dtype)];
     const auto& tensors = m.list.tensors[index(di.dtype)];
     const GroupShape& shape = m.list.shapes[index(di.dtype)];
     x.launches.clear();
     if (tensors.empty()) continue;
-    const MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
+    MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
+    def.epilogue = epilogue;
     x.config = def;
     x.source = AMAX_SOURCE_DEFAULT;
     x.why.clear();
+    x.entry = nullptr;
+    bool forced = false;
     if (c.force_multi) {
       if (auto bad = c.force_multi->validate(c.arch, di.dtype)) {
         x.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", c.arch.name, di.name, *bad);
       } else {
         x.config = *c.force_multi;
+        x.config.epilogue = epilogue;
         x.source = AMAX_SOURCE_OVERRIDE;
+        forced = true;
       }
     }
-    x.capacity = caps.back();
-    for (std::uint32_t k : caps)
-      if (shape.tensors <= k) { x.capacity = k; break; }
-    x.launches = split_multi_launches(tensors, x.config.chunk_elems(di.dtype), x.capacity);
+    Source from = Source::builtin_default;
+    if (!forced)
+      if (const GroupEntry* e = c.tables->choose_group(di.dtype, shape, &from)) {
+        x.config = e->config;
+        x.config.epilogue = epilogue;
+        x.source = static_cast<amax_source_t>(from);
+        x.entry = e;
+        x.from_db = from == Source::user_db ? c.user_db : c.system_db;
+      }
+    x.capacity = multi_capacity_for(c.arch, shape.tensors);
+    x.launches = split_multi_launches(tensors, x.config, di.dtype, c.cu, x.capacity);
     x.workspace_bytes = multi_workspace_bytes(x.launches);
-    if (!(x.config == def))
+    if (!(x.config == def))  // the workspace covers the compile fallback too
       x.workspace_bytes = std::max(x.workspace_bytes,
-                                   multi_workspace_bytes(split_multi_launches(tensors, def.chunk_elems(di.dtype), x.capacity)));
+                                   multi_workspace_bytes(split_multi_launches(tensors, def, di.dtype, c.cu, x.capacity)));
   }
 }
 
@@ -378,23 +392,88 @@ const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, Str
   if (c.backend->is_capturing(stream))
     fail(AMAX_STATUS_NOT_PRELOADED,
          fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the stream is "
-                     "being captured: JIT compilation is not allowed during graph capture; call amax_multi_preload "
-                     "with a list of this shape first", x.config.label(), to_string(d), x.capacity));
+                     "being captured: JIT compilation is not allowed during graph capture; call {} with a list of "
+                     "this shape first", x.config.kernel_label(), to_string(d), x.capacity,
+                     x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload"));
   try {
     return c.kernels->get_multi(x.config, d, x.capacity);
   } catch (const CompileError& e) {
-    const MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+    MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+    def.epilogue = x.config.epilogue;
     if (x.config == def) throw;
     log().warn("{} failed to compile; using the built-in default {}: {}", x.config.label(), def.label(), e.what());
     x.config = def;
     x.source = AMAX_SOURCE_DEFAULT;
-    x.launches = split_multi_launches(m.list.tensors[index(d)], def.chunk_elems(d), x.capacity);
+    x.launches = split_multi_launches(m.list.tensors[index(d)], def, d, c.cu, x.capacity);
     return c.kernels->get_multi(def, d, x.capacity);
   }
 }
 
 thread_local MultiCall t_call;
 thread_local std::vector<unsigned char> t_args;
+
+/// amax_multi_preload and amax_multi_preload_scale: the chosen and the default kernels of each group.
+void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e) {
+  group_multi(c, tensors, count, false, e, t_call);
+  for (const DTypeInfo& di : all_dtypes()) {
+    const std::size_t i = index(di.dtype);
+    if (t_call.groups[i].launches.empty()) continue;
+    ready_multi(c, t_call, di.dtype, nullptr);
+    MultiConfig def = builtin_multi_default(c.arch, di.dtype, t_call.list.shapes[i]);
+    def.epilogue = e;
+    c.kernels->get_multi(def, di.dtype, t_call.groups[i].capacity);
+  }
+}
+
+/// amax_multi_compute (scale == nullptr) and amax_multi_and_scale: validates everything, then
+/// enqueues every launch of every dtype group.
+void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, float* output,
+                   const MultiScaleArgs* scale, void* workspace, std::size_t workspace_bytes, void* stream) {
+  group_multi(c, tensors, count, true, scale ? Epilogue::scale : Epilogue::amax, t_call);
+  const char* out_name = scale ? "amax_out" : "output";
+  check(check_multi_output(output, count, out_name));
+  if (scale) {
+    check(check_multi_output(scale->scale, count, "scale_out"));
+    check(check_multi_output(scale->scale_inv, count, "scale_inv_out"));
+    check(check_multi_outputs_disjoint({output, scale->scale, scale->scale_inv}, count));
+  }
+  if (count == 0) return;
+  need_own_stream(c, stream);
+  need_own_memory(c, output, out_name);
+  if (scale) {
+    need_own_memory(c, scale->scale, "scale_out");
+    need_own_memory(c, scale->scale_inv, "scale_inv_out");
+  }
+  if (workspace) need_own_memory(c, workspace, "workspace");
+  if (c.check_pointers)
+    for (std::size_t i = 0; i < count; ++i)
+      if (tensors[i].n) need_own_memory(c, tensors[i].data, fmt::format("tensors[{}].data", i).c_str());
+  // Everything that can fail before a launch is done for every group first: a call that fails
+  // writes no output.
+  std::uint64_t need_ws = 4;
+  for (const MultiGroup& x : t_call.groups)
+    if (!x.launches.empty()) need_ws = std::max(need_ws, x.workspace_bytes);  // covers the fallback too
+  if (workspace_bytes < need_ws || !workspace)
+    fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+         fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
+                     "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
+  std::array<const LoadedMultiKernel*, kDTypeCount> kernels{};
+  bool slot = false;
+  for (const DTypeInfo& di : all_dtypes()) {
+    const std::size_t i = index(di.dtype);
+    if (t_call.groups[i].launches.empty()) continue;
+    kernels[i] = &ready_multi(c, t_call, di.dtype, stream);
+    for (const MultiLaunch& l : t_call.groups[i].launches) slot = slot || l.spanning;
+  }
+  std::uint32_t* counter = slot ? c.slot_for(stream) : nullptr;
+  for (const DTypeInfo& di : all_dtypes()) {
+    const std::size_t i = index(di.dtype);
+    if (!kernels[i]) continue;
+    const MultiGroup& x = t_call.groups[i];
+    launch_multi_group(*c.backend, kernels[i]->main, x.config, di.dtype, x.capacity, t_call.list.tensors[i], x.launches,
+                       output, workspace, counter, c.nan_mode, scale, stream, t_args);
+  }
+}
 
 }  // namespace
 
@@ -613,7 +692,7 @@ AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t c, const amax_te
   return guarded([&] {
     need(c, "context");
     need(bytes, "bytes (out-parameter)");
-    group_multi(*c, tensors, count, false, t_call);
+    group_multi(*c, tensors, count, false, Epilogue::amax, t_call);
     std::uint64_t b = 4;
     for (const MultiGroup& x : t_call.groups)
       if (!x.launches.empty()) b = std::max(b, x.workspace_bytes);
@@ -625,58 +704,35 @@ AMAX_API amax_status_t amax_multi_compute(amax_context_t c, const amax_tensor_t*
                                           void* workspace, size_t workspace_bytes, void* stream) {
   return guarded([&] {
     need(c, "context");
-    group_multi(*c, tensors, count, true, t_call);
-    check(check_multi_output(output, count));
-    if (count == 0) return;
-    need_own_stream(*c, stream);
-    need_own_memory(*c, output, "output");
-    if (workspace) need_own_memory(*c, workspace, "workspace");
-    if (c->check_pointers)
-      for (std::size_t i = 0; i < count; ++i)
-        if (tensors[i].n) need_own_memory(*c, tensors[i].data, fmt::format("tensors[{}].data", i).c_str());
-    // Everything that can fail before a launch is done for every group first: a call that fails
-    // writes no output.
-    std::uint64_t need_ws = 4;
-    for (const MultiGroup& x : t_call.groups)
-      if (!x.launches.empty()) need_ws = std::max(need_ws, x.workspace_bytes);  // covers the fallback too
-    if (workspace_bytes < need_ws || !workspace)
-      fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
-           fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
-                       "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
-    std::array<const LoadedMultiKernel*, kDTypeCount> kernels{};
-    bool slot = false;
-    for (const DTypeInfo& di : all_dtypes()) {
-      const std::size_t i = index(di.dtype);
-      if (t_call.groups[i].launches.empty()) continue;
-      kernels[i] = &ready_multi(*c, t_call, di.dtype, stream);
-      for (const MultiLaunch& l : t_call.groups[i].launches) slot = slot || l.multi_chunks;
-    }
-    std::uint32_t* counter = slot ? c->slot_for(stream) : nullptr;
-    for (const DTypeInfo& di : all_dtypes()) {
-      const std::size_t i = index(di.dtype);
-      if (!kernels[i]) continue;
-      const MultiGroup& x = t_call.groups[i];
-      const std::uint64_t chunk = x.config.chunk_elems(di.dtype);
-      for (const MultiLaunch& l : x.launches) {
-        pack_multi_args(t_args, x.capacity, t_call.list.tensors[i], l, chunk, output, workspace, counter, c->nan_mode);
-        void* args[] = {t_args.data()};
-        c->backend->launch(kernels[i]->main, l.chunks, x.config.threads, stream, args);
-      }
-    }
+    enqueue_multi(*c, tensors, count, output, nullptr, workspace, workspace_bytes, stream);
   });
 }
+
+AMAX_API amax_status_t amax_multi_and_scale(amax_context_t c, const amax_tensor_t* tensors, size_t count,
+                                            const amax_scale_options_t* options, float* amax_out, float* scale_out,
+                                            float* scale_inv_out, void* workspace, size_t workspace_bytes,
+                                            void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    const ScaleRule rule = scale_rule_of(options);
+    const MultiScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,
+                            (rule.force_pow2 ? kRuleForcePow2 : 0u) | (rule.nan_propagates ? kRuleNanPropagates : 0u)};
+    enqueue_multi(*c, tensors, count, amax_out, &sa, workspace, workspace_bytes, stream);
+  });
+}
+
 
 AMAX_API amax_status_t amax_multi_preload(amax_context_t c, const amax_tensor_t* tensors, size_t count) {
   return guarded([&] {
     need(c, "context");
-    group_multi(*c, tensors, count, false, t_call);
-    for (const DTypeInfo& di : all_dtypes()) {
-      const std::size_t i = index(di.dtype);
-      if (t_call.groups[i].launches.empty()) continue;
-      ready_multi(*c, t_call, di.dtype, nullptr);
-      c->kernels->get_multi(builtin_multi_default(c->arch, di.dtype, t_call.list.shapes[i]), di.dtype,
-                            t_call.groups[i].capacity);
-    }
+    preload_multi(*c, tensors, count, Epilogue::amax);
+  });
+}
+
+AMAX_API amax_status_t amax_multi_preload_scale(amax_context_t c, const amax_tensor_t* tensors, size_t count) {
+  return guarded([&] {
+    need(c, "context");
+    preload_multi(*c, tensors, count, Epilogue::scale);
   });
 }
 
@@ -686,7 +742,7 @@ AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t*
     need(c, "context");
     need(e, "explanation (out-parameter)");
     const DType d = need_dtype(dtype);
-    group_multi(*c, tensors, count, false, t_call);
+    group_multi(*c, tensors, count, false, Epilogue::amax, t_call);
     std::memset(e, 0, sizeof *e);
     const MultiGroup& x = t_call.groups[index(d)];
     const GroupShape& shape = t_call.list.shapes[index(d)];
@@ -704,8 +760,14 @@ AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t*
     e->tensors_per_launch = x.capacity;
     e->workspace_bytes = x.workspace_bytes;
     const std::string detail =
-        x.source == AMAX_SOURCE_OVERRIDE
-            ? std::string("forced by AMAX_TUNE_FORCE_MULTI_LABEL")
+        x.source == AMAX_SOURCE_OVERRIDE ? std::string("forced by AMAX_TUNE_FORCE_MULTI_LABEL")
+        : x.entry
+            ? fmt::format("{} database {}: winner for {} x {} B tensors ({} B in all, the largest {} B; this list: {} "
+                          "tensors, {} B, the largest {} B; nearest group bucket), {}: {:.2f} us, {:.0f} GB/s",
+                          x.source == AMAX_SOURCE_USER_DB ? "user" : "system", x.from_db, x.entry->shape.tensors,
+                          x.entry->shape.largest_bytes, x.entry->shape.total_bytes, x.entry->shape.largest_bytes,
+                          shape.tensors, shape.total_bytes, shape.largest_bytes, x.entry->where, x.entry->median_us,
+                          x.entry->gbps)
             : x.why + fmt::format("built-in multi-tensor default of the arch family for {} tensors, {} bytes, the "
                                   "largest {} bytes", shape.tensors, shape.total_bytes, shape.largest_bytes);
     std::snprintf(e->detail, sizeof e->detail, "%s", detail.c_str());

@@ -63,15 +63,87 @@ const std::vector<TableEntry>& DispatchTables::table(Source which, DType d) cons
   return (which == Source::user_db ? user_ : system_)[index(d)];
 }
 
+const std::vector<GroupEntry>& DispatchTables::group_table(Source which, DType d) const {
+  return (which == Source::user_db ? user_groups_ : system_groups_)[index(d)];
+}
+
+const GroupEntry* DispatchTables::choose_group(DType d, const GroupShape& shape, Source* which) const {
+  const db::GroupBucket q = db::group_bucket(shape);
+  for (Source s : {Source::user_db, Source::system_db}) {
+    const auto& v = group_table(s, d);
+    const std::size_t i = db::nearest_group(q, v.size(), [&](std::size_t k) {
+      return db::GroupCandidate{v[k].bucket, v[k].same_device, v[k].timestamp};
+    });
+    if (i < v.size()) {
+      if (which) *which = s;
+      return &v[i];
+    }
+  }
+  return nullptr;
+}
+
+std::size_t DispatchTables::load_groups(Source which, const std::string& path, db::TuningDb& tdb) {
+  const char* what = which == Source::user_db ? "user" : "system";
+  auto& out = which == Source::user_db ? user_groups_ : system_groups_;
+  std::vector<db::GroupWinnerRow> rows;
+  try {
+    rows = tdb.group_winners(db::WinnerFilter{arch_.name, std::nullopt});
+  } catch (const db::DbError& e) {
+    warn(fmt::format("{} database {}: its multi-tensor entries are unusable and are skipped: {}", what, path, e.what()));
+    return 0;
+  }
+  db::Provenance current = current_;
+  current.template_hash = multi_template_hash();
+  std::size_t kept = 0, stale = 0, invalid = 0;
+  std::string first_invalid;
+  for (const auto& r : rows) {
+    std::optional<std::string> why;
+    MultiConfig c;
+    try {
+      c = MultiConfig::parse(r.winner.label);
+      why = c.validate(arch_, r.key.dtype);
+      if (!why && c.epilogue != Epilogue::amax) why = "a fused (.scale) label: the tables hold amax-only winners";
+    } catch (const std::invalid_argument& e) {
+      why = e.what();
+    }
+    if (!why && !(r.winner.median_us > 0)) why = fmt::format("time {} us is not positive", r.winner.median_us);
+    if (why) {
+      if (invalid++ == 0) first_invalid = fmt::format("{}: {}", db::to_string(r.key), *why);
+      continue;
+    }
+    auto f = db::stale_fields(r.provenance, current);
+    if (!bundle_compiler_.empty() && r.provenance.compiler == bundle_compiler_)
+      f.erase(std::remove(f.begin(), f.end(), std::string_view("compiler")), f.end());
+    if (!f.empty()) {
+      ++stale;
+      continue;
+    }
+    const GroupShape shape{r.key.tensors, r.key.total_bytes, r.key.largest_bytes};
+    out[index(r.key.dtype)].push_back(GroupEntry{
+        c, shape, db::group_bucket(shape), r.winner.median_us, r.winner.gbps,
+        db::same_device(r.provenance, current), r.provenance.timestamp,
+        fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
+    ++kept;
+  }
+  if (invalid)
+    warn(fmt::format("{} database {}: {} multi-tensor entries for {} are invalid and are skipped (first: {})", what,
+                     path, invalid, arch_.name, first_invalid));
+  if (stale)
+    warn(fmt::format("{} database {}: {} multi-tensor entries were made with other templates, compiler or tool and "
+                     "are not used; re-tune them with `amax-tune --stale-only`", what, path, stale));
+  return kept;
+}
+
 std::size_t DispatchTables::load(Source which, const std::string& path) {
   const char* what = which == Source::user_db ? "user" : "system";
   auto& out = which == Source::user_db ? user_ : system_;
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return 0;
   std::vector<db::WinnerRow> rows;
+  std::optional<db::TuningDb> tdb;
   try {
-    auto tdb = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-    rows = tdb.winners(db::WinnerFilter{arch_.name, std::nullopt});
+    tdb.emplace(db::TuningDb::open(path, db::OpenMode::ReadOnly));
+    rows = tdb->winners(db::WinnerFilter{arch_.name, std::nullopt});
   } catch (const db::DbError& e) {
     warn(fmt::format("{} database {} is unusable and is skipped: {}", what, path, e.what()));
     return 0;
@@ -123,7 +195,7 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
     std::stable_sort(v.begin(), v.end(), [](const TableEntry& a, const TableEntry& b) {
       return a.n != b.n ? a.n < b.n : a.same_device > b.same_device;
     });
-  return kept;
+  return kept + load_groups(which, path, *tdb);
 }
 
 void DispatchTables::read_environment() {

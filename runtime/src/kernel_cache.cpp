@@ -141,15 +141,22 @@ const LoadedMultiKernel* KernelCache::find_multi(const MultiConfig& config, DTyp
 
 const LoadedMultiKernel& KernelCache::get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) {
   if (const LoadedMultiKernel* k = find_multi(config, dtype, capacity)) return *k;
-  auto k = std::make_unique<LoadedMultiKernel>();
-  k->config = config;
-  k->dtype = dtype;
-  k->capacity = capacity;
-  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &k->usage);
+  ResourceUsage usage;
+  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &usage);
+  return load_multi(config, dtype, capacity, std::move(b), usage);
+}
+
+const LoadedMultiKernel& KernelCache::load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
+                                                 CachedBinary&& binary, const ResourceUsage& usage) {
   const std::string name = multi_kernel_name(config, dtype, capacity);
   std::lock_guard lock(mu_);
   if (auto it = multi_.find(name); it != multi_.end()) return *it->second;
-  k->module = backend_.load_module(b.binary);
+  auto k = std::make_unique<LoadedMultiKernel>();
+  k->config = config.compile_time_part();
+  k->dtype = dtype;
+  k->capacity = capacity;
+  k->usage = usage;
+  k->module = backend_.load_module(binary.binary);
   k->main = k->module->function(name);
   return *multi_.emplace(name, std::move(k)).first->second;
 }

@@ -1,6 +1,7 @@
 #include "amax/multi_launch.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -46,61 +47,109 @@ std::optional<MultiListError> sort_multi_list(const amax_tensor_t* t, std::size_
   return std::nullopt;
 }
 
-std::optional<MultiListError> check_multi_output(const float* output, std::size_t count) {
+std::optional<MultiListError> check_multi_output(const float* output, std::size_t count, const char* name) {
   if (!count) return std::nullopt;
-  if (!output) return MultiListError{AMAX_STATUS_NULL_POINTER, fmt::format("output is NULL with count = {}", count)};
+  if (!output) return MultiListError{AMAX_STATUS_NULL_POINTER, fmt::format("{} is NULL with count = {}", name, count)};
   if (reinterpret_cast<std::uintptr_t>(output) % 4)
     return MultiListError{AMAX_STATUS_MISALIGNED_POINTER,
-                          fmt::format("output {} is not aligned to 4 bytes", static_cast<const void*>(output))};
+                          fmt::format("{} {} is not aligned to 4 bytes", name, static_cast<const void*>(output))};
   return std::nullopt;
 }
 
-std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tensors, std::uint64_t chunk_elems,
-                                              std::uint32_t max_tensors, std::uint32_t max_chunks) {
+std::optional<MultiListError> check_multi_outputs_disjoint(std::array<const float*, 3> o, std::size_t count) {
+  static constexpr const char* kNames[3] = {"amax_out", "scale_out", "scale_inv_out"};
+  for (int a = 0; a < 3; ++a)
+    for (int b = a + 1; b < 3; ++b) {
+      const auto pa = reinterpret_cast<std::uintptr_t>(o[a]), pb = reinterpret_cast<std::uintptr_t>(o[b]);
+      if (pa < pb + 4 * count && pb < pa + 4 * count)
+        return MultiListError{AMAX_STATUS_INVALID_ARGUMENT,
+                              fmt::format("{} {} and {} {} overlap: with count = {} each holds {} bytes and the three "
+                                          "arrays must be disjoint", kNames[a], static_cast<const void*>(o[a]),
+                                          kNames[b], static_cast<const void*>(o[b]), count, 4 * count)};
+    }
+  return std::nullopt;
+}
+
+std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tensors, const MultiConfig& config,
+                                              DType dtype, std::uint32_t cu_count, std::uint32_t max_tensors,
+                                              std::uint32_t max_chunks) {
+  const unsigned shift = static_cast<unsigned>(std::countr_zero(config.chunk_elems(dtype)));
   std::vector<MultiLaunch> out;
   MultiLaunch cur;
+  // The grid of a filled launch, and its spanning tensors: tensor [f, e) of chunks spans when its
+  // first and last chunks fall into different blocks.
+  auto close = [&](MultiLaunch& l) {
+    l.chunks_per_block = multi_chunks_per_block(config, l.chunks, cu_count);
+    l.grid = (l.chunks + l.chunks_per_block - 1) / l.chunks_per_block;
+    std::uint32_t f = 0;
+    for (std::size_t t = l.first; t < l.first + l.count; ++t) {
+      const auto e = f + static_cast<std::uint32_t>(multi_chunks_of(tensors[t].n, shift));
+      if (f / l.chunks_per_block != (e - 1) / l.chunks_per_block) ++l.spanning;
+      f = e;
+    }
+    out.push_back(l);
+  };
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::uint64_t c = multi_chunks_of(tensors[i].n, chunk_elems);
+    const std::uint64_t c = multi_chunks_of(tensors[i].n, shift);
     if (cur.count && (cur.count == max_tensors || cur.chunks + c > max_chunks)) {
-      out.push_back(cur);
-      cur = MultiLaunch{i, 0, 0, 0};
+      close(cur);
+      cur = MultiLaunch{};
     }
     if (cur.count == 0) cur.first = i;
     ++cur.count;
     cur.chunks += static_cast<std::uint32_t>(c);
-    if (c > 1) cur.multi_chunks += static_cast<std::uint32_t>(c);
   }
-  if (cur.count) out.push_back(cur);
+  if (cur.count) close(cur);
   return out;
 }
 
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
                      const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
-                     std::uint32_t* counter, NanMode nan_mode) {
+                     std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale) {
   const MultiArgsLayout layout = multi_args_layout(capacity);
-  args.assign(layout.bytes, 0);
+  args.resize(layout.bytes);
   unsigned char* b = args.data();
-  const std::uint32_t header[4] = {l.count, l.multi_chunks, nan_mode == NanMode::ignore ? 1u : 0u, 0u};
+  const std::uint32_t header[4] = {l.count, l.spanning, nan_mode == NanMode::ignore ? 1u : 0u, l.chunks_per_block};
   std::memcpy(b, header, sizeof header);
   std::memcpy(b + 16, &out, 8);
   std::memcpy(b + 24, &workspace, 8);
   std::memcpy(b + 32, &counter, 8);
+  static_assert(kMultiArgsHeaderBytes == 40 + sizeof(MultiScaleArgs));
+  const MultiScaleArgs none{nullptr, nullptr, 0.0f, 0.0f, 0u};
+  std::memcpy(b + 40, scale ? scale : &none, sizeof(MultiScaleArgs));
+  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
+  unsigned char* ptrs = b + layout.ptr_offset;
+  unsigned char* ns = b + layout.n_offset;
+  unsigned char* begins = b + layout.chunk_offset;
   std::uint32_t chunk = 0;
   for (std::uint32_t t = 0; t < l.count; ++t) {
     const MultiTensor& x = tensors[l.first + t];
     const std::uint64_t n_out = x.n | (std::uint64_t{x.index} << 40);
-    std::memcpy(b + layout.ptr_offset + 8 * t, &x.data, 8);
-    std::memcpy(b + layout.n_offset + 8 * t, &n_out, 8);
-    std::memcpy(b + layout.chunk_offset + 4 * t, &chunk, 4);
-    chunk += static_cast<std::uint32_t>(multi_chunks_of(x.n, chunk_elems));
+    std::memcpy(ptrs + 8 * t, &x.data, 8);
+    std::memcpy(ns + 8 * t, &n_out, 8);
+    std::memcpy(begins + 4 * t, &chunk, 4);
+    chunk += static_cast<std::uint32_t>(multi_chunks_of(x.n, shift));
   }
-  std::memcpy(b + layout.chunk_offset + 4 * l.count, &chunk, 4);
+  std::memcpy(begins + 4 * l.count, &chunk, 4);
+}
+
+void launch_multi_group(Backend& backend, FunctionHandle kernel, const MultiConfig& config, DType dtype,
+                        std::uint32_t capacity, std::span<const MultiTensor> tensors,
+                        std::span<const MultiLaunch> launches, float* out, void* workspace, std::uint32_t* counter,
+                        NanMode nan_mode, const MultiScaleArgs* scale, StreamHandle stream,
+                        std::vector<unsigned char>& args) {
+  const std::uint64_t chunk = config.chunk_elems(dtype);
+  for (const MultiLaunch& l : launches) {
+    pack_multi_args(args, capacity, tensors, l, chunk, out, workspace, counter, nan_mode, scale);
+    void* params[] = {args.data()};
+    backend.launch(kernel, l.grid, config.threads, stream, params);
+  }
 }
 
 std::uint64_t multi_workspace_bytes(std::span<const MultiLaunch> launches) noexcept {
-  std::uint64_t most = 1;
-  for (const MultiLaunch& l : launches) most = std::max<std::uint64_t>(most, l.chunks);
-  return 4 * most;
+  std::uint64_t most = 4;
+  for (const MultiLaunch& l : launches) most = std::max(most, l.workspace_bytes());
+  return most;
 }
 
 }  // namespace amax

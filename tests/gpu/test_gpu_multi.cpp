@@ -1,8 +1,9 @@
-// Many tensors per call on the GPU (label `gpu`; skips without a GPU): amax_multi_compute through the
-// C++ API, every tensor's result bit-exact against the CPU reference, for 1 to 10,000 tensors of
-// mixed dtypes and sizes (n = 0 with NULL, odd element offsets), forced variants of both combines
-// and small chunks (tensors of many chunks), both descriptor capacities, both NaN modes, a tensor
-// of 2^31 + 1 elements, graph capture replayed with new data, and bad input writing no output.
+// Many tensors per call on the GPU (label `gpu`; skips without a GPU): amax_multi_compute and
+// amax_multi_and_scale through the C++ API, every tensor's result bit-exact against the CPU
+// reference (and the CPU scale rule), for 1 to 10,000 tensors of mixed dtypes and sizes (n = 0 with
+// NULL, odd element offsets), forced variants of both combines, small and large chunks, every grid
+// cap (tensors cut between blocks), both descriptor capacities, both NaN modes, a tensor of 2^31 + 1
+// elements, graph capture replayed with new data, and bad input writing no output.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "amax/dtype_c.hpp"
 #include "amax/multi_config.hpp"
 #include "amax/reference.hpp"
+#include "amax/scale_rule.hpp"
 #include "gpu_env.hpp"
 
 using namespace amax;
@@ -132,7 +134,7 @@ TEST(GpuMulti, ListsOf1To10000TensorsAreBitExactPerTensor) {
   std::printf("multi: %d lists (1 to 10000 tensors, mixed dtypes, n = 0 with NULL, odd offsets) bit-exact\n", cases);
 }
 
-TEST(GpuMulti, ForcedVariantsBothCombinesSmallChunksBothCapacities) {
+TEST(GpuMulti, ForcedVariantsBothCombinesEveryGridCapBothCapacities) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   std::mt19937_64 rng(std::random_device{}());
@@ -140,9 +142,8 @@ TEST(GpuMulti, ForcedVariantsBothCombinesSmallChunksBothCapacities) {
   int cases = 0;
   for (const auto& d : all_dtypes())
     for (const MultiConfig& c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned)) {
-      // Every combine and thread count; the smallest and a large chunk; unroll 1 and 8.
-      if (!(c.chunk_kib == (c.threads * 16 > 8192 ? 16u : 8u) || c.chunk_kib == 256) || !(c.unroll == 1 || c.unroll == 8))
-        continue;
+      // Every combine, grid cap and thread count; the smallest and the largest chunk; unroll 2 and 8.
+      if (!(c.chunk_kib == 16 || c.chunk_kib == 256) || !(c.unroll == 2 || c.unroll == 8)) continue;
       ForceMulti force(c.label());
       for (amax_nan_mode_t m : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
         amax_tune::Context ctx(options(m));
@@ -162,20 +163,125 @@ TEST(GpuMulti, ForcedVariantsBothCombinesSmallChunksBothCapacities) {
   std::printf("multi: %d forced-variant lists bit-exact\n", cases);
 }
 
+TEST(GpuMulti, TensorsCutBetweenManyBlocksCombineExactly) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  // 16 KiB chunks, one chunk per block (uncapped) or a few (b1cu, b2cu): a tensor of up to 256
+  // chunks spans up to 256 blocks; the unique maximum sits in one of them (max_first / max_last /
+  // max_middle / max_in_vector), a NaN in another tensor.
+  int cases = 0;
+  for (const char* label : {"multi.t256.v8.u2.c16k.buncapped.thread", "multi.t256.v8.u2.c16k.buncapped.warp",
+                            "multi.t512.v8.u4.c16k.b1cu.thread", "multi.t512.v8.u4.c16k.b2cu.warp",
+                            "multi.t1024.v8.u8.c16k.b1cu.warp"}) {
+    ForceMulti force(label);
+    amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
+    for (InputKind k : {InputKind::max_first, InputKind::max_last, InputKind::max_middle, InputKind::max_in_vector,
+                        InputKind::nan_middle, InputKind::all_negative}) {
+      std::vector<Spec> specs;
+      for (std::uint64_t n : {1ull << 21, 3ull << 20, 1ull, 8193ull, 0ull, 1ull << 20, 40000ull})
+        specs.push_back({DType::bf16, n, static_cast<std::uint32_t>(rng() % 8), k});
+      auto g = make_group(b, specs, rng());
+      EXPECT_EQ(run_and_check(b, ctx, *g, NanMode::propagate, std::string(label) + " " + std::string(to_string(k))), 0);
+      ++cases;
+    }
+  }
+  std::printf("multi: %d lists of tensors cut between blocks bit-exact\n", cases);
+}
+
+namespace {
+// amax_multi_and_scale on `g` with `o`: checks every tensor's amax, scale and scale_inv bits.
+int run_and_check_scale(Backend& b, amax_tune::Context& ctx, Group& g, NanMode mode, const amax_tune::ScaleOptions& o,
+                        const std::string& what) {
+  const std::size_t count = g.specs.size(), ws_bytes = ctx.multi_workspace_size(g.tensors);
+  DeviceBuffer ws(b, ws_bytes), outs(b, 12 * count);
+  b.memset32_async(ws.p, 0xdeadbeefu, ws_bytes / 4, nullptr);
+  b.memset32_async(outs.p, 0x7f800001u, 3 * count, nullptr);
+  float* amax = outs.get<float>(0);
+  ctx.multi_and_scale(g.tensors, o, amax, amax + count, amax + 2 * count, ws.p, ws_bytes, nullptr);
+  b.synchronize(nullptr);
+  std::vector<std::uint32_t> got(3 * count);
+  b.copy_to_host(got.data(), outs.p, 12 * count);
+  ScaleRule r;
+  r.max = o.format == AMAX_FP8_EXPLICIT_MAX ? o.max : info(*fp8_format_from_int(o.format)).max_finite;
+  r.epsilon = o.epsilon;
+  r.force_pow2 = o.force_pow2;
+  r.nan_propagates = o.nan_propagates;
+  int bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Spec& s = g.specs[i];
+    const std::uint32_t a = reference_amax_bits(g.host[i].data(), s.dtype, s.n, mode);
+    const ScaleBits want = reference_scale_bits(a, r);
+    if ((got[i] != a || got[count + i] != want.scale || got[2 * count + i] != want.scale_inv) && bad++ < 10)
+      ADD_FAILURE() << what << ": tensor " << i << " (" << to_string(s.dtype) << " n=" << s.n << " "
+                    << to_string(s.kind) << "): got amax/scale/scale_inv 0x" << std::hex << got[i] << "/0x"
+                    << got[count + i] << "/0x" << got[2 * count + i] << ", want 0x" << a << "/0x" << want.scale
+                    << "/0x" << want.scale_inv;
+  }
+  return bad;
+}
+}  // namespace
+
+TEST(GpuMulti, FusedScalePerTensorEveryFormatAndRuleBitExact) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  const ArchInfo arch = ArchInfo::parse(b.device().arch);
+  std::vector<amax_tune::ScaleOptions> rules;
+  for (amax_fp8_format_t f : {AMAX_FP8_E4M3, AMAX_FP8_E5M2, AMAX_FP8_E4M3FNUZ, AMAX_FP8_E5M2FNUZ}) {
+    amax_tune::ScaleOptions o;
+    o.format = f;
+    rules.push_back(o);
+  }
+  rules.push_back(amax_tune::ScaleOptions::explicit_max(1.0f));
+  amax_tune::ScaleOptions pow2;
+  pow2.force_pow2 = true;
+  pow2.epsilon = 1e-3f;
+  rules.push_back(pow2);
+  amax_tune::ScaleOptions nanp;
+  nanp.nan_propagates = true;
+  nanp.format = AMAX_FP8_E5M2;
+  rules.push_back(nanp);
+  int cases = 0;
+  // The default variant and a forced one of each combine (tensors cut between blocks).
+  for (const char* label : {"", "multi.t256.v8.u2.c16k.buncapped.thread", "multi.t512.v8.u4.c16k.b1cu.warp"})
+    for (amax_nan_mode_t m : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+      std::unique_ptr<ForceMulti> force;
+      if (*label) force = std::make_unique<ForceMulti>(label);
+      amax_tune::Context ctx(options(m));
+      const NanMode mode = m == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+      for (const auto& o : rules) {
+        // Every input kind (zeros, denormals: scale overflow to FLT_MAX, Inf, NaN, all-NaN), n = 0,
+        // mixed dtypes, sizes up to 2^19.
+        std::vector<Spec> specs = random_specs(rng, 200, 19, true);
+        for (std::size_t i = 0; i < all_input_kinds().size(); ++i) specs[i].kind = all_input_kinds()[i];
+        specs.push_back({DType::fp32, 0, 0, InputKind::random});
+        auto g = make_group(b, specs, rng());
+        EXPECT_EQ(run_and_check_scale(b, ctx, *g, mode, o,
+                                      std::string(*label ? label : "default") + " format " + std::to_string(o.format)),
+                  0);
+        ++cases;
+      }
+    }
+  (void)arch;
+  std::printf("multi: %d fused amax + scale lists bit-exact (every format, explicit max, pow2 + epsilon, NaN rule)\n",
+              cases);
+}
+
 TEST(GpuMulti, TensorOfTwoTo31PlusOneElementsBesideSmallOnes) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   if (b.device().memory_bytes < (6ull << 30)) GTEST_SKIP() << "needs 6 GiB of device memory";
   const std::uint64_t n = (1ull << 31) + 1;
   // bf16, 4 GiB: every element 1.0 but the last (index 2^31: 3.0), beside a 1-element tensor (2.0)
-  // and an empty one; the default variant, 4 KiB chunks (2^20 of them, combined by one block) and
-  // 4 MiB chunks.
+  // and an empty one; the default variant, 4 KiB chunks one per block (2^20 blocks, combined by one
+  // wave) and 4 MiB chunks.
   DeviceBuffer big(b, n * 2 + 16), small(b, 64), out(b, 16);
   b.memset32_async(big.p, 0x3f803f80u, (n * 2 + 16) / 4, nullptr);  // bf16 1.0 pairs
   const std::uint16_t three = 0x4040, two = 0x4000;
   b.copy_to_device(big.get((n - 1) * 2), &three, 2);
   b.copy_to_device(small.p, &two, 2);
-  for (const char* label : {"", "multi.t512.v8.u4.c4k.block", "multi.t1024.v8.u8.c4096k.warp"}) {
+  for (const char* label : {"", "multi.t512.v8.u4.c4k.buncapped.warp", "multi.t1024.v8.u8.c4096k.b4cu.thread"}) {
     std::unique_ptr<ForceMulti> force;
     if (*label) force = std::make_unique<ForceMulti>(label);
     amax_tune::Context c(options(AMAX_NAN_PROPAGATE));
@@ -236,7 +342,7 @@ TEST(GpuMulti, GraphCapturedOnceAndReplayedWithNewData) {
 TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
-  ForceMulti force("multi.t256.v8.u2.c128k.block");  // a variant no other test of this context loaded
+  ForceMulti force("multi.t256.v8.u2.c128k.b2cu.warp");  // a variant no other test of this context loaded
   amax_context_options_t o;
   amax_context_options_init(&o);
   o.user_db_path = "";
@@ -263,4 +369,81 @@ TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(read_bits(b, out.get(4 * i)), 0x12345678u) << "output " << i << " was written";
   EXPECT_EQ(amax_multi_compute(c, t, 0, nullptr, nullptr, 0, nullptr), AMAX_STATUS_SUCCESS);  // empty list: nothing
   amax_context_destroy(c);
+}
+
+TEST(GpuMulti, FusedGraphReplayAndBadInputWriteNoOutput) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
+  const std::size_t count = 700;
+  auto g = make_group(b, random_specs(rng, count, 17, true), rng());
+  amax_tune::ScaleOptions o;
+  o.format = AMAX_FP8_E5M2;
+  const std::size_t ws_bytes = ctx.multi_workspace_size(g->tensors);
+  DeviceBuffer ws(b, ws_bytes), outs(b, 12 * count);
+  float* amax = outs.get<float>(0);
+  // During capture without amax_multi_preload_scale: NOT_PRELOADED naming it, nothing written.
+  StreamHandle s = b.create_stream();
+  b.memset32_async(outs.p, 0x12345678u, 3 * count, nullptr);
+  b.synchronize(nullptr);
+  const amax_scale_options_t co = o.to_c();
+  b.begin_capture(s);
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, amax + count, amax + 2 * count, ws.p,
+                                 ws_bytes, s),
+            AMAX_STATUS_NOT_PRELOADED);
+  EXPECT_NE(std::string(amax_last_error()).find("call amax_multi_preload_scale"), std::string::npos) << amax_last_error();
+  b.destroy_graph(b.end_capture(s));
+  // Bad input, each with its status and nothing enqueued.
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, amax + count - 1, amax + 2 * count,
+                                 ws.p, ws_bytes, nullptr),
+            AMAX_STATUS_INVALID_ARGUMENT);  // amax_out and scale_out overlap by one word
+  EXPECT_NE(std::string(amax_last_error()).find("amax_out"), std::string::npos) << amax_last_error();
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, nullptr, amax + 2 * count, ws.p,
+                                 ws_bytes, nullptr),
+            AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), ("scale_out is NULL with count = " + std::to_string(count)).c_str());
+  amax_scale_options_t bad = co;
+  bad.epsilon = -1.0f;
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &bad, amax, amax + count, amax + 2 * count, ws.p,
+                                 ws_bytes, nullptr),
+            AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(amax_last_error()).find("options.epsilon is -1"), std::string::npos) << amax_last_error();
+  b.synchronize(nullptr);
+  std::vector<std::uint32_t> untouched(3 * count);
+  b.copy_to_host(untouched.data(), outs.p, 12 * count);
+  for (std::size_t i = 0; i < 3 * count; ++i) ASSERT_EQ(untouched[i], 0x12345678u) << "word " << i << " was written";
+  // Preloaded: captured once, replayed with new data; every amax, scale and scale_inv exact.
+  ctx.multi_preload_scale(g->tensors);
+  b.begin_capture(s);
+  {
+    std::vector<amax_tensor_t> copy = g->tensors;
+    ctx.multi_and_scale(copy, o, amax, amax + count, amax + 2 * count, ws.p, ws_bytes, s);
+    std::fill(copy.begin(), copy.end(), amax_tensor_t{nullptr, 0, AMAX_DTYPE_FP32});
+  }
+  GraphExecHandle graph = b.end_capture(s);
+  ScaleRule r;
+  r.max = 57344.0f;
+  for (int replay = 0; replay < 3; ++replay) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const Spec& sp = g->specs[i];
+      const InputKind k = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::denormals : InputKind::random;
+      g->host[i] = make_input(k, sp.dtype, sp.n, rng());
+      if (sp.n) b.copy_to_device(const_cast<void*>(g->tensors[i].data), g->host[i].data(), g->host[i].size());
+    }
+    b.memset32_async(outs.p, 0x7f800001u, 3 * count, s);
+    b.launch_graph(graph, s);
+    b.synchronize(s);
+    std::vector<std::uint32_t> got(3 * count);
+    b.copy_to_host(got.data(), outs.p, 12 * count);
+    int bad_count = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint32_t a = reference_amax_bits(g->host[i].data(), g->specs[i].dtype, g->specs[i].n, NanMode::propagate);
+      const ScaleBits want = reference_scale_bits(a, r);
+      if ((got[i] != a || got[count + i] != want.scale || got[2 * count + i] != want.scale_inv) && bad_count++ < 5)
+        ADD_FAILURE() << "fused replay " << replay << ": tensor " << i;
+    }
+  }
+  b.destroy_graph(graph);
+  b.destroy_stream(s);
 }

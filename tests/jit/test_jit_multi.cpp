@@ -1,6 +1,7 @@
 // Real JIT compilation of the multi-tensor family: NVRTC for sm_90 at both descriptor capacities
 // (192 and 1600: 32 KB of kernel parameters) and hipRTC for gfx90a (192), every dtype, both
-// combines, the smallest and largest block with the fewest and most loads in flight; registers read back, no spills.
+// combines, both epilogues, the smallest and largest block with the fewest and most loads in
+// flight; registers read back, no spills.
 #include <gtest/gtest.h>
 
 #include "amax/code_object.hpp"
@@ -19,8 +20,13 @@ void compile_spread(const char* arch_name, Vendor vendor) {
   int compiled = 0;
   for (const auto& d : all_dtypes())
     for (std::uint32_t k : multi_capacities(arch))
-      for (const auto& c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned)) {
-        if (!((c.threads == 256 && c.unroll == 1) || (c.threads == most && c.unroll == 8)) || c.chunk_kib != 64) continue;
+      for (auto c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned))
+        for (const EpilogueInfo& ep : kEpilogues) {
+        // The grid cap is not compiled in: one cap stands for all.
+        if (!((c.threads == 256 && c.unroll == 2) || (c.threads == most && c.unroll == 8)) || c.chunk_kib != 64 ||
+            c.max_blocks != BlockCap::per_cu(4))
+          continue;
+        c.epilogue = ep.epilogue;
         CompiledProgram p;
         try {
           p = compiler->compile(render_multi_source(c, d.dtype, arch, k), c.label() + ".src", arch);
@@ -35,8 +41,8 @@ void compile_spread(const char* arch_name, Vendor vendor) {
         EXPECT_EQ(usage.at(name).spill_loads, 0) << name << " spills";
         ++compiled;
       }
-  // 3 dtypes x capacities x 2 (threads, unroll) pairs x 2 combines
-  EXPECT_EQ(compiled, 3 * static_cast<int>(multi_capacities(arch).size()) * 2 * 2);
+  // 3 dtypes x capacities x 2 (threads, unroll) pairs x 2 combines x 2 epilogues
+  EXPECT_EQ(compiled, 3 * static_cast<int>(multi_capacities(arch).size()) * 2 * 2 * 2);
 }
 }  // namespace
 

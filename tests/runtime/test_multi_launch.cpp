@@ -85,58 +85,112 @@ TEST(MultiList, SortsByDtypeInListOrderWithShapes) {
   EXPECT_EQ(l.shapes[index(DType::fp32)], (GroupShape{1, 12, 12}));
 }
 
+// A config whose chunks are `chunk_elems` fp32 elements and whose grid cap is `cap` blocks.
+MultiConfig fp32_config(std::uint64_t chunk_elems, BlockCap cap) {
+  MultiConfig c{512, 4, 4, static_cast<std::uint32_t>(chunk_elems * 4 / 1024), cap, Combine::thread};
+  return c;
+}
+
 TEST(MultiLaunch, SplitsByCapacityAndGridLimit) {
   std::vector<MultiTensor> t;
   for (std::uint32_t i = 0; i < 10000; ++i) t.push_back({nullptr, i % 3 == 0 ? 0u : 5000u, i});
-  // chunk 4096 elements: n == 0 -> 1 chunk, 5000 -> 2 chunks
-  const auto ls = split_multi_launches(t, 4096, 1600);
+  // chunk 4096 elements: n == 0 -> 1 chunk, 5000 -> 2 chunks; uncapped: one chunk per block.
+  const auto ls = split_multi_launches(t, fp32_config(4096, BlockCap::uncapped()), DType::fp32, 132, 1600);
   ASSERT_EQ(ls.size(), 7u);  // ceil(10000 / 1600)
   std::size_t next = 0;
   for (const auto& l : ls) {
     EXPECT_EQ(l.first, next);
     next += l.count;
-    std::uint32_t chunks = 0, multi = 0;
+    std::uint32_t chunks = 0, spanning = 0;
     for (std::size_t i = l.first; i < l.first + l.count; ++i) {
-      const auto c = multi_chunks_of(t[i].n, 4096);
+      const auto c = multi_chunks_of(t[i].n, 12);
       chunks += static_cast<std::uint32_t>(c);
-      if (c > 1) multi += static_cast<std::uint32_t>(c);
+      if (c > 1) ++spanning;  // one chunk per block: every tensor of two chunks spans two blocks
     }
     EXPECT_EQ(l.chunks, chunks);
-    EXPECT_EQ(l.multi_chunks, multi);
+    EXPECT_EQ(l.chunks_per_block, 1u);
+    EXPECT_EQ(l.grid, chunks);
+    EXPECT_EQ(l.spanning, spanning);
+    EXPECT_EQ(l.workspace_bytes(), 4ull * (4 * l.grid + l.chunks));
   }
   EXPECT_EQ(next, 10000u);
   EXPECT_EQ(ls[0].count, 1600u);
   EXPECT_EQ(ls.back().count, 400u);
   // A grid limit of 5 chunks: tensors of 2 chunks pair up (2 + 2, then a third does not fit).
   const std::vector<MultiTensor> two = {{nullptr, 5000, 0}, {nullptr, 5000, 1}, {nullptr, 5000, 2}};
-  const auto g = split_multi_launches(two, 4096, 1600, 5);
+  const auto g = split_multi_launches(two, fp32_config(4096, BlockCap::uncapped()), DType::fp32, 132, 1600, 5);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(g[0].count, 2u);
   EXPECT_EQ(g[0].chunks, 4u);
   EXPECT_EQ(g[1].first, 2u);
-  EXPECT_EQ(multi_workspace_bytes(g), 16u);
+  EXPECT_EQ(multi_workspace_bytes(g), 4u * (4 * 4 + 4));  // the first launch: 4 blocks, 4 chunks
   EXPECT_EQ(multi_workspace_bytes({}), 4u);
-  EXPECT_EQ(multi_chunks_of((1ull << 31) + 1, 16384), 131073u);
+  EXPECT_EQ(multi_chunks_of((1ull << 31) + 1, 14), 131073u);
+  EXPECT_EQ(multi_chunks_of(0, 14), 1u);
+  EXPECT_EQ(multi_chunks_of(16384, 14), 1u);
+  EXPECT_EQ(multi_chunks_of(16385, 14), 2u);
+}
+
+TEST(MultiLaunch, GridCapGivesRunsOfChunksAndCountsSpanningTensors) {
+  // Chunks of 1024 fp32 elements (4 KiB); tensors of 3, 1, 4, 2 and 1 chunks (11 in all).
+  const std::vector<MultiTensor> t = {{nullptr, 3000, 0}, {nullptr, 1, 1}, {nullptr, 4096, 2},
+                                      {nullptr, 1025, 3}, {nullptr, 0, 4}};
+  // An absolute cap of 4 blocks: ceil(11 / 4) = 3 chunks per block, blocks [0,3) [3,6) [6,9) [9,11):
+  // tensor 0 = [0,3) inside block 0; 1 = [3,4) inside; 2 = [4,8) spans blocks 1 and 2;
+  // 3 = [8,10) spans blocks 2 and 3; 4 = [10,11) inside block 3.
+  const auto ls = split_multi_launches(t, fp32_config(1024, BlockCap::absolute(4)), DType::fp32, 132, 1600);
+  ASSERT_EQ(ls.size(), 1u);
+  EXPECT_EQ(ls[0].chunks, 11u);
+  EXPECT_EQ(ls[0].chunks_per_block, 3u);
+  EXPECT_EQ(ls[0].grid, 4u);
+  EXPECT_EQ(ls[0].spanning, 2u);
+  // Per CU: 1 block per CU on 2 CUs -> 6 chunks per block: [0,6) [6,11): tensor 2 = [4,8) spans.
+  const auto per_cu = split_multi_launches(t, fp32_config(1024, BlockCap::per_cu(1)), DType::fp32, 2, 1600);
+  EXPECT_EQ(per_cu[0].chunks_per_block, 6u);
+  EXPECT_EQ(per_cu[0].grid, 2u);
+  EXPECT_EQ(per_cu[0].spanning, 1u);
+  // A cap above the chunk count: one chunk per block, every multi-chunk tensor spans.
+  const auto wide = split_multi_launches(t, fp32_config(1024, BlockCap::per_cu(8)), DType::fp32, 132, 1600);
+  EXPECT_EQ(wide[0].chunks_per_block, 1u);
+  EXPECT_EQ(wide[0].grid, 11u);
+  EXPECT_EQ(wide[0].spanning, 3u);
+  EXPECT_EQ(multi_chunks_per_block(fp32_config(1024, BlockCap::per_cu(4)), 1u << 20, 132), 1986u);  // ceil(2^20 / 528)
 }
 
 TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   const std::vector<MultiTensor> t = {{at(0x1000), 0, 7}, {at(0x2000), 9000, 3}, {at(0x3002), 100, 16777215}};
-  const MultiLaunch l{0, 3, 1 + 3 + 1, 3};
-  std::vector<unsigned char> a;
+  MultiLaunch l;
+  l.first = 0;
+  l.count = 3;
+  l.chunks = 1 + 3 + 1;
+  l.chunks_per_block = 2;
+  l.grid = 3;
+  l.spanning = 1;
+  std::vector<unsigned char> a(multi_args_layout(192).bytes, 0xEE);  // what a previous call left
   float* out = reinterpret_cast<float*>(0xAA00);
   void* ws = reinterpret_cast<void*>(0xBB00);
   std::uint32_t* ctr = reinterpret_cast<std::uint32_t*>(0xCC00);
-  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::ignore);
+  const MultiScaleArgs sa{reinterpret_cast<float*>(0xDD00), reinterpret_cast<float*>(0xEE00), 448.0f, 0.5f,
+                          kRuleForcePow2};
+  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::ignore, &sa);
   const MultiArgsLayout lay = multi_args_layout(192);
   ASSERT_EQ(a.size(), lay.bytes);
   auto u32 = [&](std::size_t off) { std::uint32_t v; std::memcpy(&v, a.data() + off, 4); return v; };
   auto u64 = [&](std::size_t off) { std::uint64_t v; std::memcpy(&v, a.data() + off, 8); return v; };
+  auto f32 = [&](std::size_t off) { float v; std::memcpy(&v, a.data() + off, 4); return v; };
   EXPECT_EQ(u32(0), 3u);   // count
-  EXPECT_EQ(u32(4), 3u);   // multi_chunks
+  EXPECT_EQ(u32(4), 1u);   // spanning
   EXPECT_EQ(u32(8), 1u);   // flags: ignore NaN
+  EXPECT_EQ(u32(12), 2u);  // chunks per block
   EXPECT_EQ(u64(16), 0xAA00u);
   EXPECT_EQ(u64(24), 0xBB00u);
   EXPECT_EQ(u64(32), 0xCC00u);
+  EXPECT_EQ(u64(40), 0xDD00u);  // scale
+  EXPECT_EQ(u64(48), 0xEE00u);  // scale_inv
+  EXPECT_EQ(f32(56), 448.0f);
+  EXPECT_EQ(f32(60), 0.5f);
+  EXPECT_EQ(u32(64), kRuleForcePow2);
+  EXPECT_EQ(lay.ptr_offset, 72u);
   EXPECT_EQ(u64(lay.ptr_offset + 8), 0x2000u);
   EXPECT_EQ(u64(lay.n_offset + 0), 7ull << 40);
   EXPECT_EQ(u64(lay.n_offset + 8), 9000u | (3ull << 40));
@@ -145,5 +199,27 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   EXPECT_EQ(u32(lay.chunk_offset + 4), 1u);
   EXPECT_EQ(u32(lay.chunk_offset + 8), 4u);
   EXPECT_EQ(u32(lay.chunk_offset + 12), 5u);
-  EXPECT_EQ(u64(lay.ptr_offset + 8 * 3), 0u);  // unused descriptors are zero
+  // Without the epilogue the scale fields are zero.
+  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::propagate);
+  EXPECT_EQ(u32(8), 0u);
+  EXPECT_EQ(u64(40), 0u);
+  EXPECT_EQ(u64(48), 0u);
+  EXPECT_EQ(f32(56), 0.0f);
+  EXPECT_EQ(u32(64), 0u);
+}
+
+TEST(MultiLaunch, FusedOutputArraysMustBeDisjoint) {
+  const float* base = reinterpret_cast<const float*>(0x10000);
+  EXPECT_FALSE(check_multi_outputs_disjoint({base, base + 4, base + 8}, 4));
+  const auto e = check_multi_outputs_disjoint({base, base + 3, base + 8}, 4);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(e->message, "amax_out 0x10000 and scale_out 0x1000c overlap: with count = 4 each holds 16 bytes and the "
+                        "three arrays must be disjoint");
+  const auto f = check_multi_outputs_disjoint({base, base + 8, base + 11}, 4);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->message.substr(0, 35), "scale_out 0x10020 and scale_inv_out");
+  const auto n = check_multi_output(nullptr, 3, "scale_inv_out");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->message, "scale_inv_out is NULL with count = 3");
 }

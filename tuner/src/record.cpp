@@ -6,7 +6,7 @@ std::vector<db::Trial> trials_of(const KeyResult& k) {
   std::vector<db::Trial> trials;
   for (const auto& r : k.variants) {
     db::Trial t;
-    t.label = r.config.label();
+    t.label = r.label();
     t.status = r.status;
     t.reason = r.reason;
     if (r.status == db::TrialStatus::ok && r.stats.samples > 0) {
@@ -27,7 +27,7 @@ std::vector<db::Trial> trials_of(const KeyResult& k) {
 std::optional<db::Winner> winner_of(const KeyResult& k) {
   if (k.winner < 0) return std::nullopt;
   const auto& v = k.variants[static_cast<std::size_t>(k.winner)];
-  return db::Winner{v.config.label(), v.stats.median_us, gbps(k.bytes(), v.stats.median_us)};
+  return db::Winner{v.label(), v.stats.median_us, gbps(k.bytes(), v.stats.median_us)};
 }
 
 void record_key(db::TuningDb& db, const std::string& arch, const KeyResult& k, db::Provenance p) {

@@ -19,7 +19,7 @@ const VariantResult* KeyResult::best(Strategy s) const {
 
 const VariantResult* KeyResult::find(const std::string& label) const {
   for (const auto& v : variants)
-    if (v.config.label() == label) return &v;
+    if (v.label() == label) return &v;
   return nullptr;
 }
 
@@ -108,7 +108,7 @@ bool preferred(const VariantResult& a, const VariantResult& b) {
   const double rb = b.stats.median_us > 0 ? b.stats.spread_us / b.stats.median_us : INFINITY;
   if (ra != rb) return ra < rb;
   if (a.stats.median_us != b.stats.median_us) return a.stats.median_us < b.stats.median_us;
-  return a.config.label() < b.config.label();
+  return a.label() < b.label();
 }
 
 std::vector<std::size_t> tie_set(const std::vector<VariantResult>& v, const std::vector<std::size_t>& which,
@@ -158,12 +158,12 @@ void select_winner(KeyResult& k, const std::set<std::size_t>& fin, const std::ve
     std::size_t fastest2 = 0;
     for (std::size_t j : idx)
       if (conf[j].stats.median_us < conf[fastest2].stats.median_us) fastest2 = j;
-    const std::string won = v[k.winner].config.label();
+    const std::string won = v[k.winner].label();
     if (std::find(t2.begin(), t2.end(), std::size_t{0}) != t2.end()) {
       k.confirmation = Confirmation::agreed;
       k.confirmation_note = fmt::format("confirmed against {} runner(s)-up: {} {:.2f} us, fastest {} {:.2f} us",
                                         entrants.size() - 1, won, conf[0].stats.median_us,
-                                        conf[fastest2].config.label(), conf[fastest2].stats.median_us);
+                                        conf[fastest2].label(), conf[fastest2].stats.median_us);
     } else {
       // Disagreement: both measurements of the entrants pooled decide.
       for (std::size_t j = 0; j < entrants.size(); ++j) {
@@ -176,8 +176,8 @@ void select_winner(KeyResult& k, const std::set<std::size_t>& fin, const std::ve
       k.confirmation = Confirmation::pooled;
       k.confirmation_note = fmt::format(
           "confirmation disagreed ({} {:.2f} us against {} {:.2f} us): pooled samples chose {} ({:.2f} us)", won,
-          conf[0].stats.median_us, conf[fastest2].config.label(), conf[fastest2].stats.median_us,
-          v[k.winner].config.label(), v[k.winner].stats.median_us);
+          conf[0].stats.median_us, conf[fastest2].label(), conf[fastest2].stats.median_us,
+          v[k.winner].label(), v[k.winner].stats.median_us);
     }
   }
   for (auto& r : v) r.tie_rank = -1;

@@ -75,13 +75,17 @@ class Session {
     report_.protocol = o_.protocol.describe();
     current_ = running_provenance(dev, compiler_->version());
     current_.timing_protocol = o_.protocol.describe();
+    current_multi_ = current_;
+    current_multi_.template_hash = multi_template_hash();
     if (!db_) open_db();
     plan_keys();
-    if (work_.empty()) {
-      progress("nothing to tune: every key already has a winner for this device and build (use --retune)");
+    plan_groups();
+    if (work_.empty() && group_work_.empty()) {
+      progress("nothing to tune: every key and group already has a winner for this device and build (use --retune)");
     } else {
       build_kernels();
-      tune_keys(t0);
+      if (!work_.empty()) tune_keys(t0);
+      if (!group_work_.empty()) tune_groups(t0);
     }
     report_.wall_s = seconds_since(t0);
   }
@@ -142,10 +146,49 @@ class Session {
                            report_.keys.size(), wanted.size()));
   }
 
+  // Which groups to measure, and which are already done (resumed).
+  void plan_groups() {
+    std::vector<GroupSpec> wanted;
+    if (o_.stale_only) {
+      for (const auto& k : db_->stale_group_keys(current_multi_))
+        for (DType d : o_.dtypes)
+          if (k.key.arch == arch_.name && d == k.key.dtype && k.key.largest_bytes % info(d).bytes == 0)
+            wanted.push_back({k.key.tensors, k.key.largest_bytes / info(d).bytes, d});
+    } else {
+      wanted = o_.groups ? *o_.groups : default_groups(o_.dtypes);
+    }
+    const DeviceInfo& dev = backend_->device();
+    for (const GroupSpec& g : wanted)
+      if (const auto why = fit_error(dev, g.dtype, g.tensors * g.n); !why.empty())
+        throw TuneError(fmt::format("group {}: {}", g.name(), why));
+    std::size_t resumed = 0;
+    for (const GroupSpec& g : wanted) {
+      const db::GroupKey key = group_key(arch_.name, g);
+      if (!o_.retune && !o_.stale_only && db_->has_group_winner(key, current_multi_)) {
+        GroupResult r;
+        r.spec = g;
+        r.dtype = g.dtype;
+        r.n = g.tensors * g.n;
+        r.resumed = true;
+        report_.groups.push_back(std::move(r));
+        ++resumed;
+      } else {
+        group_work_.push_back(g);
+      }
+    }
+    if (resumed)
+      progress(fmt::format("resuming: {} of {} multi-tensor groups already tuned for this device and build are kept",
+                           resumed, wanted.size()));
+  }
+
   void build_kernels() {
     const auto t0 = Clock::now();
     std::set<DType> dtypes;
     for (auto& [d, n] : work_) dtypes.insert(d);
+    if (!group_work_.empty()) {
+      group_ctx_.emplace(GroupTuneContext{*backend_, *kernels_, arch_, o_.protocol, o_.space, o_.jobs, reference_,
+                                          [this](const std::string& l) { progress(l); }});
+    }
     std::vector<std::pair<KernelConfig, DType>> todo;
     for (DType d : dtypes) {
       cands_[d] = candidates(arch_, d, o_.space);
@@ -193,10 +236,17 @@ class Session {
       usage_[name] = built[i].usage;
     }
     reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
+    if (group_ctx_)
+      multi_build_errors_ = build_multi_kernels(*group_ctx_, group_work_, &report_.multi_kernels_compiled,
+                                                &report_.multi_kernels_cached);
     report_.compile_s = seconds_since(t0);
-    progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}), {:.1f} s", tty ? "\r" : "",
+    progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
                          report_.kernels_compiled, report_.kernels_cached,
-                         o_.cache_dir.empty() ? "disabled" : o_.cache_dir.string(), report_.compile_s));
+                         o_.cache_dir.empty() ? "disabled" : o_.cache_dir.string(),
+                         group_ctx_ ? fmt::format("; multi-tensor: {} compiled, {} from the cache",
+                                                  report_.multi_kernels_compiled, report_.multi_kernels_cached)
+                                    : std::string(),
+                         report_.compile_s));
   }
 
   const LoadedKernel* kernel(const KernelConfig& c, DType d) const {
@@ -312,6 +362,52 @@ class Session {
     backend_->destroy_stream(stream_);
   }
 
+  void tune_groups(Clock::time_point t0) {
+    std::uint64_t max_bytes = 0;
+    for (const GroupSpec& g : group_work_) max_bytes = std::max(max_bytes, g.bytes());
+    InputRegion inputs(*backend_, max_bytes + 64);
+    StreamHandle stream = backend_->create_stream();
+    MultiVerifier verifier(*backend_, stream);
+    std::map<DType, std::map<std::string, std::string>> small;
+    const auto tg = Clock::now();
+    for (std::size_t w = 0; w < group_work_.size(); ++w) {
+      const GroupSpec& g = group_work_[w];
+      if (o_.time_budget_s > 0 && seconds_since(t0) > o_.time_budget_s) {
+        for (std::size_t r = w; r < group_work_.size(); ++r) report_.not_done.push_back("group " + group_work_[r].name());
+        progress(fmt::format("time budget of {:.0f} s spent: {} groups left untuned (run again to continue)",
+                             o_.time_budget_s, group_work_.size() - w));
+        break;
+      }
+      if (!small.count(g.dtype)) {
+        std::vector<MultiConfig> cs;
+        std::vector<const LoadedMultiKernel*> ks;
+        for (const GroupSpec& h : group_work_)
+          if (h.dtype == g.dtype)
+            for (const MultiConfig& c : multi_candidates(arch_, g.dtype, o_.space, h.shape())) {
+              if (const LoadedMultiKernel* k = kernels_->find_multi(c, g.dtype, multi_capacity_for(arch_, h.tensors));
+                  k && std::find(cs.begin(), cs.end(), c) == cs.end()) {
+                cs.push_back(c);
+                ks.push_back(k);
+              }
+            }
+        small[g.dtype] = verifier.verify_small(g.dtype, cs, ks);
+      }
+      GroupResult r = tune_group(*group_ctx_, g, verifier, inputs, stream, multi_build_errors_, small[g.dtype]);
+      record_group(*db_, arch_.name, r, current_multi_);
+      if (r.winner >= 0) {
+        const auto& wv = r.variants[r.winner];
+        progress(fmt::format("[{:>3}/{}] group {:<18} {:<36} {:>9.2f} us {:>7.0f} GB/s   elapsed {} (groups {})", w + 1,
+                             group_work_.size(), g.name(), wv.label(), wv.stats.median_us,
+                             gbps(r.bytes(), wv.stats.median_us), fmt_duration(seconds_since(t0)),
+                             fmt_duration(seconds_since(tg))));
+      } else {
+        progress(fmt::format("[{:>3}/{}] group {}: no variant passed verification", w + 1, group_work_.size(), g.name()));
+      }
+      report_.groups.push_back(std::move(r));
+    }
+    backend_->destroy_stream(stream);
+  }
+
   KeyResult tune_key(DType d, std::uint64_t n, Verifier& verifier, const std::map<std::string, std::string>& small) {
     KeyResult k;
     k.dtype = d;
@@ -368,6 +464,10 @@ class Session {
   ReferenceKernels reference_;
   ArchInfo arch_;
   db::Provenance current_;
+  db::Provenance current_multi_;  // current_ with the multi-tensor family's template hash
+  std::vector<GroupSpec> group_work_;
+  std::optional<GroupTuneContext> group_ctx_;
+  std::map<std::string, std::string> multi_build_errors_;
   std::optional<db::TuningDb> db_;
   std::vector<std::pair<DType, std::uint64_t>> work_;
   std::map<DType, std::vector<KernelConfig>> cands_;

@@ -13,17 +13,12 @@
 
 #include "amax/backend.hpp"
 #include "amax/measure.hpp"
+#include "amax/multi_tune.hpp"
 
 namespace amax::bench {
 
-/// One group shape: `tensors` x `n` elements of `dtype`. Text form `500x4096:fp32`.
-struct MultiGroupSpec {
-  std::uint64_t tensors = 0;
-  std::uint64_t n = 0;
-  DType dtype{};
-  std::uint64_t bytes() const noexcept { return tensors * n * info(dtype).bytes; }
-  std::string name() const;
-};
+/// One group shape: `tensors` x `n` elements of `dtype` (the tuner's GroupSpec). Text form `500x4096:fp32`.
+using MultiGroupSpec = tune::GroupSpec;
 /// The default groups: the targets (500 x 4096 fp32, 4096 x 16 Ki bf16), a small one
 /// (64 x 4096 fp32) and groups of 64 MB and more (512 x 64 Ki, 64 x 1 Mi, 128 x 1 Mi, 8 x 16 Mi bf16).
 std::vector<MultiGroupSpec> default_multi_groups();

@@ -15,6 +15,7 @@
 #include "amax/aggregate_arity.hpp"
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
+#include "amax/variant_field.hpp"
 
 namespace amax {
 
@@ -121,20 +122,9 @@ struct KernelConfig {
 
   auto operator<=>(const KernelConfig&) const = default;
 
-  /// Descriptor of one field: its name, the label prefix/suffix, the kernels' preprocessor name
-  /// it is compiled in as (empty: a launch parameter, not compiled in), the member it reads, and
-  /// whether the label leaves it out at its default value (an omissible field; only at the end of
-  /// the list).
+  /// Descriptor of one field (variant_field.hpp).
   template <class M>
-  struct Field {
-    std::string_view name;
-    std::string_view prefix;
-    std::string_view suffix;
-    std::string_view macro;
-    M KernelConfig::*member;
-    bool omitted_at_default = false;
-    constexpr bool compile_time() const noexcept { return !macro.empty(); }
-  };
+  using Field = VariantField<KernelConfig, M>;
 
   /// The field list: the one place the variant's fields are enumerated. The labels, label
   /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.

@@ -1,9 +1,9 @@
 #pragma once
 // The multi-tensor kernel family (DESIGN.md section 6, "Many tensors per launch"): one launch
-// computes the amax of each of many tensors of one dtype. MultiConfig is one variant; its fields
-// are listed once in MultiConfig::fields(), from which its label, label parsing and the rendered
-// #defines derive. Every field is compiled in (there is no launch-time field: the grid is the
-// number of chunks). Kernel source: templates/amax_multi_kernels.h.
+// computes the amax (and, fused, scale and scale_inv) of each of many tensors of one dtype.
+// MultiConfig is one variant; its fields are listed once in MultiConfig::fields(), from which its
+// label, label parsing, the rendered #defines and the compile-time/launch-time split derive (the
+// grid cap is the one launch-time field). Kernel source: templates/amax_multi_kernels.h.
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -15,67 +15,92 @@
 
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
+#include "amax/kernel_config.hpp"
 #include "amax/search_space.hpp"
 
 namespace amax {
 
-/// How the blocks of a tensor cut into several chunks are combined into its amax, by the block of
-/// the launch that arrives last (a tensor of one chunk is written by its block directly):
-/// - warp: one wave per tensor, the waves of the block in parallel (many tensors of few chunks);
-/// - block: the whole block per tensor, one tensor after another (few tensors of many chunks).
-enum class Combine : std::uint8_t { warp = 0, block = 1 };
+/// How the segments of a tensor cut between blocks are combined into its amax, by the block of
+/// the launch that arrives last (a tensor inside one block's range is written by that block):
+/// - thread: one thread per spanning tensor, the block's threads in parallel (many tensors of few
+///   segments each);
+/// - warp: one wave per spanning tensor, its lanes reading the segment maxima in parallel (few
+///   tensors of many segments each).
+enum class Combine : std::uint8_t { thread = 0, warp = 1 };
+
+/// Static facts about one Combine.
+struct CombineInfo {
+  Combine combine;
+  std::string_view name;   ///< label spelling ("warp")
+  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_COMBINE_WARP"), value = enum value
+};
+/// Every combine, in enum order: labels, parsing, the rendered defines and the space derive from it.
+inline constexpr CombineInfo kCombines[] = {
+    {Combine::thread, "thread", "AMAX_COMBINE_THREAD"},
+    {Combine::warp, "warp", "AMAX_COMBINE_WARP"},
+};
+static_assert(detail::table_in_enum_order(kCombines, &CombineInfo::combine),
+              "kCombines must list every Combine in enum order");
+constexpr const CombineInfo& info(Combine c) noexcept { return kCombines[static_cast<std::size_t>(c)]; }
 std::string_view to_string(Combine c) noexcept;
 std::optional<Combine> parse_combine(std::string_view s) noexcept;
 
-/// One multi-tensor variant. Label: `multi.t512.v8.u4.c32k.warp` (the family tag `multi`, then
-/// every field in order).
+/// One multi-tensor variant. Label: `multi.t512.v8.u4.c32k.b4cu.thread` (the family tag `multi`,
+/// then every field in order; `.scale` at the end for the fused epilogue).
 struct MultiConfig {
   std::uint32_t threads = 512;    ///< threads per block, a multiple of the wave size
   std::uint32_t nvec = 4;         ///< elements per vector load; nvec * element bytes <= 16
   std::uint32_t unroll = 4;       ///< vector loads in flight per thread per iteration
-  std::uint32_t chunk_kib = 32;   ///< KiB of input per block: a power of two in 4..4096
-  Combine combine = Combine::warp;
+  std::uint32_t chunk_kib = 32;   ///< KiB per chunk, the unit blocks are given: a power of two in 4..4096
+  /// Grid cap: each block reduces ceil(chunks / cap) consecutive chunks (`buncapped`: one chunk
+  /// per block). A launch parameter, not compiled in.
+  BlockCap max_blocks{};
+  Combine combine = Combine::thread;
+  Epilogue epilogue = Epilogue::amax;  ///< amax alone, or amax + scale + scale_inv per tensor
 
   auto operator<=>(const MultiConfig&) const = default;
 
-  /// Descriptor of one field: its name, label prefix and suffix, the kernels' preprocessor name
-  /// and the member it reads.
+  /// Descriptor of one field (variant_field.hpp).
   template <class M>
-  struct Field {
-    std::string_view name;
-    std::string_view prefix;
-    std::string_view suffix;
-    std::string_view macro;
-    M MultiConfig::*member;
-  };
-  /// The field list: the one place the variant's fields are enumerated.
+  using Field = VariantField<MultiConfig, M>;
+  /// The field list: the one place the variant's fields are enumerated. Labels, parsing, the
+  /// rendered #defines and the compile-time/launch-time split derive from it (label_codec.hpp).
   static constexpr auto fields() {
     return std::make_tuple(Field<std::uint32_t>{"threads", "t", "", "AMAX_THREADS", &MultiConfig::threads},
                            Field<std::uint32_t>{"nvec", "v", "", "AMAX_NVEC", &MultiConfig::nvec},
                            Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &MultiConfig::unroll},
                            Field<std::uint32_t>{"chunk_kib", "c", "k", "AMAX_CHUNK_KIB", &MultiConfig::chunk_kib},
-                           Field<Combine>{"combine", "", "", "AMAX_COMBINE", &MultiConfig::combine});
+                           Field<BlockCap>{"max_blocks", "b", "", "", &MultiConfig::max_blocks},
+                           Field<Combine>{"combine", "", "", "AMAX_COMBINE", &MultiConfig::combine},
+                           Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &MultiConfig::epilogue, true});
   }
 
   /// The family tag, the first token of every label.
   static constexpr std::string_view kFamily = "multi";
-  /// Canonical label, e.g. `multi.t512.v8.u4.c32k.warp`.
+  /// Canonical label, e.g. `multi.t512.v8.u4.c32k.b4cu.thread` or `...thread.scale`.
   std::string label() const;
+  /// The compile-time part of the label (the grid cap left out), e.g. `multi.t512.v8.u4.c32k.thread`:
+  /// configs with equal kernel_label() share one compiled binary.
+  std::string kernel_label() const;
+  /// This config with the launch-time fields at their default (equal kernel_label() <=> equal part).
+  MultiConfig compile_time_part() const;
   /// Parses a label. Errors: std::invalid_argument naming the label and the bad token.
   static MultiConfig parse(std::string_view label);
   /// True when `label` starts with the family tag (`multi.`): a multi-tensor label, not a
   /// single-tensor KernelConfig one.
   static bool is_multi_label(std::string_view label) noexcept;
-  /// `#define AMAX_THREADS 512` etc.: one line per field, in field order.
-  std::string defines() const;
+  /// `#define AMAX_THREADS 512` etc.: one line per compile-time field, in field order.
+  std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty when valid).
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
   /// Elements of `dtype` per chunk (chunk_kib KiB).
   std::uint64_t chunk_elems(DType dtype) const noexcept { return std::uint64_t{chunk_kib} * 1024 / info(dtype).bytes; }
 };
+static_assert(aggregate_arity<MultiConfig>() == std::tuple_size_v<decltype(MultiConfig::fields())>,
+              "every MultiConfig member must be listed in MultiConfig::fields()");
 
 /// Entry point of `c` for `dtype` compiled for `max_tensors` descriptors per launch:
-/// `amax_multi_t512_v8_u4_c32k_warp_bf16_k1600`.
+/// `amax_multi_t512_v8_u4_c32k_thread_bf16_k1600` (the kernel label, '.' -> '_').
 std::string multi_kernel_name(const MultiConfig& c, DType dtype, std::uint32_t max_tensors);
 
 /// Tensors per launch on `arch`: as many descriptors (20 bytes each: pointer, count with output
@@ -87,14 +112,21 @@ std::uint32_t multi_max_tensors(const ArchInfo& arch) noexcept;
 /// parameters) and, where the arch allows more, multi_max_tensors(arch). A launch uses the
 /// smallest that holds its tensors, so that a small group does not send 32 KB of parameters.
 std::vector<std::uint32_t> multi_capacities(const ArchInfo& arch);
+/// The capacity a list of `tensors` tensors of one dtype is launched with on `arch`: the smallest
+/// of multi_capacities(arch) that holds them, else the largest (several launches). Thread-safe.
+std::uint32_t multi_capacity_for(const ArchInfo& arch, std::uint64_t tensors);
 /// Largest element count of one tensor (the 40 bits of n in a descriptor): 2^40 - 1.
 inline constexpr std::uint64_t kMultiMaxElements = (1ull << 40) - 1;
 /// Largest number of tensors in one call (the 24 bits of the output index): 2^24 - 1.
 inline constexpr std::uint64_t kMultiMaxTensors = (1ull << 24) - 1;
 
+/// Bytes of the header of `amax_multi_args` (templates/amax_multi_kernels.h): count, spanning,
+/// flags, chunks per block; the output, workspace and counter pointers; the scale epilogue's two
+/// output pointers, max, epsilon and rule flags, and a reserved word.
+inline constexpr std::size_t kMultiArgsHeaderBytes = 72;
 /// Byte layout of the kernel's parameter struct `amax_multi_args` for `max_tensors` descriptors
-/// (templates/amax_multi_kernels.h): a 40-byte header, then the pointers, the counts and the
-/// chunk starts (max_tensors + 1 of them), padded to 8 bytes.
+/// (templates/amax_multi_kernels.h): the header, then the pointers, the counts and the chunk starts
+/// (max_tensors + 1 of them), padded to 8 bytes.
 struct MultiArgsLayout {
   std::size_t ptr_offset, n_offset, chunk_offset, bytes;
 };
@@ -117,15 +149,22 @@ struct GroupShape {
   auto operator<=>(const GroupShape&) const = default;
 };
 
-/// The multi-tensor space of `arch` and `dtype`, in a stable order (threads, nvec, unroll, chunk,
-/// combine). pruned: threads 256, 512, 1024 (AMD: 256, 512); 16-byte vectors; unroll 1, 2, 4, 8; chunks 8-512 KiB
-/// of at least one vector per thread; both combines. full: threads from the wave size, every nvec,
-/// chunks 4-4096 KiB. Every config passes validate(). Thread-safe.
+/// The multi-tensor space of `arch` and `dtype` (amax epilogue), in a stable order (threads, nvec,
+/// unroll, chunk, grid cap, combine). pruned: threads 256, 512, 1024 (AMD: 256, 512); 16-byte
+/// vectors; unroll 2, 4, 8; chunks 16-256 KiB of at least one vector per thread; grid caps 2, 4, 8
+/// blocks per CU and uncapped; both combines. full: threads from the wave size, every nvec, unroll
+/// 1-8, chunks 4-4096 KiB, caps 1-16 per CU and uncapped. Every config passes validate(). Thread-safe.
 std::vector<MultiConfig> enumerate_multi_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
 /// The built-in multi-tensor default (the one place it is chosen): 512 threads, 16-byte vectors,
-/// unroll 4 (32 KiB per block per pass); 32 KiB chunks while the largest tensor is at most 4 MiB,
-/// else 256 KiB; the warp combine for more than 32 tensors, else the block combine.
+/// unroll 4 (32 KiB per block per pass), 32 KiB chunks, at most 4 blocks per CU (one wave of blocks
+/// at full occupancy); the thread combine for more than 32 tensors (many spanning tensors of few
+/// segments), else the warp combine (few tensors, each cut into many segments). Amax epilogue.
 MultiConfig builtin_multi_default(const ArchInfo& arch, DType dtype, const GroupShape& shape);
+
+/// Consecutive chunks each block of a launch of `chunks` chunks reduces under `c`'s grid cap on a
+/// device of `cu_count` CUs/SMs: ceil(chunks / cap), at least 1. The grid is then
+/// ceil(chunks / chunks_per_block). Thread-safe.
+std::uint32_t multi_chunks_per_block(const MultiConfig& c, std::uint64_t chunks, std::uint32_t cu_count) noexcept;
 
 }  // namespace amax

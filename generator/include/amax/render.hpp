@@ -44,4 +44,18 @@ std::string render_source(const KernelConfig& config, DType dtype, Vendor vendor
 /// Thread-safe.
 std::string vendor_prelude(Vendor vendor);
 
+namespace detail {
+/// Appends template `name` (one of the embedded templates) after a `#line 1 "name"`, so that
+/// compiler messages name the template file and its own line numbers. Errors: std::logic_error
+/// for a name that is not embedded.
+void append_template(std::string& s, std::string_view name);
+/// Appends `#define <macro> <enumerator value>` for every row of an enum's table (kStrategies,
+/// kEpilogues, kCombines), so a template compares a field's macro against each value by name.
+template <class Row, std::size_t N, class Member>
+void append_value_macros(std::string& s, const Row (&table)[N], Member member) {
+  for (const Row& r : table)
+    s += "#define " + std::string(r.macro) + " " + std::to_string(static_cast<unsigned>(r.*member)) + "\n";
+}
+}  // namespace detail
+
 }  // namespace amax

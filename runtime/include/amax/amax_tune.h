@@ -244,10 +244,12 @@ AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, 
  * (the descriptors travel by value in the kernel parameters, which CUDA 12.1+ allows up to 32764
  * bytes), 192 on AMD (HIP's 4 KiB of kernel arguments) and older NVIDIA: a list of one dtype costs
  * ceil(count / 1600) launches, a mixed list that per dtype. Tensors are cut into chunks (the
- * variant's chunk bytes), one block per chunk; a tensor of several chunks is combined by the block
- * of its launch that finishes last, through the caller's workspace and the stream's slot (as
- * one_pass), so no memset is launched. Every result follows the single-tensor contract (exact, the
- * context's NaN mode, +0.0 for n == 0). Under graph capture each launch's descriptors are copied
+ * variant's chunk bytes) and each block reduces a run of consecutive chunks (as many as the
+ * variant's grid cap requires), one tensor after another; a tensor cut between blocks is combined
+ * by the block of its launch that finishes last, through the caller's workspace and the stream's
+ * slot (as one_pass), so no memset is launched. Every result follows the single-tensor contract
+ * (exact, the context's NaN mode, +0.0 for n == 0). amax_multi_and_scale writes, from the same
+ * launches, scale and scale_inv per tensor by amax_and_scale's rule. Under graph capture each launch's descriptors are copied
  * into the graph: no host memory outlives the call, and a replay reads whatever the tensors hold
  * then. The rules of streams, slots and workspaces are those of amax_compute. */
 
@@ -258,8 +260,9 @@ typedef struct amax_tensor_t {
   amax_dtype_t dtype;  /**< element type; a list may mix dtypes (one launch group per dtype) */
 } amax_tensor_t;
 
-/** Workspace bytes amax_multi_compute needs for this list (4 per chunk of its largest launch, at
- *  least 4; it depends on the counts and dtypes only, not on the pointers). count may be 0.
+/** Workspace bytes amax_multi_compute and amax_multi_and_scale need for this list (for its largest
+ *  launch: 16 per block plus 4 per chunk; at least 4; it depends on the counts and dtypes only, not
+ *  on the pointers). count may be 0.
  *  Errors: NULL_POINTER (context, bytes, or tensors NULL with count > 0), UNKNOWN_DTYPE (naming the
  *  tensor's index and value), INVALID_ARGUMENT (count above 2^24 - 1, n above 2^40 - 1). */
 AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t context, const amax_tensor_t* tensors, size_t count,
@@ -284,10 +287,27 @@ AMAX_API amax_status_t amax_multi_compute(amax_context_t context, const amax_ten
  *  Errors: as amax_multi_workspace_size, COMPILE_FAILED, DRIVER_ERROR. */
 AMAX_API amax_status_t amax_multi_preload(amax_context_t context, const amax_tensor_t* tensors, size_t count);
 
+/** amax_multi_compute plus FP8 current scaling per tensor: amax_out[i], scale_out[i] and
+ *  scale_inv_out[i] of tensors[i] (fp32, device memory, 4-byte aligned, count entries each, three
+ *  disjoint arrays), written by the same launches as the amaxes with amax_and_scale's rule and
+ *  `options` (one rule for the whole list). Same workspace as amax_multi_compute
+ *  (amax_multi_workspace_size). An n == 0 tensor gets amax +0.0 and the rule's scale for it.
+ *  Errors: those of amax_multi_compute (output named amax_out), INVALID_ARGUMENT for bad options
+ *  (as amax_and_scale, naming the field and value) or overlapping output arrays (naming both),
+ *  NULL_POINTER / MISALIGNED_POINTER for scale_out and scale_inv_out; nothing is enqueued then.
+ *  During graph capture the fused kernels must have been loaded by amax_multi_preload_scale. */
+AMAX_API amax_status_t amax_multi_and_scale(amax_context_t context, const amax_tensor_t* tensors, size_t count,
+                                            const amax_scale_options_t* options, float* amax_out, float* scale_out,
+                                            float* scale_inv_out, void* workspace, size_t workspace_bytes,
+                                            void* stream);
+
+/** amax_multi_preload for amax_multi_and_scale's (fused) kernels. Errors: as amax_multi_preload. */
+AMAX_API amax_status_t amax_multi_preload_scale(amax_context_t context, const amax_tensor_t* tensors, size_t count);
+
 /** Which multi-tensor variant serves the tensors of `dtype` in this list, and how. */
 typedef struct amax_multi_explanation_t {
   amax_source_t source;       /**< override, user/system database, or built-in default */
-  char label[96];             /**< e.g. "multi.t512.v8.u4.c32k.warp" ("" when the list has no tensor of dtype) */
+  char label[96];             /**< e.g. "multi.t512.v8.u4.c32k.b4cu.thread" ("" when the list has no tensor of dtype) */
   uint64_t tensors;           /**< tensors of dtype in the list */
   uint64_t total_bytes;       /**< their bytes */
   uint64_t largest_bytes;     /**< the largest one's bytes */

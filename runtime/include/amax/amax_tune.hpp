@@ -146,6 +146,20 @@ class Context {
   void multi_preload(const std::vector<amax_tensor_t>& tensors) {
     check(amax_multi_preload(ctx_, tensors.data(), tensors.size()));
   }
+  /// Enqueues amax_out[i], scale_out[i] and scale_inv_out[i] of every tensors[i] on `stream` with
+  /// the rule of `options` (see amax_multi_and_scale); throws Error having enqueued nothing for bad
+  /// input.
+  void multi_and_scale(const std::vector<amax_tensor_t>& tensors, const ScaleOptions& options, float* amax_out,
+                       float* scale_out, float* scale_inv_out, void* workspace, std::size_t workspace_bytes,
+                       void* stream = nullptr) {
+    const amax_scale_options_t o = options.to_c();
+    check(::amax_multi_and_scale(ctx_, tensors.data(), tensors.size(), &o, amax_out, scale_out, scale_inv_out,
+                                 workspace, workspace_bytes, stream));
+  }
+  /// Compiles or loads ahead the fused multi-tensor kernels of multi_and_scale for lists of this shape.
+  void multi_preload_scale(const std::vector<amax_tensor_t>& tensors) {
+    check(amax_multi_preload_scale(ctx_, tensors.data(), tensors.size()));
+  }
   /// Which multi-tensor variant serves the list's tensors of `dtype`.
   amax_multi_explanation_t multi_explain(const std::vector<amax_tensor_t>& tensors, amax_dtype_t dtype) const {
     amax_multi_explanation_t e{};

@@ -9,10 +9,16 @@
 #include <string>
 #include <vector>
 
+namespace amax::db {
+class TuningDb;
+}
+
 #include "amax/backend.hpp"
 #include "amax/db/provenance.hpp"
 #include "amax/dtype.hpp"
+#include "amax/db/nearest.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
 
 namespace amax {
 
@@ -28,6 +34,18 @@ struct TableEntry {
   bool same_device = false; ///< measured on this device (name and CU count), preferred on ties
   std::string timestamp;    ///< when it was measured (ISO-8601 UTC); the newer wins a full tie
   std::string where;        ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at 2026-11-30T03:16:11Z"
+};
+
+/// One usable multi-tensor table entry: the winner of a tuned group shape.
+struct GroupEntry {
+  MultiConfig config;
+  GroupShape shape;          ///< the tuned group: tensors, total bytes, largest tensor's bytes
+  db::GroupBucket bucket;    ///< db::group_bucket(shape): what the nearest-group rule compares
+  double median_us = 0;      ///< measured time of the tuned group, microseconds
+  double gbps = 0;           ///< total bytes / time, GB/s
+  bool same_device = false;  ///< measured on this device, preferred on ties
+  std::string timestamp;     ///< when it was measured (ISO-8601 UTC)
+  std::string where;         ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at ..."
 };
 
 /// The provenance of the running build on device @p dev with JIT compiler @p compiler_version:
@@ -67,7 +85,10 @@ class DispatchTables {
   /// with another NVRTC, does not make the shipped rows stale.
   DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler = {});
 
-  /// Loads the winners of this arch from the database at `path` into the user or system table.
+  /// Loads the winners of this arch from the database at `path` into the user or system table,
+  /// single-tensor and multi-tensor (group) winners alike; group rows are judged against the
+  /// multi-tensor family's template hash (multi_template_hash) and their labels must parse as
+  /// multi-tensor variants valid for the arch and dtype.
   /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
   /// rows and stale rows are counted and reported in one warning per kind; a file that a user
   /// other than the effective user and root can change (trust::database_writable_by_others) is
@@ -85,7 +106,16 @@ class DispatchTables {
   /// table's; else the default.
   Choice choose(DType dtype, std::uint64_t n) const;
 
+  /// The tuned multi-tensor entry that serves a group of `shape` of `dtype`: the user table's
+  /// nearest by the nearest-group rule of amax/db/nearest.hpp (db::serves_group_better: the L1
+  /// distance between half-octave buckets of tensors, total bytes and largest tensor, ties to the
+  /// larger total, then more tensors, then same-device rows, then the newer), else the system
+  /// table's; nullptr when both are empty (the caller then uses the override or the built-in
+  /// multi-tensor default). `which` receives the table it came from. Thread-safe, no I/O.
+  const GroupEntry* choose_group(DType dtype, const GroupShape& shape, Source* which) const;
+
   const std::vector<TableEntry>& table(Source which, DType dtype) const;
+  const std::vector<GroupEntry>& group_table(Source which, DType dtype) const;
   const std::optional<KernelConfig>& forced_label() const noexcept { return force_label_; }
   const std::optional<Strategy>& forced_strategy() const noexcept { return force_strategy_; }
   /// The warnings issued so far (also logged with spdlog), for tests and `explain`.
@@ -97,6 +127,8 @@ class DispatchTables {
   db::Provenance current_;
   std::string bundle_compiler_;
   std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
+  std::array<std::vector<GroupEntry>, kDTypeCount> user_groups_{}, system_groups_{};
+  std::size_t load_groups(Source which, const std::string& path, db::TuningDb& tdb);
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;
   std::vector<std::string> warnings_;

@@ -108,6 +108,11 @@ class KernelCache {
   /// The multi-tensor kernel, built and loaded on first use (kernel cache, then JIT: the bundle
   /// holds no multi-tensor kernels yet). Errors: CompileError, BackendError.
   const LoadedMultiKernel& get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
+  /// Loads a multi-tensor binary built elsewhere (build_multi_kernel, e.g. in a compile pool) for
+  /// `config`'s compile-time part, `dtype` and `capacity`; returns the existing entry when that
+  /// kernel is already loaded. Errors: BackendError.
+  const LoadedMultiKernel& load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, CachedBinary&& binary,
+                                      const ResourceUsage& usage);
   /// The multi-tensor kernel if already loaded, else nullptr (safe during capture).
   const LoadedMultiKernel* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) const noexcept;
 

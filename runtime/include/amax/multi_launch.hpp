@@ -14,6 +14,7 @@
 #include "amax/amax_tune.h"
 
 #include "amax/backend.hpp"
+#include "amax/launch.hpp"
 #include "amax/multi_config.hpp"
 
 namespace amax {
@@ -46,39 +47,71 @@ struct MultiList {
 std::optional<MultiListError> sort_multi_list(const amax_tensor_t* tensors, std::size_t count, bool check_pointers,
                                               MultiList& out);
 
-/// Checks the output array of a list of `count` tensors: NULL with count > 0 (NULL_POINTER), not
-/// 4-byte aligned (MISALIGNED_POINTER).
-std::optional<MultiListError> check_multi_output(const float* output, std::size_t count);
+/// Checks one output array (`name`: "output", "amax_out", "scale_out", "scale_inv_out") of a list of
+/// `count` tensors: NULL with count > 0 (NULL_POINTER), not 4-byte aligned (MISALIGNED_POINTER).
+std::optional<MultiListError> check_multi_output(const float* output, std::size_t count,
+                                                 const char* name = "output");
 
-/// One launch: tensors [first, first + count) of the dtype's list, `chunks` blocks in all, of
-/// which `multi_chunks` belong to tensors of more than one chunk (the arrival target).
+/// Checks that the output arrays of a fused call (amax_out, scale_out, scale_inv_out; `count` fp32
+/// each) do not overlap (INVALID_ARGUMENT naming the two and their addresses). Thread-safe.
+std::optional<MultiListError> check_multi_outputs_disjoint(std::array<const float*, 3> outputs, std::size_t count);
+
+/// One launch: tensors [first, first + count) of the dtype's list, `chunks` chunks in all, cut
+/// into `grid` blocks of `chunks_per_block` consecutive chunks (the last may have fewer), of which
+/// `spanning` tensors are cut between blocks (combined by the last block to arrive; 0: no block
+/// counts itself and the stream slot is not touched).
 struct MultiLaunch {
   std::size_t first = 0;
   std::uint32_t count = 0;
   std::uint32_t chunks = 0;
-  std::uint32_t multi_chunks = 0;
+  std::uint32_t chunks_per_block = 1;
+  std::uint32_t grid = 0;
+  std::uint32_t spanning = 0;
+  /// Workspace bytes this launch uses: 4 words per block (records), then one per chunk (heads).
+  std::uint64_t workspace_bytes() const noexcept { return 4ull * (4ull * grid + chunks); }
 };
 
-/// Chunks of a tensor of n elements: ceil(n / chunk_elems), and 1 for n == 0 (its block writes +0.0).
-inline std::uint64_t multi_chunks_of(std::uint64_t n, std::uint64_t chunk_elems) noexcept {
-  return n == 0 ? 1 : (n + chunk_elems - 1) / chunk_elems;
+/// Chunks of a tensor of n elements: ceil(n / chunk_elems), and 1 for n == 0 (its block writes
+/// +0.0). `chunk_shift` = log2(chunk_elems) (chunks are powers of two). Thread-safe.
+inline std::uint64_t multi_chunks_of(std::uint64_t n, unsigned chunk_shift) noexcept {
+  return n == 0 ? 1 : ((n - 1) >> chunk_shift) + 1;
 }
 
 /// Splits `tensors` (in order) into launches of at most `max_tensors` tensors and at most
-/// `max_chunks` chunks (the grid limit, 2^31 - 1 by default) each, filling each launch as far as
-/// it goes. Every tensor's chunks fit one launch (chunk_elems >= 1024 and n < 2^40 make at most
-/// 2^30 chunks). Thread-safe (pure).
-std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tensors, std::uint64_t chunk_elems,
-                                              std::uint32_t max_tensors, std::uint32_t max_chunks = 0x7fffffffu);
+/// `max_chunks` chunks (2^31 - 1 by default) each, filling each launch as far as it goes, then
+/// gives each launch its grid under `config`'s grid cap on a device of `cu_count` CUs/SMs
+/// (multi_chunks_per_block) and counts its spanning tensors. Every tensor's chunks fit one launch
+/// (chunks of at least 4 KiB and n < 2^40 make at most 2^30 chunks). Thread-safe (pure).
+std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tensors, const MultiConfig& config,
+                                              DType dtype, std::uint32_t cu_count, std::uint32_t max_tensors,
+                                              std::uint32_t max_chunks = 0x7fffffffu);
+
+/// The scale epilogue's per-call arguments of a multi-tensor launch: the scale and scale_inv
+/// arrays (indexed as the output array) and the rule; the same 32 bytes as ScaleArgs (launch.hpp),
+/// which the header of amax_multi_args holds at byte 40.
+using MultiScaleArgs = ScaleArgs;
 
 /// Writes the kernel-parameter struct `amax_multi_args` of launch `l` into `args` (resized to the
-/// layout of `capacity` descriptors; unused descriptors zero). Thread-safe (pure).
+/// layout of `capacity` descriptors; the header is written whole, the descriptors past l.count are
+/// left as they were: the kernel never reads them). `scale`: the epilogue's arguments, or nullptr
+/// for an amax-only kernel. Thread-safe (pure).
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
                      const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
-                     std::uint32_t* counter, NanMode nan_mode);
+                     std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale = nullptr);
 
-/// Workspace bytes for `launches`: 4 per chunk of the largest launch (the launches run one after
-/// another on one stream and reuse it), at least 4.
+/// Enqueues the launches of one dtype's group on `stream`: for each of `launches` (from
+/// split_multi_launches over `tensors` with `config`), its arguments packed into `args` (reused
+/// storage) and `kernel` launched with l.grid blocks of config.threads. `counter`: the stream slot,
+/// needed when a launch has spanning tensors. Never synchronises or allocates device memory.
+/// Errors: BackendError from a launch (earlier launches stay enqueued).
+void launch_multi_group(Backend& backend, FunctionHandle kernel, const MultiConfig& config, DType dtype,
+                        std::uint32_t capacity, std::span<const MultiTensor> tensors,
+                        std::span<const MultiLaunch> launches, float* out, void* workspace, std::uint32_t* counter,
+                        NanMode nan_mode, const MultiScaleArgs* scale, StreamHandle stream,
+                        std::vector<unsigned char>& args);
+
+/// Workspace bytes for `launches`: the largest launch's workspace_bytes() (the launches run one
+/// after another on one stream and reuse it), at least 4.
 std::uint64_t multi_workspace_bytes(std::span<const MultiLaunch> launches) noexcept;
 
 }  // namespace amax

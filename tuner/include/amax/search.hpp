@@ -13,15 +13,19 @@
 #include "amax/db/trial.hpp"
 #include "amax/db/winner.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/measure.hpp"
 #include "amax/search_space.hpp"
 
 namespace amax::tune {
 
-/// One variant's outcome for one key.
+/// One variant's outcome for one key (single-tensor) or group (multi-tensor).
 struct VariantResult {
-  KernelConfig config;
+  KernelConfig config;              ///< the single-tensor variant (unused for a multi-tensor one)
+  std::optional<MultiConfig> multi;  ///< the multi-tensor variant, when this is one
+  /// The canonical label of whichever variant this is.
+  std::string label() const { return multi ? multi->label() : config.label(); }
   db::TrialStatus status = db::TrialStatus::ok;
   std::string reason;
   Stats stats;           ///< empty unless status ok; the final pass's (or pooled) stats of finalists

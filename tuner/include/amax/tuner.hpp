@@ -11,6 +11,7 @@
 #include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/measure.hpp"
+#include "amax/multi_tune.hpp"
 #include "amax/search.hpp"
 #include "amax/search_space.hpp"
 
@@ -21,6 +22,9 @@ struct TuneOptions {
   std::string arch;                   ///< must equal the device's arch (target ID on AMD)
   std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16};
   std::vector<std::uint64_t> sizes;   ///< element counts; default_sizes() when empty
+  /// Multi-tensor group shapes to tune after the sizes: nullopt = default_groups(dtypes), empty =
+  /// none. Each is keyed in the database by its shape (tensors, total bytes, largest tensor).
+  std::optional<std::vector<GroupSpec>> groups;
   std::filesystem::path db_path;      ///< the tuning database (created if missing)
   unsigned jobs = 0;                  ///< parallel JIT compilations; 0 = hardware threads
   double time_budget_s = 0;           ///< stop starting new keys after this many seconds; 0 = none
@@ -48,10 +52,13 @@ struct TuneReport {
   std::string compiler;
   std::string protocol;
   std::vector<KeyResult> keys;
+  std::vector<GroupResult> groups;  ///< tuned (or resumed) multi-tensor groups
   double wall_s = 0;
   double compile_s = 0;
   int kernels_compiled = 0;         ///< JIT-compiled in this run
   int kernels_cached = 0;           ///< read from the binary cache
+  int multi_kernels_compiled = 0;   ///< multi-tensor kernels JIT-compiled in this run
+  int multi_kernels_cached = 0;     ///< multi-tensor kernels read from the binary cache
   std::vector<std::string> not_done;  ///< keys left when the time budget ran out
   bool db_in_memory = false;          ///< the database file could not be written: nothing was saved
 };
@@ -61,7 +68,7 @@ struct TuneError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs the tuning. Each finished key is committed in its own transaction, so a killed run keeps
+/// Runs the tuning: the sizes of every dtype, then the multi-tensor groups. Each finished key or group is committed in its own transaction, so a killed run keeps
 /// every finished key and a restarted one resumes. Expected failures (a variant that does not
 /// compile, launches badly or computes a wrong result) are recorded as trials, never thrown.
 /// Errors: TuneError (arch mismatch naming both, no device, damaged database without

@@ -1,0 +1,137 @@
+#pragma once
+// Tuning the multi-tensor family (DESIGN.md section 6, "Many tensors per launch"): group shapes
+// instead of sizes. For each group (a number of tensors of one element count and dtype) every
+// variant of the multi-tensor space is verified bit-exactly per tensor, screened, the finalists
+// re-timed in interleaved rounds and the winner chosen and confirmed with the single-tensor
+// search's rules (search.hpp); the result is keyed in the database by the group's shape.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "amax/backend.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/measure.hpp"
+#include "amax/multi_config.hpp"
+#include "amax/multi_launch.hpp"
+#include "amax/reference_kernels.hpp"
+#include "amax/search.hpp"
+
+namespace amax::tune {
+
+/// One group shape: `tensors` tensors of `n` elements of `dtype`, laid out one after another.
+/// Text form `500x4096:fp32`. Plain value type.
+struct GroupSpec {
+  std::uint64_t tensors = 0;
+  std::uint64_t n = 0;
+  DType dtype{};
+  std::uint64_t bytes() const noexcept { return tensors * n * info(dtype).bytes; }
+  /// As the database keys it: tensors, total bytes, the largest tensor's bytes.
+  GroupShape shape() const noexcept { return {tensors, bytes(), n * info(dtype).bytes}; }
+  std::string name() const;
+  auto operator<=>(const GroupSpec&) const = default;
+};
+
+/// The tuner's default group grid, per dtype of `dtypes`: 64, 512 and 4096 tensors of 4 Ki, 16 Ki
+/// and 64 Ki elements (parameters of a layer, experts of an MoE layer), and 8 and 128 tensors of
+/// 1 Mi elements, 8 and 32 tensors of 16 Mi elements (the weights of a transformer block): 13
+/// groups per dtype, the largest 32 x 16 Mi (2 GiB of fp32).
+std::vector<GroupSpec> default_groups(std::span<const DType> dtypes);
+
+/// One tuned group: a KeyResult whose n is the group's total element count (so bytes() is the
+/// group's bytes), with its spec, the descriptor capacity of its kernels and its launches.
+struct GroupResult : KeyResult {
+  GroupSpec spec;
+  std::uint32_t capacity = 0;
+  std::size_t baseline = 0;  ///< index of the built-in default among variants (always tried)
+};
+
+/// Every variant tuned for `dtype` on `arch`: the multi-tensor space of `kind`, then the built-in
+/// default for `shape` when it is not in it. Thread-safe.
+std::vector<MultiConfig> multi_candidates(const ArchInfo& arch, DType dtype, SpaceKind kind, const GroupShape& shape);
+
+/// The finalists of a group after screening: the protocol.finalists fastest ok variants, the
+/// fastest of each combine and the built-in default (`baseline`) when ok. Indices, ascending.
+std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
+                                      std::size_t baseline);
+
+/// Runs multi-tensor variants on lists and checks every tensor against the CPU reference. Owns
+/// device buffers for outputs and a workspace; one stream; not thread-safe.
+class MultiVerifier {
+ public:
+  MultiVerifier(Backend& backend, StreamHandle stream);
+  ~MultiVerifier();
+  MultiVerifier(const MultiVerifier&) = delete;
+  MultiVerifier& operator=(const MultiVerifier&) = delete;
+
+  /// The full adversarial pass of each of `configs` (kernels[i] loaded, or nullptr: skipped): a
+  /// list of tensors of 0, 1, 33, 4097, 70001, 300007 and 2^20 + 3 elements at element offsets
+  /// 0-2, each input kind of reference.hpp in turn, both NaN modes, planned for the device's CU
+  /// count and for one CU (so that blocks take runs of many chunks and tensors are cut between
+  /// them). Returns label -> the first failure; variants absent passed. Errors: BackendError.
+  std::map<std::string, std::string> verify_small(DType dtype, const std::vector<MultiConfig>& configs,
+                                                  const std::vector<const LoadedMultiKernel*>& kernels);
+
+  /// The pass at the group's own shape on slice 0 of `inputs` (values < 2): tensor i, offset by one
+  /// element, gets the dtype's largest power of two at its last, first or middle element (i mod
+  /// 3); then a NaN in the middle of tensor tensors / 2 (propagate: NaN there; ignore: the maximum
+  /// still). Slice 0 is restored. Returns one reason per config, empty where it passed.
+  std::vector<std::string> verify_at_shape(InputRegion& inputs, const GroupSpec& group,
+                                           const std::vector<MultiConfig>& configs,
+                                           const std::vector<const LoadedMultiKernel*>& kernels);
+
+ private:
+  // Runs every kernel on `tensors` (the device pointers of one list) and returns each one's
+  // outputs (tensors.size() words per kernel); checks the stream slot is back at 0.
+  std::vector<std::vector<std::uint32_t>> run(const std::vector<MultiConfig>& configs,
+                                              const std::vector<const LoadedMultiKernel*>& kernels,
+                                              std::span<const MultiTensor> tensors, DType dtype, NanMode mode,
+                                              std::uint32_t cu_count);
+  Backend& b_;
+  StreamHandle stream_;
+  float* out_ = nullptr;
+  std::uint64_t out_words_ = 0;
+  void* workspace_ = nullptr;
+  std::uint64_t workspace_bytes_ = 0;
+  std::uint32_t* counter_ = nullptr;
+  std::vector<unsigned char> args_;
+  std::uint32_t calls_ = 0;
+  void reserve(std::uint64_t out_words, std::uint64_t workspace_bytes);
+};
+
+/// The device-side parts a group tune needs, owned by the caller (the tuner's session).
+struct GroupTuneContext {
+  Backend& backend;
+  KernelCache& kernels;
+  const ArchInfo& arch;
+  const TimingProtocol& protocol;
+  SpaceKind space;
+  unsigned jobs;                         ///< parallel JIT compilations
+  const ReferenceKernels& reference;     ///< the streaming read (the ceiling)
+  std::function<void(const std::string&)> progress;
+};
+
+/// Compiles (in parallel, through the kernel cache's binary cache) and loads every kernel the
+/// candidates of `groups` need: per dtype, each compile-time part at the descriptor capacity of each
+/// group's tensor count. Returns kernel name -> compile error ("" when built). Errors: BackendError.
+std::map<std::string, std::string> build_multi_kernels(const GroupTuneContext& ctx, std::span<const GroupSpec> groups,
+                                                       int* compiled, int* cached);
+
+/// Tunes one group: candidates, both verification passes (verify_small's result for the dtype is
+/// passed in), screening, finalists, the final pass, the winner confirmed, and the streaming read
+/// of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
+/// Errors: BackendError (the device failed).
+GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& group, MultiVerifier& verifier,
+                       InputRegion& inputs, StreamHandle stream, const std::map<std::string, std::string>& build_errors,
+                       const std::map<std::string, std::string>& small_failures);
+
+/// The database key of a tuned group.
+db::GroupKey group_key(const std::string& arch, const GroupSpec& group);
+
+/// Commits the group's trials and winner with `provenance` (its template hash the multi-tensor
+/// family's, multi_template_hash()) stamped now, in one transaction. Errors: db::DbError.
+void record_group(db::TuningDb& db, const std::string& arch, const GroupResult& group, db::Provenance provenance);
+
+}  // namespace amax::tune

@@ -1,0 +1,416 @@
+#include "amax/multi_tune.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "amax/code_object.hpp"
+#include "amax/record.hpp"
+#include "amax/reference.hpp"
+#include "amax/runner.hpp"
+
+namespace amax::tune {
+
+std::string GroupSpec::name() const { return fmt::format("{}x{}:{}", tensors, n, to_string(dtype)); }
+
+std::vector<GroupSpec> default_groups(std::span<const DType> dtypes) {
+  std::vector<GroupSpec> out;
+  for (DType d : dtypes) {
+    for (std::uint64_t t : {64u, 512u, 4096u})
+      for (std::uint64_t n : {4096u, 16384u, 65536u}) out.push_back({t, n, d});
+    for (auto [t, n] : {std::pair<std::uint64_t, std::uint64_t>{8, 1u << 20}, {128, 1u << 20}, {8, 1u << 24},
+                        {32, 1u << 24}})
+      out.push_back({t, n, d});
+  }
+  return out;
+}
+
+std::vector<MultiConfig> multi_candidates(const ArchInfo& arch, DType d, SpaceKind kind, const GroupShape& shape) {
+  auto v = enumerate_multi_space(arch, d, kind);
+  const MultiConfig def = builtin_multi_default(arch, d, shape);
+  if (std::find(v.begin(), v.end(), def) == v.end()) v.push_back(def);
+  return v;
+}
+
+std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
+                                      std::size_t baseline) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < variants.size(); ++i)
+    if (variants[i].status == db::TrialStatus::ok && variants[i].stats.samples > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return variants[a].stats.median_us < variants[b].stats.median_us; });
+  std::set<std::size_t> fin(order.begin(), order.begin() + std::min<std::size_t>(order.size(), protocol.finalists));
+  for (const CombineInfo& c : kCombines)
+    for (std::size_t i : order)
+      if (variants[i].multi->combine == c.combine) {
+        fin.insert(i);
+        break;
+      }
+  if (std::find(order.begin(), order.end(), baseline) != order.end()) fin.insert(baseline);
+  return fin;
+}
+
+// ---- verification ----
+
+MultiVerifier::MultiVerifier(Backend& b, StreamHandle stream) : b_(b), stream_(stream) {
+  counter_ = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
+  b.memset32_async(counter_, 0, kSlotWords, stream);
+  b.synchronize(stream);
+}
+
+MultiVerifier::~MultiVerifier() {
+  if (out_) b_.release(out_);
+  if (workspace_) b_.release(workspace_);
+  b_.release(counter_);
+}
+
+void MultiVerifier::reserve(std::uint64_t out_words, std::uint64_t workspace_bytes) {
+  if (out_words > out_words_) {
+    if (out_) b_.release(out_);
+    out_ = static_cast<float*>(b_.allocate(4 * out_words));
+    out_words_ = out_words;
+  }
+  if (workspace_bytes > workspace_bytes_) {
+    if (workspace_) b_.release(workspace_);
+    workspace_ = b_.allocate(workspace_bytes);
+    workspace_bytes_ = workspace_bytes;
+    b_.memset32_async(workspace_, 0xabababab, workspace_bytes / 4, stream_);  // arbitrary bytes
+  }
+}
+
+std::vector<std::vector<std::uint32_t>> MultiVerifier::run(const std::vector<MultiConfig>& cs,
+                                                           const std::vector<const LoadedMultiKernel*>& ks,
+                                                           std::span<const MultiTensor> tensors, DType d, NanMode mode,
+                                                           std::uint32_t cu) {
+  static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu, 0x00000001u};
+  std::vector<std::vector<MultiLaunch>> plans(cs.size());
+  std::uint64_t ws = 4;
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (ks[i]) {
+      plans[i] = split_multi_launches(tensors, cs[i], d, cu, ks[i]->capacity);
+      ws = std::max(ws, multi_workspace_bytes(plans[i]));
+    }
+  reserve(tensors.size() * cs.size(), ws);
+  b_.memset32_async(out_, kGarbage[calls_++ % 5], tensors.size() * cs.size(), stream_);
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (ks[i])
+      launch_multi_group(b_, ks[i]->main, cs[i], d, ks[i]->capacity, tensors, plans[i], out_ + i * tensors.size(),
+                         workspace_, counter_, mode, nullptr, stream_, args_);
+  b_.synchronize(stream_);
+  std::vector<std::uint32_t> all(tensors.size() * cs.size());
+  b_.copy_to_host(all.data(), out_, 4 * all.size());
+  std::uint32_t slot[kSlotWords] = {};
+  b_.copy_to_host(slot, counter_, sizeof slot);
+  if (slot[0] != 0)
+    throw std::runtime_error("a multi-tensor variant left the stream slot's arrival count at " + std::to_string(slot[0]));
+  std::vector<std::vector<std::uint32_t>> out(cs.size());
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    out[i].assign(all.begin() + static_cast<std::ptrdiff_t>(i * tensors.size()),
+                  all.begin() + static_cast<std::ptrdiff_t>((i + 1) * tensors.size()));
+  return out;
+}
+
+namespace {
+const char* nan_name(NanMode m) { return m == NanMode::ignore ? "ignore" : "propagate"; }
+// The dtype's largest finite power of two (above every region value, all < 2) and a negative
+// quiet NaN with payload 1, in the dtype's own format.
+std::uint32_t big_bits(DType d) { return info(d).max_pow2_bits(); }
+std::uint32_t nan_bits(DType d) { return info(d).sign_bit() | info(d).quiet_nan_bits() | 1u; }
+}  // namespace
+
+std::map<std::string, std::string> MultiVerifier::verify_small(DType d, const std::vector<MultiConfig>& cs,
+                                                               const std::vector<const LoadedMultiKernel*>& ks) {
+  static constexpr std::uint64_t kSizes[] = {0, 1, 33, 4097, 70001, 300007, (1u << 20) + 3};
+  std::map<std::string, std::string> failed;
+  const std::uint32_t eb = info(d).bytes;
+  std::vector<std::uint64_t> at;
+  std::uint64_t bytes = 0;
+  for (std::uint64_t n : kSizes) {
+    at.push_back(bytes);
+    bytes += (n + 16) * eb + 256 - (n + 16) * eb % 256;
+  }
+  void* buf = b_.allocate(bytes);
+  const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
+  try {
+    std::uint64_t seed = 1;
+    const auto kinds = all_input_kinds();
+    for (std::size_t round = 0; round < kinds.size(); ++round)
+      for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
+        std::vector<MultiTensor> list;
+        std::vector<std::uint32_t> expect;
+        std::vector<std::string> what;
+        for (std::size_t i = 0; i < std::size(kSizes); ++i) {
+          const std::uint64_t n = kSizes[i], off = (round + i) % 3;
+          const InputKind kind = kinds[(round + i) % kinds.size()];
+          const auto host = make_input(kind, d, n, seed++);
+          char* p = static_cast<char*>(buf) + at[i] + off * eb;
+          if (n) b_.copy_to_device(p, host.data(), host.size());
+          list.push_back({n ? p : nullptr, n, static_cast<std::uint32_t>(i)});
+          expect.push_back(reference_amax_bits(host.data(), d, n, mode));
+          what.push_back(fmt::format("{} n={} offset={}", to_string(kind), n, off));
+        }
+        for (std::uint32_t cus : {cu, 1u}) {
+          const auto got = run(cs, ks, list, d, mode, cus);
+          for (std::size_t v = 0; v < cs.size(); ++v)
+            for (std::size_t i = 0; ks[v] && i < list.size(); ++i)
+              if (got[v][i] != expect[i] && !failed.count(cs[v].label()))
+                failed[cs[v].label()] =
+                    fmt::format("tensor {} of {} ({}), nan={}, grid for {} CUs: got 0x{:08x}, expected 0x{:08x}", i,
+                                list.size(), what[i], nan_name(mode), cus, got[v][i], expect[i]);
+        }
+      }
+  } catch (...) {
+    b_.release(buf);
+    throw;
+  }
+  b_.release(buf);
+  return failed;
+}
+
+std::vector<std::string> MultiVerifier::verify_at_shape(InputRegion& inputs, const GroupSpec& g,
+                                                        const std::vector<MultiConfig>& cs,
+                                                        const std::vector<const LoadedMultiKernel*>& ks) {
+  std::vector<std::string> reasons(cs.size());
+  const std::uint32_t eb = info(g.dtype).bytes;
+  char* in = static_cast<char*>(inputs.base()) + eb;  // every tensor offset by one element
+  std::vector<MultiTensor> list;
+  std::vector<std::uint64_t> pos;  // the planted element's byte offset from `in`
+  for (std::uint64_t i = 0; i < g.tensors; ++i) {
+    list.push_back({in + i * g.n * eb, g.n, static_cast<std::uint32_t>(i)});
+    const std::uint64_t at = i % 3 == 0 ? g.n - 1 : i % 3 == 1 ? 0 : g.n / 2;
+    pos.push_back((i * g.n + at) * eb);
+  }
+  const std::uint64_t nan_tensor = g.tensors / 2, nan_at = (nan_tensor * g.n + g.n / 2 + (g.n > 2 ? 1 : 0)) * eb;
+  std::vector<std::uint32_t> orig(pos.size() + 1);
+  for (std::size_t i = 0; i < pos.size(); ++i) b_.copy_to_host(&orig[i], in + pos[i], eb);
+  b_.copy_to_host(&orig.back(), in + nan_at, eb);
+  const std::uint32_t big = big_bits(g.dtype), nan = nan_bits(g.dtype);
+  const std::uint32_t expect_big = reference_amax_bits(&big, g.dtype, 1, NanMode::propagate);
+  auto check = [&](const char* what, NanMode mode, bool nan_planted) {
+    const auto got = run(cs, ks, list, g.dtype, mode, static_cast<std::uint32_t>(b_.device().cu_count));
+    for (std::size_t v = 0; v < cs.size(); ++v)
+      for (std::size_t i = 0; ks[v] && reasons[v].empty() && i < list.size(); ++i) {
+        const std::uint32_t want = nan_planted && i == nan_tensor && mode == NanMode::propagate ? 0x7fc00000u : expect_big;
+        if (got[v][i] != want)
+          reasons[v] = fmt::format("{} ({}, offset 1, nan={}): tensor {} got 0x{:08x}, expected 0x{:08x}", what,
+                                   g.name(), nan_name(mode), i, got[v][i], want);
+      }
+  };
+  for (std::size_t i = 0; i < pos.size(); ++i) b_.copy_to_device(in + pos[i], &big, eb);
+  check("maximum at the last, first or middle element of each tensor", NanMode::propagate, false);
+  if (g.n >= 3) {
+    b_.copy_to_device(in + nan_at, &nan, eb);
+    check("NaN in the middle of one tensor", NanMode::propagate, true);
+    check("NaN in the middle of one tensor, NaN ignored", NanMode::ignore, true);
+  }
+  for (std::size_t i = 0; i < pos.size(); ++i) b_.copy_to_device(in + pos[i], &orig[i], eb);
+  b_.copy_to_device(in + nan_at, &orig.back(), eb);
+  return reasons;
+}
+
+// ---- compiling ----
+
+std::map<std::string, std::string> build_multi_kernels(const GroupTuneContext& ctx, std::span<const GroupSpec> groups,
+                                                       int* compiled, int* cached) {
+  struct Todo {
+    MultiConfig config;
+    DType dtype;
+    std::uint32_t capacity;
+    std::optional<CachedBinary> binary;
+    ResourceUsage usage;
+    bool from_cache = false;
+    std::string error;
+  };
+  std::vector<Todo> todo;
+  std::set<std::string> names;
+  for (const GroupSpec& g : groups)
+    for (const MultiConfig& c : multi_candidates(ctx.arch, g.dtype, ctx.space, g.shape())) {
+      const std::uint32_t k = multi_capacity_for(ctx.arch, g.tensors);
+      if (names.insert(multi_kernel_name(c, g.dtype, k)).second) todo.push_back({c.compile_time_part(), g.dtype, k});
+    }
+  std::atomic<std::size_t> next{0};
+  const unsigned jobs = ctx.jobs ? ctx.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::min<std::size_t>(jobs, todo.size()); ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < todo.size();) {
+        Todo& w = todo[i];
+        try {
+          w.binary = build_multi_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, w.config, w.dtype,
+                                        w.capacity, &w.usage, &w.from_cache);
+          if (ctx.arch.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
+            const auto u = amdgpu_resource_usage(w.binary->binary);
+            if (auto it = u.find(multi_kernel_name(w.config, w.dtype, w.capacity)); it != u.end()) w.usage = it->second;
+          }
+        } catch (const CompileError& e) {
+          w.error = e.what();
+          if (w.error.size() > 2000) w.error.resize(2000);
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  std::map<std::string, std::string> errors;
+  for (Todo& w : todo) {
+    const std::string name = multi_kernel_name(w.config, w.dtype, w.capacity);
+    if (w.binary) {
+      ++*(w.from_cache ? cached : compiled);
+      try {
+        ctx.kernels.load_multi(w.config, w.dtype, w.capacity, std::move(*w.binary), w.usage);
+      } catch (const BackendError& e) {
+        w.error = std::string("module load failed: ") + e.what();
+      }
+    }
+    errors[name] = w.error;
+  }
+  return errors;
+}
+
+// ---- tuning one group ----
+
+namespace {
+
+// The search's samples for one group: variant i launched on the list laid out in the slice the
+// runner rotates to (tensor j at j x n elements), its arguments packed on every call as
+// amax_multi_compute does.
+class GroupSource : public SampleSource {
+ public:
+  GroupSource(const GroupTuneContext& ctx, Runner& runner, StreamHandle stream, const GroupResult& g,
+              void* workspace, std::uint32_t* counter, float* out)
+      : ctx_(ctx), runner_(runner), stream_(stream), g_(g), ws_(workspace), counter_(counter), out_(out) {
+    list_.resize(g.spec.tensors);
+    for (std::uint32_t i = 0; i < list_.size(); ++i) list_[i] = {nullptr, g.spec.n, i};
+  }
+  std::vector<double> sample(std::size_t i, int batches, bool prepare) override {
+    Timed& t = timed(i);
+    if (prepare) runner_.prepare(t, g_.bytes());
+    return runner_.measure(t, g_.bytes(), batches);
+  }
+  std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override {
+    std::vector<Timed> ts;
+    for (std::size_t i : which) ts.push_back({timed(i).call});
+    return runner_.interleaved(ts, g_.bytes(), rounds, second ? InterleaveOrder{1, true} : InterleaveOrder{});
+  }
+  void recover() override { ctx_.backend.synchronize(stream_); }
+
+ private:
+  Timed& timed(std::size_t i) {
+    if (auto it = timed_.find(i); it != timed_.end()) return it->second;
+    const MultiConfig& c = *g_.variants[i].multi;
+    const LoadedMultiKernel* k = ctx_.kernels.find_multi(c, g_.spec.dtype, g_.capacity);
+    plans_[i] = split_multi_launches(list_, c, g_.spec.dtype, static_cast<std::uint32_t>(ctx_.backend.device().cu_count),
+                                     g_.capacity);
+    const std::uint64_t tensor_bytes = g_.spec.n * info(g_.spec.dtype).bytes;
+    return timed_[i] = Timed{[this, i, c, k, tensor_bytes](const void* in) {
+             for (std::size_t j = 0; j < list_.size(); ++j) list_[j].data = static_cast<const char*>(in) + j * tensor_bytes;
+             launch_multi_group(ctx_.backend, k->main, c, g_.spec.dtype, g_.capacity, list_, plans_[i], out_, ws_,
+                                counter_, NanMode::propagate, nullptr, stream_, args_);
+           }};
+  }
+  const GroupTuneContext& ctx_;
+  Runner& runner_;
+  StreamHandle stream_;
+  const GroupResult& g_;
+  void* ws_;
+  std::uint32_t* counter_;
+  float* out_;
+  std::vector<MultiTensor> list_;
+  std::vector<unsigned char> args_;
+  std::map<std::size_t, std::vector<MultiLaunch>> plans_;
+  std::map<std::size_t, Timed> timed_;
+};
+
+}  // namespace
+
+GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, MultiVerifier& verifier, InputRegion& inputs,
+                       StreamHandle stream, const std::map<std::string, std::string>& build_errors,
+                       const std::map<std::string, std::string>& small) {
+  GroupResult g;
+  g.spec = spec;
+  g.dtype = spec.dtype;
+  g.n = spec.tensors * spec.n;
+  g.capacity = multi_capacity_for(ctx.arch, spec.tensors);
+  const auto cu = static_cast<std::uint32_t>(ctx.backend.device().cu_count);
+  const MultiConfig def = builtin_multi_default(ctx.arch, spec.dtype, spec.shape());
+  std::vector<MultiTensor> shape_list(spec.tensors, MultiTensor{nullptr, spec.n, 0});
+  std::uint64_t max_ws = 4;
+  for (const MultiConfig& c : multi_candidates(ctx.arch, spec.dtype, ctx.space, spec.shape())) {
+    VariantResult r;
+    r.multi = c;
+    if (c == def) g.baseline = g.variants.size();
+    const std::string name = multi_kernel_name(c, spec.dtype, g.capacity);
+    const auto plan = split_multi_launches(shape_list, c, spec.dtype, cu, g.capacity);
+    r.launches = static_cast<int>(plan.size());
+    max_ws = std::max(max_ws, multi_workspace_bytes(plan));
+    const auto err = build_errors.find(name);
+    if (err == build_errors.end()) {
+      r.status = db::TrialStatus::compile_failed;
+      r.reason = "not built";
+    } else if (!err->second.empty()) {
+      r.status = err->second.starts_with("module load failed") ? db::TrialStatus::launch_failed
+                                                                : db::TrialStatus::compile_failed;
+      r.reason = err->second;
+    } else if (auto it = small.find(c.label()); it != small.end()) {
+      r.status = db::TrialStatus::wrong_result;
+      r.reason = it->second;
+    }
+    if (const LoadedMultiKernel* k = ctx.kernels.find_multi(c, spec.dtype, g.capacity)) r.usage = k->usage;
+    g.variants.push_back(std::move(r));
+  }
+  {  // verification at the group's own shape
+    std::vector<MultiConfig> cs;
+    std::vector<const LoadedMultiKernel*> ks;
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < g.variants.size(); ++i)
+      if (g.variants[i].status == db::TrialStatus::ok) {
+        cs.push_back(*g.variants[i].multi);
+        ks.push_back(ctx.kernels.find_multi(cs.back(), spec.dtype, g.capacity));
+        idx.push_back(i);
+      }
+    const auto reasons = verifier.verify_at_shape(inputs, spec, cs, ks);
+    for (std::size_t j = 0; j < idx.size(); ++j)
+      if (!reasons[j].empty()) {
+        g.variants[idx[j]].status = db::TrialStatus::wrong_result;
+        g.variants[idx[j]].reason = reasons[j];
+      }
+  }
+  Backend& b = ctx.backend;
+  void* ws = b.allocate(max_ws);
+  auto* counter = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
+  auto* out = static_cast<float*>(b.allocate(4 * spec.tensors));
+  void* sink = b.allocate(4);
+  b.memset32_async(counter, 0, kSlotWords, stream);
+  try {
+    Runner runner(b, stream, inputs, ctx.protocol);
+    GroupSource source(ctx, runner, stream, g, ws, counter, out);
+    screen(g.variants, ctx.protocol, source);
+    const auto fin = multi_finalists(g.variants, ctx.protocol, g.baseline);
+    const auto samples = final_pass(g.variants, fin, ctx.protocol, source);
+    select_winner(g, fin, samples, ctx.protocol, source);
+    if (g.confirmation == Confirmation::pooled) ctx.progress(fmt::format("{}: {}", spec.name(), g.confirmation_note));
+    Timed t{[&](const void* in) { ctx.reference.launch_stream_read(b, in, spec.bytes(), sink, stream); }};
+    runner.prepare(t, spec.bytes(), /*warm_up=*/false);
+    g.ceiling = Stats::of(runner.measure(t, spec.bytes(), ctx.protocol.final_rounds));
+  } catch (...) {
+    for (void* p : {ws, static_cast<void*>(counter), static_cast<void*>(out), sink}) b.release(p);
+    throw;
+  }
+  for (void* p : {ws, static_cast<void*>(counter), static_cast<void*>(out), sink}) b.release(p);
+  return g;
+}
+
+db::GroupKey group_key(const std::string& arch, const GroupSpec& g) {
+  const GroupShape s = g.shape();
+  return db::GroupKey{arch, g.dtype, s.tensors, s.total_bytes, s.largest_bytes};
+}
+
+void record_group(db::TuningDb& db, const std::string& arch, const GroupResult& g, db::Provenance p) {
+  p.timestamp = db::utc_timestamp_now();
+  db.record_group_key(group_key(arch, g.spec), p, trials_of(g), winner_of(g));
+}
+
+}  // namespace amax::tune
