@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <functional>
 #include <stdexcept>
 
@@ -16,6 +17,7 @@
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
+#include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"
 #include "bench_device.hpp"
 #include "amax/tuner.hpp"
@@ -43,7 +45,8 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     max_tensors = std::max(max_tensors, g.tensors);
   }
   tune::InputRegion inputs(b, max_bytes + 64);
-  float* out = static_cast<float*>(b.allocate(4 * 3 * max_tensors + 64));  // multi, per tensor, TE amax + scale
+  // multi, per tensor, TE amax + scale; then the fused call's amax, scale and scale_inv arrays.
+  float* out = static_cast<float*>(b.allocate(4 * 6 * max_tensors + 64));
   float* te_ws = static_cast<float*>(b.allocate(kTeWorkspaceBytes));
   void* sink = b.allocate(4);
   StreamHandle stream = b.create_stream();
@@ -63,16 +66,37 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     float* multi_out = out;
     float* single_out = out + max_tensors;
     float* te_out = out + 2 * max_tensors;  // TE's amax per tensor; its scales all land in one word after them
+    float* scale_out = out + 3 * max_tensors + 16;
     const auto e = ctx.multi_explain(list, to_c(g.dtype));
+    // The graph contender: the multi call captured once per input slice (the runner rotates over a
+    // fixed set of slices), replayed on every later call with that slice.
+    std::map<const void*, GraphExecHandle> graphs;
+    auto graph_for = [&](const void* in) {
+      if (auto it = graphs.find(in); it != graphs.end()) return it->second;
+      fill(in);
+      b.begin_capture(stream);
+      ctx.multi_compute(list, multi_out, ws, ws_bytes, stream);
+      return graphs[in] = b.end_capture(stream);
+    };
+    amax_tune::ScaleOptions e4m3;  // TE's default format, epsilon 0
     struct C {
-      std::string name, detail;
+      const char* name;
+      std::string detail;
       std::function<void(const void*)> call;
     };
-    std::vector<C> cs = {
+    const std::vector<C> cs = {
         {kMulti, fmt::format("{} ({} launches)", e.label, e.launches),
          [&](const void* in) {
            fill(in);
            ctx.multi_compute(list, multi_out, ws, ws_bytes, stream);
+         }},
+        {kMultiGraph, fmt::format("{}, one graph per input slice", e.label),
+         [&](const void* in) { b.launch_graph(graph_for(in), stream); }},
+        {kMultiScale, fmt::format("{}.scale, e4m3", e.label),
+         [&](const void* in) {
+           fill(in);
+           ctx.multi_and_scale(list, e4m3, scale_out, scale_out + max_tensors, scale_out + 2 * max_tensors, ws,
+                               ws_bytes, stream);
          }},
         {kPerTensor, ctx.explain(to_c(g.dtype), g.n).label,
          [&](const void* in) {
@@ -86,39 +110,65 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
              te.launch_scale(b, te_out + i, out + 3 * max_tensors, 448.f, false, 0.f, stream);
            }
          }},
-        {"stream read", "", [&](const void* in) { ref.launch_stream_read(b, in, g.bytes(), sink, stream); }},
-        {"empty launch", "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }},
+        {kStreamRead, "", [&](const void* in) { ref.launch_stream_read(b, in, g.bytes(), sink, stream); }},
+        {kEmptyLaunch, "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }},
     };
-    // Bit-exact check of every tensor of the amax-tune contenders on the first slice.
+    static_assert(std::size(kMultiContenders) == 7);
+    // Bit-exact check of every tensor of the amax-tune contenders on the first slice: the amaxes of
+    // the multi call, its graph and the per-tensor calls; amax, scale and scale_inv of the fused call.
     std::vector<std::uint8_t> host(g.bytes());
     b.copy_to_host(host.data(), inputs.base(), host.size());
-    for (int k = 0; k < 2; ++k) {
-      float* dst = k == 0 ? multi_out : single_out;
+    std::vector<std::uint32_t> want(g.tensors);
+    for (std::uint64_t i = 0; i < g.tensors; ++i)
+      want[i] = reference_amax_bits(host.data() + i * tensor_bytes, g.dtype, g.n, NanMode::propagate);
+    auto check = [&](const C& c, const float* dst, std::uint32_t* expect, const char* what) {
+      std::vector<std::uint32_t> got(g.tensors);
+      b.copy_to_host(got.data(), dst, 4 * g.tensors);
+      for (std::uint64_t i = 0; i < g.tensors; ++i)
+        if (got[i] != expect[i])
+          throw std::runtime_error(fmt::format("{} ({}) gives {} bits {:#010x} for tensor {} of group {} where the CPU "
+                                               "reference gives {:#010x}: not timed",
+                                               c.name, c.detail, what, got[i], i, g.name(), expect[i]));
+    };
+    for (std::size_t k : {0, 1, 3}) {
+      float* dst = k == 3 ? single_out : multi_out;
       b.memset32_async(dst, 0x7fc0deadu, g.tensors, stream);
       cs[k].call(inputs.base());
       b.synchronize(stream);
-      std::vector<std::uint32_t> got(g.tensors);
-      b.copy_to_host(got.data(), dst, 4 * g.tensors);
-      for (std::uint64_t i = 0; i < g.tensors; ++i) {
-        const std::uint32_t want = reference_amax_bits(host.data() + i * tensor_bytes, g.dtype, g.n, NanMode::propagate);
-        if (got[i] != want)
-          throw std::runtime_error(fmt::format("{} ({}) gives amax bits {:#010x} for tensor {} of group {} where the CPU "
-                                               "reference gives {:#010x}: not timed",
-                                               cs[k].name, cs[k].detail, got[i], i, g.name(), want));
-      }
+      check(cs[k], dst, want.data(), "amax");
+    }
+    b.memset32_async(scale_out, 0x7fc0deadu, 3 * max_tensors, stream);
+    cs[2].call(inputs.base());
+    b.synchronize(stream);
+    std::vector<std::uint32_t> want_scale(g.tensors), want_inv(g.tensors);
+    for (std::uint64_t i = 0; i < g.tensors; ++i) {
+      const ScaleBits sb = reference_scale_bits(want[i], ScaleRule{});
+      want_scale[i] = sb.scale;
+      want_inv[i] = sb.scale_inv;
+    }
+    check(cs[2], scale_out, want.data(), "amax");
+    check(cs[2], scale_out + max_tensors, want_scale.data(), "scale");
+    check(cs[2], scale_out + 2 * max_tensors, want_inv.data(), "scale_inv");
+    // Every slice the rotation will give gets its graph now, outside the timed batches.
+    for (std::set<const void*> seen;;) {
+      const void* in = inputs.next(g.bytes(), false);
+      if (!seen.insert(in).second) break;
+      graph_for(in);
     }
     std::vector<tune::Timed> timed;
     for (const auto& c : cs) timed.push_back({c.call});
     const auto samples = tune::Runner(b, stream, inputs, proto).interleaved(timed, g.bytes(), o.rounds);
     for (std::size_t i = 0; i < cs.size(); ++i)
       rep.rows.push_back({g, cs[i].name, tune::Stats::of(samples[i]), cs[i].detail});
+    for (auto& [in, graph] : graphs) b.destroy_graph(graph);
     b.release(ws);
     if (o.progress) {
-      const auto& r = rep.rows[rep.rows.size() - cs.size()];
-      std::fprintf(stderr, "%-22s multi %10.2f us  per tensor %10.2f us  TE step per tensor %10.2f us  stream read %9.2f us (%s)\n",
-                   g.name().c_str(), r.stats.median_us, rep.rows[rep.rows.size() - 4].stats.median_us,
-                   rep.rows[rep.rows.size() - 3].stats.median_us, rep.rows[rep.rows.size() - 2].stats.median_us,
-                   r.detail.c_str());
+      auto us = [&](const char* c) { return rep.find(g, c)->stats.median_us; };
+      std::fprintf(stderr,
+                   "%-22s multi %9.2f us  graph %9.2f us  fused %9.2f us  per tensor %10.2f us  TE step per tensor "
+                   "%10.2f us  stream read %9.2f us (%s)\n",
+                   g.name().c_str(), us(kMulti), us(kMultiGraph), us(kMultiScale), us(kPerTensor), us(kTeStepPerTensor),
+                   us(kStreamRead), rep.find(g, kMulti)->detail.c_str());
     }
   }
   b.destroy_stream(stream);
@@ -137,6 +187,12 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
   return rep;
 }
 
+const MultiRow* MultiBenchReport::find(const MultiGroupSpec& g, std::string_view contender) const {
+  for (const MultiRow& r : rows)
+    if (r.group == g && r.contender == contender) return &r;
+  return nullptr;
+}
+
 std::vector<MultiTarget> check_multi_targets(const std::vector<MultiRow>& rows) {
   std::map<std::pair<std::string, std::string>, double> t;
   std::map<std::string, MultiGroupSpec> groups;
@@ -152,7 +208,7 @@ std::vector<MultiTarget> check_multi_targets(const std::vector<MultiRow>& rows) 
   std::string where;
   for (const auto& [name, g] : groups) {
     if (g.bytes() < 64'000'000) continue;
-    const auto m = t.find({name, kMulti}), s = t.find({name, "stream read"});
+    const auto m = t.find({name, kMulti}), s = t.find({name, kStreamRead});
     if (m == t.end() || s == t.end() || m->second <= 0) continue;
     const double pct = s->second / m->second;
     if (std::isnan(worst) || pct < worst) worst = pct, where = name;

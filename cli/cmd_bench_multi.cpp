@@ -31,14 +31,19 @@ int run(const Args& a) {
   const auto r = bench::run_bench_multi(o);
   std::cout << fmt::format("Measured on {} ({}, {} SMs/CUs); {}\n\n", r.device.name, r.device.arch, r.device.cu_count,
                            r.protocol);
-  std::cout << "| group | MB | multi us | GB/s | % of stream read | vs per tensor | vs TE step per tensor | variant |\n"
-               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
-  for (std::size_t i = 0; i + 4 < r.rows.size() + 1; i += 5) {
-    const auto& m = r.rows[i];
-    const double us = m.stats.median_us;
-    std::cout << fmt::format("| {} | {:.1f} | {:.2f} | {:.0f} | {:.0f}% | {:.1f}x | {:.1f}x | `{}` |\n", m.group.name(),
-                             m.group.bytes() / 1e6, us, m.group.bytes() / us / 1e3, 100 * r.rows[i + 3].stats.median_us / us,
-                             r.rows[i + 1].stats.median_us / us, r.rows[i + 2].stats.median_us / us, m.detail);
+  std::cout << "| group | MB | multi us | GB/s | % of stream read | graph us | fused amax+scale us | vs per tensor | "
+               "vs TE step per tensor | fused vs TE step | variant |\n"
+               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+  for (const auto& g : o.groups) {
+    const auto* m = r.find(g, bench::kMulti);
+    if (!m) continue;
+    auto us = [&](const char* c) { return r.find(g, c)->stats.median_us; };
+    const double t = m->stats.median_us;
+    std::cout << fmt::format("| {} | {:.1f} | {:.2f} | {:.0f} | {:.0f}% | {:.2f} | {:.2f} | {:.1f}x | {:.1f}x | {:.1f}x | `{}` |\n",
+                             g.name(), g.bytes() / 1e6, t, g.bytes() / t / 1e3, 100 * us(bench::kStreamRead) / t,
+                             us(bench::kMultiGraph), us(bench::kMultiScale), us(bench::kPerTensor) / t,
+                             us(bench::kTeStepPerTensor) / t, us(bench::kTeStepPerTensor) / us(bench::kMultiScale),
+                             m->detail);
   }
   std::cout << "\n| target (issue 12) | measured | |\n| --- | --- | --- |\n";
   for (const auto& t : r.targets)

@@ -65,7 +65,7 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   auto add = [&](KernelConfig c, DType d) {
     c.max_blocks = BlockCap::uncapped();
     for (const auto& e : kEpilogues) {
-      c.epilogue = e.epilogue;
+      c.epilogue = e.value;
       if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
     }
   };

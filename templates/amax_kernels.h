@@ -18,7 +18,7 @@
 //   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
 //   the helpers below and its entry point from amax_multi_kernels.h)
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
-// AMAX_RESTRICT, amax_shfl_xor, amax_ballot, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
+// AMAX_RESTRICT, amax_shfl_xor, amax_wave_mask, amax_ballot, amax_lowest_lane, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
 // amax_zero_above_u16x2, amax_float_bits, amax_bits_float, amax_div_rn and amax_rcp_rn.
 //
 // Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,

@@ -91,12 +91,21 @@ AMAX_DEVICE void amax_multi_write(const amax_multi_args& a, unsigned index, unsi
 }
 
 // The max of a spanning tensor's segment heads: heads[first], then heads[k * cpb] for every
-// multiple of cpb in (first, end). `lane` of `lanes` threads takes heads lane, lane + lanes, ...
+// multiple of cpb in (first, end). `lane` of LANES threads takes heads lane, lane + LANES, ...;
+// a thread alone (LANES 1, the thread combine) keeps four loads in flight, or it would wait for
+// each in turn.
+template <unsigned LANES>
 AMAX_DEVICE unsigned amax_multi_heads(const volatile unsigned* heads, unsigned first, unsigned end, unsigned cpb,
-                                      unsigned lane, unsigned lanes) {
+                                      unsigned lane) {
   const unsigned b0 = first / cpb, count = (end - 1) / cpb - b0 + 1;
-  unsigned v = 0;
-  for (unsigned k = lane; k < count; k += lanes) v = amax_umax(v, heads[k == 0 ? first : (b0 + k) * cpb]);
+  unsigned v = 0, k = lane;
+  if (LANES == 1)
+    for (; k + 3 < count; k += 4) {
+      const unsigned a = heads[k == 0 ? first : (b0 + k) * cpb], b = heads[(b0 + k + 1) * cpb],
+                     c = heads[(b0 + k + 2) * cpb], d = heads[(b0 + k + 3) * cpb];
+      v = amax_umax(v, amax_umax(amax_umax(a, b), amax_umax(c, d)));
+    }
+  for (; k < count; k += LANES) v = amax_umax(v, heads[k == 0 ? first : (b0 + k) * cpb]);
   return v;
 }
 
@@ -106,8 +115,9 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
   const unsigned c0 = blockIdx.x * cpb;
   const unsigned c1 = chunks - c0 < cpb ? chunks : c0 + cpb;
   unsigned* heads = a.workspace + 4u * gridDim.x;
-  unsigned rec[3] = {0u, 0u, 0u};  // thread 0: the spanning tensor that starts in this block
-  bool owns = false;
+  // This block's record (thread 0 writes it): the spanning tensor that starts here, if any.
+  __shared__ unsigned rec[4];
+  if (threadIdx.x == 0) rec[0] = rec[1] = rec[2] = rec[3] = 0u;
   for (unsigned t = amax_multi_tensor_of(a, c0);; ++t) {
     const unsigned first = a.chunk_begin[t], end = a.chunk_begin[t + 1];
     const unsigned s = first > c0 ? first : c0, e = end < c1 ? end : c1;
@@ -123,7 +133,7 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
         amax_multi_write(a, index, bits);
       } else {
         heads[s] = bits;
-        if (s == first) owns = true, rec[0] = first, rec[1] = end, rec[2] = index;
+        if (s == first) rec[0] = first, rec[1] = end, rec[2] = index, rec[3] = 1u;
       }
     }
     if (e == c1) break;
@@ -139,7 +149,7 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
     r[0] = rec[0];
     r[1] = rec[1];
     r[2] = rec[2];
-    r[3] = owns ? 1u : 0u;
+    r[3] = rec[3];
     is_last = amax_arrive(a.counter) == gridDim.x - 1;
   }
   __syncthreads();
@@ -149,18 +159,18 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
 #if AMAX_COMBINE == AMAX_COMBINE_THREAD
   for (unsigned b = threadIdx.x; b < gridDim.x; b += AMAX_THREADS) {
     if (w[4 * b + 3] != 1u) continue;
-    amax_multi_write(a, w[4 * b + 2], amax_multi_heads(h, w[4 * b], w[4 * b + 1], cpb, 0, 1));
+    amax_multi_write(a, w[4 * b + 2], amax_multi_heads<1>(h, w[4 * b], w[4 * b + 1], cpb, 0));
   }
 #else
   // Each wave looks at AMAX_WAVE_SIZE records at once (a lane per record), then takes the valid
   // ones one after another, all its lanes reading that tensor's heads.
   const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
   for (unsigned base = wave * AMAX_WAVE_SIZE; base < gridDim.x; base += AMAX_THREADS) {
-    amax_u64 valid = amax_ballot(base + lane < gridDim.x && w[4 * (base + lane) + 3] == 1u);
+    amax_wave_mask valid = amax_ballot(base + lane < gridDim.x && w[4 * (base + lane) + 3] == 1u);
     while (valid) {
-      const unsigned b = base + (unsigned)__popcll((valid & (0ull - valid)) - 1);  // the lowest valid lane
+      const unsigned b = base + amax_lowest_lane(valid);
       valid &= valid - 1;
-      const unsigned v = amax_wave_reduce(amax_multi_heads(h, w[4 * b], w[4 * b + 1], cpb, lane, AMAX_WAVE_SIZE));
+      const unsigned v = amax_wave_reduce(amax_multi_heads<AMAX_WAVE_SIZE>(h, w[4 * b], w[4 * b + 1], cpb, lane));
       if (lane == 0) amax_multi_write(a, w[4 * b + 2], v);
     }
   }

@@ -14,9 +14,10 @@ AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
   return (unsigned)__shfl_xor((int)v, lane_mask, AMAX_WAVE_SIZE);
 }
 // One bit per lane of the wave (bit i: lane i), set where pred holds; every lane must call it.
-AMAX_DEVICE unsigned long long amax_ballot(bool pred) {
-  return __ballot(pred);
-}
+typedef unsigned long long amax_wave_mask;
+AMAX_DEVICE amax_wave_mask amax_ballot(bool pred) { return __ballot(pred); }
+// The lowest set lane of a non-zero mask.
+AMAX_DEVICE unsigned amax_lowest_lane(amax_wave_mask m) { return (unsigned)(__ffsll((unsigned long long)m) - 1); }
 AMAX_DEVICE unsigned amax_atomic_max(unsigned* p, unsigned v) { return atomicMax(p, v); }
 // Stores v at p and returns the word it replaced, atomically (device scope).
 AMAX_DEVICE unsigned amax_atomic_exch(unsigned* p, unsigned v) { return atomicExch(p, v); }

@@ -10,28 +10,10 @@
 
 namespace amax {
 
-namespace {
-// Name and parsing through an enum's table (kStrategies, kEpilogues: row i is enumerator i).
-template <class Row, std::size_t N, class Enum>
-std::string_view name_in(const Row (&table)[N], Enum v) noexcept {
-  return static_cast<std::size_t>(v) < N ? table[static_cast<std::size_t>(v)].name : "?";
-}
-template <class Row, std::size_t N, class Enum>
-std::optional<Enum> parse_in(const Row (&table)[N], Enum Row::*value, std::string_view s) noexcept {
-  for (const Row& r : table)
-    if (r.name == s) return r.*value;
-  return std::nullopt;
-}
-}  // namespace
-
-std::string_view to_string(Strategy s) noexcept { return name_in(kStrategies, s); }
-std::optional<Strategy> parse_strategy(std::string_view s) noexcept {
-  return parse_in(kStrategies, &StrategyInfo::strategy, s);
-}
-std::string_view to_string(Epilogue e) noexcept { return name_in(kEpilogues, e); }
-std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept {
-  return parse_in(kEpilogues, &EpilogueInfo::epilogue, s);
-}
+std::string_view to_string(Strategy s) noexcept { return detail::enum_name(kStrategies, s); }
+std::optional<Strategy> parse_strategy(std::string_view s) noexcept { return detail::enum_parse(kStrategies, s); }
+std::string_view to_string(Epilogue e) noexcept { return detail::enum_name(kEpilogues, e); }
+std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept { return detail::enum_parse(kEpilogues, s); }
 
 std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
   // 2^31 - 1 is the grid.x limit on both vendors.
@@ -68,9 +50,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 // ---- per-type token codecs (label_codec.hpp) ----
 namespace detail {
-std::string format_value(Strategy s) { return std::string(to_string(s)); }
 std::string format_value(std::uint32_t v) { return std::to_string(v); }
-std::string format_value(Epilogue e) { return std::string(to_string(e)); }
 std::string format_value(const BlockCap& b) {
   switch (b.kind) {
     case BlockCap::Kind::per_cu: return std::to_string(b.value) + "cu";
@@ -79,16 +59,11 @@ std::string format_value(const BlockCap& b) {
   }
   return "uncapped";
 }
-namespace {
-template <class T>
-bool parsed(std::optional<T> v, T& out) {
+bool parse_value(std::string_view s, std::uint32_t& out) {
+  const auto v = parse_u32(s);
   if (v) out = *v;
   return v.has_value();
 }
-}  // namespace
-bool parse_value(std::string_view s, Strategy& out) { return parsed(parse_strategy(s), out); }
-bool parse_value(std::string_view s, std::uint32_t& out) { return parsed(parse_u32(s), out); }
-bool parse_value(std::string_view s, Epilogue& out) { return parsed(parse_epilogue(s), out); }
 bool parse_value(std::string_view s, BlockCap& out) {
   if (s == "uncapped") { out = BlockCap::uncapped(); return true; }
   const bool cu = s.ends_with("cu");
@@ -97,9 +72,7 @@ bool parse_value(std::string_view s, BlockCap& out) {
   out = cu ? BlockCap::per_cu(*v) : BlockCap::absolute(*v);
   return true;
 }
-std::string define_value(Strategy s) { return std::string(info(s).macro); }
 std::string define_value(std::uint32_t v) { return std::to_string(v); }
-std::string define_value(Epilogue e) { return std::string(info(e).macro); }
 std::string define_value(const BlockCap&) { return {}; }
 }  // namespace detail
 

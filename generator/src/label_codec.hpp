@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
@@ -14,20 +15,30 @@
 namespace amax::detail {
 
 // ---- per-type token codecs: the label spelling and #define value of each field type ----
-std::string format_value(Strategy s);
+// An enum field (Strategy, Epilogue, Combine) is spelt by its table's name and compiled in as its
+// table's macro (enum_table(E) finds the table).
+template <class E>
+  requires std::is_enum_v<E>
+std::string format_value(E e) {
+  return std::string(enum_name(enum_table(e), e));
+}
+template <class E>
+  requires std::is_enum_v<E>
+bool parse_value(std::string_view s, E& out) {
+  const auto v = enum_parse(enum_table(E{}), s);
+  if (v) out = *v;
+  return v.has_value();
+}
+template <class E>
+  requires std::is_enum_v<E>
+std::string define_value(E e) {
+  return std::string(enum_table(e)[static_cast<std::size_t>(e)].macro);
+}
 std::string format_value(std::uint32_t v);
-std::string format_value(Epilogue e);
 std::string format_value(const BlockCap& b);
-std::string format_value(Combine c);
-bool parse_value(std::string_view s, Strategy& out);
 bool parse_value(std::string_view s, std::uint32_t& out);
-bool parse_value(std::string_view s, Epilogue& out);
 bool parse_value(std::string_view s, BlockCap& out);
-bool parse_value(std::string_view s, Combine& out);
-std::string define_value(Strategy s);      // the strategy's macro
 std::string define_value(std::uint32_t v);  // the number's digits
-std::string define_value(Epilogue e);      // the epilogue's macro
-std::string define_value(Combine c);       // the combine's macro
 std::string define_value(const BlockCap&);  // launch-time only: never rendered
 
 /// How a family's labels are written: the family tag that leads every label (empty for the

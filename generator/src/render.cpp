@@ -69,7 +69,7 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
 
 std::string epilogue_defines(Epilogue epilogue) {
   std::string s;
-  detail::append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
+  detail::append_value_macros(s, kEpilogues);
   s += "#define AMAX_EPILOGUE " + std::string(info(epilogue).macro) + "\n";
   return s;
 }
@@ -96,8 +96,8 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
        std::string(generator_version()) + "\n";
   // The value macros of the strategies (AMAX_STRATEGY_ONE_PASS 2, ...) and the epilogues, then the
   // compile-time fields (AMAX_STRATEGY, AMAX_THREADS, ..., AMAX_EPILOGUE) from KernelConfig::fields().
-  detail::append_value_macros(s, kStrategies, &StrategyInfo::strategy);
-  detail::append_value_macros(s, kEpilogues, &EpilogueInfo::epilogue);
+  detail::append_value_macros(s, kStrategies);
+  detail::append_value_macros(s, kEpilogues);
   s += c.compile_time_defines();
   s += dtype_defines(dtype);
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";

@@ -24,7 +24,7 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
 
   std::vector<KernelConfig> out;
   for (const StrategyInfo& si : kStrategies) {
-    const Strategy s = si.strategy;
+    const Strategy s = si.value;
     for (auto t : threads)
       for (auto v : nvecs)
         for (auto u : unrolls)

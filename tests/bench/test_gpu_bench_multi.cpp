@@ -1,5 +1,6 @@
-// bench-multi on the GPU (label gpu; skips without a GPU): a small run verifies every tensor, times
-// every contender and writes the CSV.
+// bench-multi on the GPU (label gpu; skips without a GPU): a small run verifies every tensor (amax,
+// and scale and scale_inv of the fused call), times every contender (the graph replay included)
+// and writes the CSV.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -22,8 +23,10 @@ TEST(GpuBenchMulti, SmallRunChecksEveryTensorAndWritesTheCsv) {
   o.user_db = o.system_db = "";
   o.out_dir = std::filesystem::temp_directory_path() / ("amax-bench-multi-" + std::to_string(::getpid()));
   const auto r = run_bench_multi(o);
-  ASSERT_EQ(r.rows.size(), 10u);  // 5 contenders per group
+  ASSERT_EQ(r.rows.size(), 2 * std::size(kMultiContenders));
   for (const auto& row : r.rows) EXPECT_GT(row.stats.median_us, 0) << row.group.name() << " " << row.contender;
+  for (const auto& g : o.groups)
+    for (const char* c : kMultiContenders) EXPECT_TRUE(r.find(g, c)) << g.name() << " " << c;
   std::ifstream csv(o.out_dir / "bench_multi.csv");
   const std::string text((std::istreambuf_iterator<char>(csv)), {});
   EXPECT_NE(text.find(",300x4096:fp32,300,4096,fp32,4915200,\"amax-tune multi\""), std::string::npos) << text;

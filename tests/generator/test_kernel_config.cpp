@@ -201,9 +201,9 @@ TEST(Strategy, TableGivesNamesAndParsing) {
   ASSERT_EQ(std::size(kStrategies), 4u);
   for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
     const auto& s = kStrategies[i];
-    EXPECT_EQ(static_cast<std::size_t>(s.strategy), i);
-    EXPECT_EQ(to_string(s.strategy), s.name);
-    EXPECT_EQ(parse_strategy(s.name), s.strategy);
+    EXPECT_EQ(static_cast<std::size_t>(s.value), i);
+    EXPECT_EQ(to_string(s.value), s.name);
+    EXPECT_EQ(parse_strategy(s.name), s.value);
   }
   EXPECT_EQ(info(Strategy::two_stage).macro, "AMAX_STRATEGY_TWO_STAGE");
   EXPECT_EQ(info(Strategy::self_reset).name, "self_reset");

@@ -54,7 +54,7 @@ TEST(Render, EveryStrategyHasItsMacro) {
 TEST(Render, EpilogueFieldRendersItsMacro) {
   for (const StrategyInfo& si : kStrategies)
     for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
-      KernelConfig c{si.strategy, 256, 8, 4, BlockCap::per_cu(8)};
+      KernelConfig c{si.value, 256, 8, 4, BlockCap::per_cu(8)};
       const std::string amax_only = render_source(c, DType::fp16, v);
       c.epilogue = Epilogue::scale;
       const std::string fused = render_source(c, DType::fp16, v);
@@ -79,7 +79,7 @@ TEST(Render, DefinesComeFromTheFieldListAndTheStrategyTable) {
             "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n");
   EXPECT_NE(s.find(c.compile_time_defines()), std::string::npos);
   for (const auto& st : kStrategies)
-    EXPECT_NE(s.find("#define " + std::string(st.macro) + " " + std::to_string(static_cast<int>(st.strategy)) + "\n"),
+    EXPECT_NE(s.find("#define " + std::string(st.macro) + " " + std::to_string(static_cast<int>(st.value)) + "\n"),
               std::string::npos)
         << st.name;
   EXPECT_EQ(s.find("AMAX_MAX_BLOCKS"), std::string::npos);  // launch-time fields are not compiled in

@@ -56,7 +56,7 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   }
   for (const auto& c : configs) out.push_back({c, &env.kernels->get(c, dtype)});
   for (const StrategyInfo& s : kStrategies)
-    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.strategy; }))
+    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.value; }))
       throw std::logic_error("no " + std::string(s.name) + " variant in the verified set");
   return out;
 }

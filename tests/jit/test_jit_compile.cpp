@@ -201,7 +201,7 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
   int compiled = 0;
   for (const auto& d : all_dtypes())
     for (const StrategyInfo& s : kStrategies) {
-      const KernelConfig c{s.strategy, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
+      const KernelConfig c{s.value, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
       ASSERT_FALSE(c.validate(arch, d.dtype)) << *c.validate(arch, d.dtype);
       CompiledProgram p;
       try {

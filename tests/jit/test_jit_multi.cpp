@@ -26,7 +26,7 @@ void compile_spread(const char* arch_name, Vendor vendor) {
         if (!((c.threads == 256 && c.unroll == 2) || (c.threads == most && c.unroll == 8)) || c.chunk_kib != 64 ||
             c.max_blocks != BlockCap::per_cu(4))
           continue;
-        c.epilogue = ep.epilogue;
+        c.epilogue = ep.value;
         CompiledProgram p;
         try {
           p = compiler->compile(render_multi_source(c, d.dtype, arch, k), c.label() + ".src", arch);

@@ -216,7 +216,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
           KernelConfig c = builtin_default(arch, d.dtype, n);
           c.strategy = s;
           for (const auto& e : kEpilogues) {
-            c.epilogue = e.epilogue;
+            c.epilogue = e.value;
             EXPECT_NE(b->find(c, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << c.label();
           }
         }
@@ -234,7 +234,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
       }
       KernelConfig c = KernelConfig::parse(r.winner.label);
       for (const auto& e : kEpilogues) {
-        c.epilogue = e.epilogue;
+        c.epilogue = e.value;
         EXPECT_NE(b->find(c, r.key.dtype, arch), nullptr)
             << a << " " << to_string(r.key.dtype) << " n=" << r.key.n << " " << c.label();
       }

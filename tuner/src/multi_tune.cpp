@@ -47,7 +47,7 @@ std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants
   std::set<std::size_t> fin(order.begin(), order.begin() + std::min<std::size_t>(order.size(), protocol.finalists));
   for (const CombineInfo& c : kCombines)
     for (std::size_t i : order)
-      if (variants[i].multi->combine == c.combine) {
+      if (variants[i].multi->combine == c.value) {
         fin.insert(i);
         break;
       }

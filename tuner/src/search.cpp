@@ -66,7 +66,7 @@ std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, cons
                             order.begin() + std::min<std::size_t>(order.size(), static_cast<std::size_t>(protocol.finalists)));
   for (const StrategyInfo& s : kStrategies)
     for (std::size_t i : order)
-      if (variants[i].config.strategy == s.strategy) {
+      if (variants[i].config.strategy == s.value) {
         fin.insert(i);
         break;
       }

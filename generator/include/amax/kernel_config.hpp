@@ -31,12 +31,15 @@ namespace amax {
 ///   One launch, no memset, no workspace.
 enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3 };
 
-/// Static facts about one Strategy.
-struct StrategyInfo {
-  Strategy strategy;
+/// Static facts about one enumerator of a variant field's enum (Strategy, Epilogue, Combine): the
+/// rows of its table (kStrategies, kEpilogues, kCombines), row i describing enumerator i.
+template <class E>
+struct EnumInfo {
+  E value;
   std::string_view name;   ///< label spelling ("two_stage")
   std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_STRATEGY_TWO_STAGE"), value = enum value
 };
+using StrategyInfo = EnumInfo<Strategy>;
 
 /// Every strategy, in enum order: the one list that labels, parsing, the rendered
 /// AMAX_STRATEGY_* defines, the search space and the tuner's per-strategy finalists derive from.
@@ -50,14 +53,26 @@ inline constexpr StrategyInfo kStrategies[] = {
 
 namespace detail {
 /// True when row i of `table` describes enumerator i (what info() relies on).
-template <class Row, std::size_t N, class Member>
-constexpr bool table_in_enum_order(const Row (&table)[N], Member member) {
+template <class E, std::size_t N>
+constexpr bool table_in_enum_order(const EnumInfo<E> (&table)[N]) {
   for (std::size_t i = 0; i < N; ++i)
-    if (static_cast<std::size_t>(table[i].*member) != i) return false;
+    if (static_cast<std::size_t>(table[i].value) != i) return false;
   return true;
 }
+/// The name of `v` in its table ("?" for a value past its end).
+template <class E, std::size_t N>
+constexpr std::string_view enum_name(const EnumInfo<E> (&table)[N], E v) noexcept {
+  return static_cast<std::size_t>(v) < N ? table[static_cast<std::size_t>(v)].name : "?";
+}
+/// The enumerator whose name is exactly `s`, else nullopt.
+template <class E, std::size_t N>
+constexpr std::optional<E> enum_parse(const EnumInfo<E> (&table)[N], std::string_view s) noexcept {
+  for (const EnumInfo<E>& r : table)
+    if (r.name == s) return r.value;
+  return std::nullopt;
+}
 }  // namespace detail
-static_assert(detail::table_in_enum_order(kStrategies, &StrategyInfo::strategy),
+static_assert(detail::table_in_enum_order(kStrategies),
               "kStrategies must list every Strategy in enum order");
 
 /// Facts about `s` (a valid enumerator). Thread-safe.
@@ -65,7 +80,7 @@ constexpr const StrategyInfo& info(Strategy s) noexcept { return kStrategies[sta
 /// Every strategy's enumerator, in enum order (derived from kStrategies), for loops over strategies.
 constexpr std::array<Strategy, std::size(kStrategies)> all_strategies() noexcept {
   std::array<Strategy, std::size(kStrategies)> out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = kStrategies[i].strategy;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = kStrategies[i].value;
   return out;
 }
 std::string_view to_string(Strategy s) noexcept;
@@ -78,20 +93,19 @@ std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
 ///   writes the amax (amax_and_scale).
 enum class Epilogue : std::uint8_t { amax = 0, scale = 1 };
 
-/// Static facts about one Epilogue.
-struct EpilogueInfo {
-  Epilogue epilogue;
-  std::string_view name;   ///< label spelling ("scale"; "amax" is never written in a label)
-  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_EPILOGUE_SCALE"), value = enum value
-};
+/// Static facts about one Epilogue ("amax" is never written in a label: the field is omissible).
+using EpilogueInfo = EnumInfo<Epilogue>;
 /// Every epilogue, in enum order: label parsing and the rendered AMAX_EPILOGUE_* defines derive from it.
 inline constexpr EpilogueInfo kEpilogues[] = {
     {Epilogue::amax, "amax", "AMAX_EPILOGUE_AMAX"},
     {Epilogue::scale, "scale", "AMAX_EPILOGUE_SCALE"},
 };
-static_assert(detail::table_in_enum_order(kEpilogues, &EpilogueInfo::epilogue),
+static_assert(detail::table_in_enum_order(kEpilogues),
               "kEpilogues must list every Epilogue in enum order");
 constexpr const EpilogueInfo& info(Epilogue e) noexcept { return kEpilogues[static_cast<std::size_t>(e)]; }
+/// The table of an enum, found by overload (the label codec's generic enum spelling uses it).
+constexpr const auto& enum_table(Strategy) noexcept { return kStrategies; }
+constexpr const auto& enum_table(Epilogue) noexcept { return kEpilogues; }
 std::string_view to_string(Epilogue e) noexcept;
 std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept;
 

@@ -29,19 +29,16 @@ namespace amax {
 enum class Combine : std::uint8_t { thread = 0, warp = 1 };
 
 /// Static facts about one Combine.
-struct CombineInfo {
-  Combine combine;
-  std::string_view name;   ///< label spelling ("warp")
-  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_COMBINE_WARP"), value = enum value
-};
+using CombineInfo = EnumInfo<Combine>;
 /// Every combine, in enum order: labels, parsing, the rendered defines and the space derive from it.
 inline constexpr CombineInfo kCombines[] = {
     {Combine::thread, "thread", "AMAX_COMBINE_THREAD"},
     {Combine::warp, "warp", "AMAX_COMBINE_WARP"},
 };
-static_assert(detail::table_in_enum_order(kCombines, &CombineInfo::combine),
+static_assert(detail::table_in_enum_order(kCombines),
               "kCombines must list every Combine in enum order");
 constexpr const CombineInfo& info(Combine c) noexcept { return kCombines[static_cast<std::size_t>(c)]; }
+constexpr const auto& enum_table(Combine) noexcept { return kCombines; }
 std::string_view to_string(Combine c) noexcept;
 std::optional<Combine> parse_combine(std::string_view s) noexcept;
 
@@ -131,6 +128,11 @@ struct MultiArgsLayout {
   std::size_t ptr_offset, n_offset, chunk_offset, bytes;
 };
 MultiArgsLayout multi_args_layout(std::uint32_t max_tensors) noexcept;
+
+/// Blocks per SM the multi-tensor kernel's launch bounds promise (NVIDIA): min_blocks_per_sm's
+/// rule for the loads in flight, but never a register cap below 40 per thread (65536 / (threads x
+/// 40) blocks at most), what the walk over tensors and the combines need without spilling.
+std::uint32_t multi_min_blocks_per_sm(const MultiConfig& config, DType dtype);
 
 /// The source of `config` for `dtype` on `arch` with `max_tensors` descriptors per launch (one of
 /// multi_capacities(arch)): the defines, the vendor prelude, amax_kernels.h's helpers and
