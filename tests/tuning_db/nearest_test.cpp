@@ -85,3 +85,108 @@ TEST(NearestRule, SameDeviceThenNewerOnlyAtEqualSize) {
 
 }  // namespace
 }  // namespace amax::db
+
+// ---------------------------------------------------------------------------------------------
+// Multi-tensor groups: half-octave buckets and the nearest-group rule.
+
+namespace amax::db {
+namespace {
+
+// round(2 log2 x) by brute force for x < 2^32 (x^4 < 2^128): the largest k with 2^(2k-1) <= x^4.
+int reference_bucket(std::uint64_t x) {
+  __extension__ using u128 = unsigned __int128;
+  if (x == 0) x = 1;
+  const u128 x4 = u128{x} * x * x * x;
+  int k = 0;
+  while (2 * (k + 1) - 1 < 128 && (u128{1} << (2 * (k + 1) - 1)) <= x4) ++k;
+  return k;
+}
+
+TEST(GroupBucket, HalfOctaveBucketsExactly) {
+  static_assert(half_octave_bucket(1) == 0 && half_octave_bucket(1024) == 20, "usable at compile time");
+  EXPECT_EQ(half_octave_bucket(0), 0);  // counts as 1
+  EXPECT_EQ(half_octave_bucket(1), 0);
+  EXPECT_EQ(half_octave_bucket(2), 2);
+  EXPECT_EQ(half_octave_bucket(3), 3);  // 2 log2 3 = 3.17
+  EXPECT_EQ(half_octave_bucket(4), 4);
+  EXPECT_EQ(half_octave_bucket(5), 5);  // 4.64
+  EXPECT_EQ(half_octave_bucket(6), 5);  // 5.17
+  EXPECT_EQ(half_octave_bucket(7), 6);  // 5.61
+  EXPECT_EQ(half_octave_bucket(8), 6);
+  EXPECT_EQ(half_octave_bucket(11), 7);
+  EXPECT_EQ(half_octave_bucket(13), 7);
+  EXPECT_EQ(half_octave_bucket(16), 8);
+  // The edges of bucket 20 (2^10 in the middle): 2^(39/4) = 861.08..., 2^(41/4) = 1217.75...
+  EXPECT_EQ(half_octave_bucket(861), 19);
+  EXPECT_EQ(half_octave_bucket(862), 20);
+  EXPECT_EQ(half_octave_bucket(1023), 20);
+  EXPECT_EQ(half_octave_bucket(1217), 20);
+  EXPECT_EQ(half_octave_bucket(1218), 21);
+  EXPECT_EQ(half_octave_bucket(4096), 24);
+  EXPECT_EQ(half_octave_bucket(32 * 1024), 30);
+  EXPECT_EQ(half_octave_bucket(128u << 20), 54);
+  EXPECT_EQ(half_octave_bucket((std::uint64_t{1} << 40) - 1), 80);
+  EXPECT_EQ(half_octave_bucket(std::uint64_t{1} << 62), 124);
+  EXPECT_EQ(half_octave_bucket(std::uint64_t{3} << 61), 125);  // 2 log2(1.5 * 2^62) = 125.17
+  EXPECT_EQ(half_octave_bucket(kMax63), 126);
+  EXPECT_EQ(half_octave_bucket(kMax64), 128);
+}
+
+TEST(GroupBucket, AgreesWithBruteForceEverywhereBelow2To32) {
+  for (std::uint64_t x = 0; x < 70'000; ++x) ASSERT_EQ(half_octave_bucket(x), reference_bucket(x)) << x;
+  // Around every bucket edge up to 2^32: the last x of a bucket and the first of the next (bucket 1,
+  // [2^(1/4), 2^(3/4)), holds no integer).
+  for (int k = 2; k < 64; ++k) {
+    std::uint64_t lo = 1, hi = std::uint64_t{1} << 32;  // first x with reference_bucket(x) >= k
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (reference_bucket(mid) >= k) hi = mid; else lo = mid + 1;
+    }
+    if (lo >= (std::uint64_t{1} << 32)) break;
+    ASSERT_EQ(half_octave_bucket(lo), k) << lo;
+    ASSERT_EQ(half_octave_bucket(lo - 1), k == 2 ? 0 : k - 1) << lo - 1;
+  }
+}
+
+struct Shape {  // any type with the three members, as amax::GroupShape
+  std::uint64_t tensors, total_bytes, largest_bytes;
+};
+
+TEST(GroupBucket, OfAShape) {
+  constexpr GroupBucket b = group_bucket(Shape{4096, 128u << 20, 32 * 1024});
+  static_assert(b == GroupBucket{24, 54, 30});
+  EXPECT_EQ(group_bucket(Shape{1, 1, 1}), (GroupBucket{0, 0, 0}));
+  EXPECT_EQ(group_bucket(Shape{500, 8'192'000, 16'384}), (GroupBucket{18, 46, 28}));
+  EXPECT_EQ(bucket_distance({24, 54, 30}, {24, 54, 30}), 0);
+  EXPECT_EQ(bucket_distance({24, 54, 30}, {20, 56, 29}), 4 + 2 + 1);
+}
+
+// The index nearest_group picks among @p rows for bucket q.
+std::size_t pick_group(const GroupBucket& q, const std::vector<GroupCandidate>& rows) {
+  return nearest_group(q, rows.size(), [&](std::size_t i) { return rows[i]; });
+}
+
+TEST(NearestGroupRule, SmallestL1DistanceThenLargerTotalThenMoreTensorsThenDeviceThenNewer) {
+  const GroupBucket q{20, 40, 30};
+  // Distance decides: 1 beats 2, whatever the rest.
+  EXPECT_EQ(pick_group(q, {{{20, 42, 30}, true, "2027"}, {{21, 40, 30}, false, "2020"}}), 1u);
+  // Equal distance 2: the larger total_bytes bucket.
+  EXPECT_EQ(pick_group(q, {{{22, 40, 30}, true, "2027"}, {{20, 41, 31}, false, "2020"}}), 1u);
+  EXPECT_EQ(pick_group(q, {{{20, 39, 29}, true, "2027"}, {{19, 40, 29}, false, "2020"}}), 1u);  // 40 > 39
+  // Equal distance and total: the larger tensors bucket.
+  EXPECT_EQ(pick_group(q, {{{19, 40, 31}, true, "2027"}, {{21, 40, 29}, false, "2020"}}), 1u);
+  // Equal buckets up to the largest tensor: the asking device's row, then the newer.
+  EXPECT_EQ(pick_group(q, {{{20, 40, 31}, false, "2027"}, {{20, 40, 29}, true, "2020"}}), 1u);
+  EXPECT_EQ(pick_group(q, {{{20, 40, 31}, false, "2020"}, {{20, 40, 29}, false, "2027"}}), 1u);
+  // Equal in all five: the first.
+  EXPECT_EQ(pick_group(q, {{{20, 40, 31}, true, "t"}, {{20, 40, 29}, true, "t"}}), 0u);
+  // An exact bucket beats everything farther.
+  EXPECT_EQ(pick_group(q, {{{21, 41, 31}, true, "2027"}, {{20, 40, 30}, false, "2000"}, {{20, 41, 30}, true, "2027"}}),
+            1u);
+  EXPECT_EQ(pick_group(q, {}), 0u);
+  EXPECT_TRUE(serves_group_better(q, {{20, 40, 30}, false, ""}, {{20, 40, 31}, true, "z"}));
+  EXPECT_FALSE(serves_group_better(q, {{20, 40, 30}, true, "t"}, {{20, 40, 30}, true, "t"}));
+}
+
+}  // namespace
+}  // namespace amax::db

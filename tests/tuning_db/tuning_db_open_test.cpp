@@ -17,11 +17,8 @@ const std::vector<std::string> kTrialColumns{
     "id",         "arch",           "dtype",         "n",
     "label",      "status",         "reason",        "median_us",
     "spread_us",  "samples",        "gbps",          "registers",
-    "prov_device_name", "prov_arch",  "prov_cu_count",
-    "prov_driver_version", "prov_compiler", "prov_template_hash", "prov_tool_version",
-    "prov_timing_protocol", "prov_timestamp",
-    "spill_bytes",        // added by the version-2 migration, so after the version-1 columns (fresh
-    "tie_rank", "confirm_median_us"};  // files run the same migrations); these two by version 3
+    "spill_bytes", "tie_rank", "confirm_median_us",  // versions 2 and 3; version 4 rebuilt the table in
+    "provenance_id"};                                // field-list order, the provenance as an id
 
 std::vector<std::string> column_names(const fs::path& db, const std::string& table) {
   std::vector<std::string> out;
@@ -35,8 +32,8 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   const fs::path p = file("x/y/z/tuning.sqlite");
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 3);
-    EXPECT_EQ(TuningDb::kSchemaVersion, 3);
+    EXPECT_EQ(db.schema_version(), 4);
+    EXPECT_EQ(TuningDb::kSchemaVersion, 4);
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
@@ -44,18 +41,31 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   }
   ASSERT_TRUE(fs::is_regular_file(p));
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"3"});
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"4"});
   EXPECT_EQ(raw_query(p, "PRAGMA application_id"), std::vector<std::string>{"1095582040"});
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
-            (std::vector<std::string>{"meta", "trials", "winners"}));
+            (std::vector<std::string>{"group_trials", "group_winners", "meta", "provenance", "trials", "winners"}));
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"),
-            (std::vector<std::string>{"trials_identity", "winners_identity"}));
+            (std::vector<std::string>{"group_trials_identity", "group_winners_identity", "provenance_unique",
+                                      "trials_identity", "winners_identity"}));
   EXPECT_EQ(column_names(p, "trials"), kTrialColumns);
   EXPECT_EQ(column_names(p, "winners"),
-            (std::vector<std::string>{"id", "arch", "dtype", "n", "label", "median_us", "gbps", "prov_device_name",
-                                      "prov_arch", "prov_cu_count", "prov_driver_version", "prov_compiler",
-                                      "prov_template_hash", "prov_tool_version", "prov_timing_protocol",
-                                      "prov_timestamp"}));
+            (std::vector<std::string>{"id", "arch", "dtype", "n", "label", "median_us", "gbps", "provenance_id"}));
+  EXPECT_EQ(column_names(p, "provenance"),
+            (std::vector<std::string>{"id", "device_name", "arch", "cu_count", "driver_version", "compiler",
+                                      "template_hash", "tool_version", "timing_protocol", "timestamp"}));
+  EXPECT_EQ(column_names(p, "group_trials"),
+            (std::vector<std::string>{"id", "arch", "dtype", "tensors", "total_bytes", "largest_bytes", "label",
+                                      "status", "reason", "median_us", "spread_us", "samples", "gbps", "registers",
+                                      "spill_bytes", "tie_rank", "confirm_median_us", "provenance_id"}));
+  EXPECT_EQ(column_names(p, "group_winners"),
+            (std::vector<std::string>{"id", "arch", "dtype", "tensors", "total_bytes", "largest_bytes", "label",
+                                      "median_us", "gbps", "provenance_id"}));
+  EXPECT_EQ(raw_query(p, "SELECT sql FROM sqlite_master WHERE name = 'trials_identity'"),
+            std::vector<std::string>{"CREATE UNIQUE INDEX trials_identity ON trials (arch, dtype, n, provenance_id, label)"});
+  EXPECT_EQ(raw_query(p, "SELECT sql FROM sqlite_master WHERE name = 'group_winners_identity'"),
+            std::vector<std::string>{"CREATE UNIQUE INDEX group_winners_identity ON group_winners (arch, dtype, "
+                                     "tensors, total_bytes, largest_bytes, provenance_id)"});
   // Clean close: the WAL was checkpointed and removed.
   EXPECT_EQ(listing(p.parent_path()), std::vector<std::string>{"tuning.sqlite"});
 }
@@ -156,7 +166,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 3);
+    EXPECT_EQ(db.schema_version(), 4);
     const auto trials = db.trials(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
@@ -168,16 +178,19 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
     db.record_key(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
     EXPECT_EQ(db.trials(key(8)).at(0).trial.spill_bytes, 7);
   }
-  EXPECT_EQ(log.count("migrated schema version 1 to 3"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"3"});
+  EXPECT_EQ(log.count("migrated schema version 1 to 4"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"4"});
   // The migrated tables have exactly the columns (names, types, NOT NULL, defaults) of a fresh file.
   const fs::path fresh = file("fresh.db");
   { (void)TuningDb::open(fresh); }
-  for (const char* table : {"trials", "winners", "meta"}) {
+  for (const char* table : {"trials", "winners", "meta", "provenance", "group_trials", "group_winners"}) {
     const std::string q = std::string("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info('") +
                           table + "') ORDER BY name";
     EXPECT_EQ(raw_query(p, q), raw_query(fresh, q)) << table;
   }
+  // ... and the same tables and indexes, created by the same statements.
+  const std::string schema = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name";
+  EXPECT_EQ(raw_query(p, schema), raw_query(fresh, schema));
   EXPECT_EQ(column_names(p, "trials"), kTrialColumns);
 }
 
@@ -189,7 +202,7 @@ TEST_F(OpenTest, FutureSchemaIsRefusedNamingBothVersions) {
   for (OpenMode mode : {OpenMode::ReadWrite, OpenMode::ReadOnly}) {
     const std::string msg = expect_db_error(ErrorKind::FutureSchema, [&] { (void)TuningDb::open(p, mode); });
     EXPECT_NE(msg.find("schema version 99"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 4"), std::string::npos) << msg;
     EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
   }
   EXPECT_EQ(read_bytes(p), before);

@@ -4,7 +4,9 @@
 
 #include <amax/db/error.hpp>
 #include <amax/db/field.hpp>
+#include <amax/db/group.hpp>
 #include <amax/db/key.hpp>
+#include <amax/db/nearest.hpp>
 #include <amax/db/provenance.hpp>
 #include <amax/db/trial.hpp>
 #include <amax/db/winner.hpp>
@@ -171,39 +173,98 @@ struct Codec<DType> : EnumCodec<DType, &amax::to_string, &amax::dtype_from_name>
 template <>
 struct Codec<TrialStatus> : EnumCodec<TrialStatus, &to_string, &parse_trial_status> {};
 
-/// One struct inside a stored row: its field list, the prefix of its SQL columns, the member of
-/// the row it lives in, and whether JSON export nests it under its own name.
+/// Schema version from which trials and winners (and the group tables, which start there) store
+/// their provenance once, as an id into the table `provenance` (one row per distinct provenance),
+/// instead of in their own prov_* columns.
+inline constexpr int kProvenanceTableSchema = 4;
+
+/// Whether the rows of a file at schema @p version reference their provenance by id.
+constexpr bool provenance_by_id(int version) { return version >= kProvenanceTableSchema; }
+
+/// The column of trials, winners, group_trials and group_winners (schema >= 4) naming the row's
+/// provenance.
+inline constexpr std::string_view kProvenanceId = "provenance_id";
+
+/// One struct inside a stored row: its field list, the prefix of its columns, the member of the
+/// row it lives in, whether JSON export nests it under its own name, and whether it is stored in
+/// the provenance table (schema >= 4) rather than in the row's own columns. The columns of a row
+/// as every reader sees them (SELECT lists, JSON, CSV, text dumps) are those of all parts, whatever
+/// the layout.
 template <class Row, class Sub, class Fields>
 struct Part {
   std::string_view prefix;
   const Fields* fields;
   Sub Row::*member;
-  std::string_view nest;  ///< non-empty: export_json nests these fields under this key
+  std::string_view nest;    ///< non-empty: export_json nests these fields under this key
+  bool referenced = false;  ///< provenance: kept in the provenance table from schema 4 on
 };
 
 template <class Row, class Sub, class Fields>
 constexpr Part<Row, Sub, Fields> part(std::string_view prefix, const Fields& fields, Sub Row::*member,
-                                      std::string_view nest = {}) {
-  return {prefix, &fields, member, nest};
+                                      std::string_view nest = {}, bool referenced = false) {
+  return {prefix, &fields, member, nest, referenced};
 }
 
+/// The parts of a stored row: its key, its payload (Trial or Winner), its provenance.
+template <class Row, class Key, class KeyFields, class Payload, class PayloadFields>
+constexpr auto row_parts(Key Row::*key, const KeyFields& key_list, Payload Row::*payload,
+                         const PayloadFields& payload_list) {
+  return std::tuple{part("", key_list, key), part("", payload_list, payload),
+                    part("prov_", provenance_fields, &Row::provenance, "provenance", true)};
+}
+
+// The stored tables. since_schema: the version that created the table.
 struct TrialsTable {
   using Row = TrialRow;
-  static constexpr std::string_view name = "trials";
-  static constexpr std::string_view dump_tag = "trial";
-  static constexpr auto parts = std::tuple{
-      part("", key_fields, &TrialRow::key), part("", trial_fields, &TrialRow::trial),
-      part("prov_", provenance_fields, &TrialRow::provenance, "provenance")};
+  static constexpr std::string_view name = "trials", dump_tag = "trial";
+  static constexpr int since_schema = 1;
+  static constexpr auto parts = row_parts(&Row::key, key_fields, &Row::trial, trial_fields);
 };
-
 struct WinnersTable {
   using Row = WinnerRow;
-  static constexpr std::string_view name = "winners";
-  static constexpr std::string_view dump_tag = "winner";
-  static constexpr auto parts = std::tuple{
-      part("", key_fields, &WinnerRow::key), part("", winner_fields, &WinnerRow::winner),
-      part("prov_", provenance_fields, &WinnerRow::provenance, "provenance")};
+  static constexpr std::string_view name = "winners", dump_tag = "winner";
+  static constexpr int since_schema = 1;
+  static constexpr auto parts = row_parts(&Row::key, key_fields, &Row::winner, winner_fields);
 };
+struct GroupTrialsTable {
+  using Row = GroupTrialRow;
+  static constexpr std::string_view name = "group_trials", dump_tag = "group_trial";
+  static constexpr int since_schema = 4;
+  static constexpr auto parts = row_parts(&Row::key, group_key_fields, &Row::trial, trial_fields);
+};
+struct GroupWinnersTable {
+  using Row = GroupWinnerRow;
+  static constexpr std::string_view name = "group_winners", dump_tag = "group_winner";
+  static constexpr int since_schema = 4;
+  static constexpr auto parts = row_parts(&Row::key, group_key_fields, &Row::winner, winner_fields);
+};
+
+/// Whether a file at schema @p version has Table.
+template <class Table>
+constexpr bool has_table(int version) {
+  return version >= Table::since_schema;
+}
+
+/// Whether rows of Table carry one variant each (trials: the label is part of their identity).
+template <class Table>
+constexpr bool per_label = requires(const typename Table::Row& r) { r.trial; };
+
+/// The field list of each stored struct.
+constexpr const auto& fields_of(const TuningKey&) { return key_fields; }
+constexpr const auto& fields_of(const GroupKey&) { return group_key_fields; }
+constexpr const auto& fields_of(const Trial&) { return trial_fields; }
+constexpr const auto& fields_of(const Winner&) { return winner_fields; }
+constexpr const auto& fields_of(const Provenance&) { return provenance_fields; }
+
+/// The payload of a row: its Trial or its Winner.
+template <class Row>
+const auto& payload(const Row& row) {
+  if constexpr (requires { row.trial; }) {
+    return row.trial;
+  } else {
+    return row.winner;
+  }
+}
 
 /// Calls f(part, field) for every column of Table, in column order.
 template <class Table, class F>
@@ -233,24 +294,43 @@ value_t<Fd> default_value(const Fd& field) {
   return field.get(fresh);
 }
 
-/// Columns of Table as "name TYPE NOT NULL[ DEFAULT x]" for fields present at schema @p version.
+/// "name TYPE NOT NULL DEFAULT x": the column definition of @p field named @p name.
+template <class Fd>
+std::string column_def(const std::string& name, const Fd& field) {
+  using T = value_t<Fd>;
+  return name + " " + std::string(Codec<T>::sql_type) + " NOT NULL DEFAULT " + Codec<T>::sql_literal(default_value(field));
+}
+
+/// The definitions of the columns Table stores itself at schema @p version that were introduced
+/// at @p min_since or later (the provenance part only before schema 4; provenance_id is not
+/// listed: see create_table in schema.cpp).
 template <class Table>
-std::vector<std::string> column_defs(int max_since, int min_since = 1) {
+std::vector<std::string> column_defs(int version, int min_since = 1) {
   std::vector<std::string> out;
   for_each_column<Table>([&](const auto& p, const auto& field) {
-    if (field.since_schema > max_since || field.since_schema < min_since) return;
-    using T = value_t<decltype(field)>;
-    out.push_back(column_name(p, field) + " " + std::string(Codec<T>::sql_type) + " NOT NULL DEFAULT " +
-                  Codec<T>::sql_literal(default_value(field)));
+    if (p.referenced && provenance_by_id(version)) return;
+    if (field.since_schema > version || field.since_schema < min_since) return;
+    out.push_back(column_def(column_name(p, field), field));
   });
   return out;
 }
 
-/// Names of all columns of Table (current schema).
+/// Names of all columns of Table as readers see them (current schema; prov_* included).
 template <class Table>
 std::vector<std::string> column_names() {
   std::vector<std::string> out;
   for_each_column<Table>([&](const auto& p, const auto& field) { out.push_back(column_name(p, field)); });
+  return out;
+}
+
+/// Names of the columns Table stores itself at the current schema, provenance_id last.
+template <class Table>
+std::vector<std::string> stored_column_names() {
+  std::vector<std::string> out;
+  for_each_column<Table>([&](const auto& p, const auto& field) {
+    if (!p.referenced) out.push_back(column_name(p, field));
+  });
+  out.emplace_back(kProvenanceId);
   return out;
 }
 
@@ -271,6 +351,24 @@ std::string select_list(int file_version) {
   return out;
 }
 
+/// The FROM source of Table's rows in a file at schema @p file_version, exposing every column
+/// select_list() names: before schema 4 the table itself; from schema 4 on a subquery joining it
+/// with the provenance table, whose columns come out under their prov_* names, so that every
+/// query (WHERE prov_compiler = ?, ORDER BY prov_device_name...) reads both layouts alike.
+template <class Table>
+std::string source(int file_version) {
+  const std::string table(Table::name);
+  if (!provenance_by_id(file_version)) return table;
+  std::string cols = "r.id AS id";
+  for_each_column<Table>([&](const auto& p, const auto& field) {
+    if (field.since_schema > file_version) return;  // select_list() reads the default
+    cols += p.referenced ? ", p." + std::string(field.name) + " AS " : ", r.";
+    cols += column_name(p, field);
+  });
+  return "(SELECT " + cols + " FROM " + table + " AS r JOIN provenance AS p ON p.id = r." + std::string(kProvenanceId) +
+         ") AS " + table;
+}
+
 inline std::string join(const std::vector<std::string>& v, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -280,24 +378,31 @@ inline std::string join(const std::vector<std::string>& v, std::string_view sep)
   return out;
 }
 
-/// "INSERT [OR REPLACE] INTO table (c...) VALUES (?...)".
-template <class Table>
-std::string insert_sql(bool replace) {
-  const auto cols = column_names<Table>();
-  std::string q = replace ? "INSERT OR REPLACE INTO " : "INSERT INTO ";
-  q += std::string(Table::name) + " (" + join(cols, ", ") + ") VALUES (";
-  for (std::size_t i = 0; i < cols.size(); ++i) q += i ? ", ?" : "?";
-  return q + ")";
+/// "?, ?, ..." with @p n parameters.
+inline std::string placeholders(std::size_t n) {
+  std::string q;
+  for (std::size_t i = 0; i < n; ++i) q += i ? ", ?" : "?";
+  return q;
 }
 
-/// Binds every column of @p row to parameters first, first+1, ...; returns the next index.
+/// "INSERT INTO table (c..., provenance_id) VALUES (?...)" for the current schema.
 template <class Table>
-int bind_row(SQLite::Statement& s, int first, const typename Table::Row& row) {
+std::string insert_sql() {
+  const auto cols = stored_column_names<Table>();
+  return "INSERT INTO " + std::string(Table::name) + " (" + join(cols, ", ") + ") VALUES (" + placeholders(cols.size()) + ")";
+}
+
+/// Binds the stored columns of @p row (current schema) to parameters first, first+1, ..., its
+/// provenance as @p provenance_id last; returns the next index.
+template <class Table>
+int bind_row(SQLite::Statement& s, int first, const typename Table::Row& row, std::int64_t provenance_id) {
   int i = first;
   for_each_column<Table>([&](const auto& p, const auto& field) {
+    if (p.referenced) return;
     using T = value_t<decltype(field)>;
     Codec<T>::bind(s, i++, field.get(row.*(p.member)));
   });
+  s.bind(i++, provenance_id);
   return i;
 }
 
@@ -371,35 +476,68 @@ int compare_fields(const Owner& a, const Owner& b, const Fields& fields, unsigne
   return r;
 }
 
-/// "prov_device_name = ? AND prov_arch = ? ..." for the provenance fields with @p role.
-inline std::string provenance_where(unsigned role) {
+/// "<prefix>a <sep> <prefix>b ..." for the fields of @p fields with any of @p roles (all if 0),
+/// each followed by @p suffix: column lists, WHERE conditions.
+template <class Fields>
+std::string field_columns(const Fields& fields, unsigned roles = 0, std::string_view prefix = "",
+                          std::string_view suffix = "", std::string_view sep = ", ") {
   std::string out;
-  for_each_field(provenance_fields, [&](const auto& field) {
-    if ((field.roles & role) == 0) return;
-    if (!out.empty()) out += " AND ";
-    out += "prov_" + std::string(field.name) + " = ?";
+  for_each_field(fields, [&](const auto& field) {
+    if (roles != 0 && (field.roles & roles) == 0) return;
+    if (!out.empty()) out += sep;
+    out += std::string(prefix) + std::string(field.name) + std::string(suffix);
   });
   return out;
 }
 
-/// Binds the provenance fields with @p role from @p p, starting at @p first; returns next index.
-inline int bind_provenance_where(SQLite::Statement& s, int first, const Provenance& p, unsigned role) {
+/// "a = ? AND b = ? ..." for the fields of @p fields with any of @p roles (all if 0).
+template <class Fields>
+std::string fields_where(const Fields& fields, unsigned roles = 0, std::string_view prefix = "") {
+  return field_columns(fields, roles, prefix, " = ?", " AND ");
+}
+
+/// Binds the fields of @p fields with any of @p roles (all if 0) of @p o, starting at @p first;
+/// returns the next index.
+template <class Owner, class Fields>
+int bind_fields(SQLite::Statement& s, int first, const Owner& o, const Fields& fields, unsigned roles = 0) {
   int i = first;
-  for_each_field(provenance_fields, [&](const auto& field) {
-    if ((field.roles & role) == 0) return;
+  for_each_field(fields, [&](const auto& field) {
+    if (roles != 0 && (field.roles & roles) == 0) return;
     using T = value_t<decltype(field)>;
-    Codec<T>::bind(s, i++, field.get(p));
+    Codec<T>::bind(s, i++, field.get(o));
   });
   return i;
 }
 
+/// "prov_device_name = ? AND prov_arch = ? ..." for the provenance fields with @p role (the
+/// columns of source()).
+inline std::string provenance_where(unsigned role) { return fields_where(provenance_fields, role, "prov_"); }
+
+/// Binds the provenance fields with @p role from @p p, starting at @p first; returns next index.
+inline int bind_provenance_where(SQLite::Statement& s, int first, const Provenance& p, unsigned role) {
+  return bind_fields(s, first, p, provenance_fields, role);
+}
+
 /// "prov_a, prov_b" of provenance fields with @p role, for ORDER BY.
-inline std::string provenance_columns(unsigned role) {
+inline std::string provenance_columns(unsigned role) { return field_columns(provenance_fields, role, "prov_"); }
+
+/// For a stored table (schema >= 4): "provenance_id IN (SELECT id FROM provenance WHERE
+/// device_name = ? AND ...)", the rows whose provenance has the identity bound there
+/// (bind_provenance_where with kIdentity).
+inline std::string identity_ids_where() {
+  return std::string(kProvenanceId) + " IN (SELECT id FROM provenance WHERE " +
+         fields_where(provenance_fields, kIdentity) + ")";
+}
+
+/// Text of the fields of @p fields with any of @p roles (all if 0) of @p o, each ended by '\x1f'.
+template <class Owner, class Fields>
+std::string fields_text(const Owner& o, const Fields& fields, unsigned roles = 0) {
   std::string out;
-  for_each_field(provenance_fields, [&](const auto& field) {
-    if ((field.roles & role) == 0) return;
-    if (!out.empty()) out += ", ";
-    out += "prov_" + std::string(field.name);
+  for_each_field(fields, [&](const auto& field) {
+    if (roles != 0 && (field.roles & roles) == 0) return;
+    using T = value_t<decltype(field)>;
+    out += Codec<T>::to_text(field.get(o));
+    out += '\x1f';
   });
   return out;
 }
@@ -408,32 +546,27 @@ inline std::string provenance_columns(unsigned role) {
 /// (key + provenance identity, + label for trials).
 template <class Row>
 std::string unique_key(const Row& row) {
-  std::string out;
-  auto add = [&](const auto& owner, const auto& fields, unsigned roles) {
-    for_each_field(fields, [&](const auto& field) {
-      if (roles != 0 && (field.roles & roles) == 0) return;
-      using T = value_t<decltype(field)>;
-      out += Codec<T>::to_text(field.get(owner));
-      out += '\x1f';
-    });
-  };
-  add(row.key, key_fields, 0);
-  add(row.provenance, provenance_fields, kIdentity);
-  if constexpr (std::is_same_v<Row, TrialRow>) out += row.trial.label;
+  std::string out = fields_text(row.key, fields_of(row.key)) + fields_text(row.provenance, provenance_fields, kIdentity);
+  if constexpr (requires { row.trial; }) out += row.trial.label;
   return out;
+}
+
+/// Text equal for two group keys with provenances exactly when the database keeps only one of
+/// them: same arch, dtype, group_bucket() and provenance identity.
+inline std::string group_slot(const GroupKey& key, const Provenance& provenance) {
+  const GroupBucket b = group_bucket(key);
+  return key.arch + '\x1f' + std::string(to_string(key.dtype)) + '\x1f' + std::to_string(b.tensors) + '\x1f' +
+         std::to_string(b.total_bytes) + '\x1f' + std::to_string(b.largest_bytes) + '\x1f' +
+         fields_text(provenance, provenance_fields, kIdentity);
 }
 
 /// Orders rows by key, provenance identity, (label), then every remaining field: the canonical
 /// order of exports and text dumps.
 template <class Row>
 bool canonical_less(const Row& a, const Row& b) {
-  if (int c = compare_fields(a.key, b.key, key_fields)) return c < 0;
+  if (int c = compare_fields(a.key, b.key, fields_of(a.key))) return c < 0;
   if (int c = compare_fields(a.provenance, b.provenance, provenance_fields, kIdentity)) return c < 0;
-  if constexpr (std::is_same_v<Row, TrialRow>) {
-    if (int c = compare_fields(a.trial, b.trial, trial_fields)) return c < 0;
-  } else {
-    if (int c = compare_fields(a.winner, b.winner, winner_fields)) return c < 0;
-  }
+  if (int c = compare_fields(payload(a), payload(b), fields_of(payload(a)))) return c < 0;
   return compare_fields(a.provenance, b.provenance, provenance_fields) < 0;
 }
 

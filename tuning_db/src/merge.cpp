@@ -1,5 +1,6 @@
 #include <amax/db/merge.hpp>
 
+#include <amax/db/nearest.hpp>
 #include <amax/db/tuning_db.hpp>
 
 #include "codec.hpp"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace amax::db {
 
@@ -18,18 +20,112 @@ namespace fs = std::filesystem;
 
 namespace {
 
+template <class Row>
 struct Candidate {
-  const WinnerRow* row;
+  const Row* row;
   char src;  // 'a' or 'b'
 };
 
-bool faster(const Candidate& x, const Candidate& y) {
+template <class Row>
+bool faster(const Candidate<Row>& x, const Candidate<Row>& y) {
   if (x.row->winner.median_us != y.row->winner.median_us) return x.row->winner.median_us < y.row->winner.median_us;
   if (x.src != y.src) return x.src < y.src;
   if (x.row->provenance.timestamp != y.row->provenance.timestamp) {
     return x.row->provenance.timestamp > y.row->provenance.timestamp;
   }
   return detail::canonical_less(*x.row, *y.row);
+}
+
+/// The unit of merging: a single-tensor key itself; for a group key its arch, dtype and bucket.
+TuningKey unit_of(const TuningKey& key) { return key; }
+std::tuple<std::string, std::string, GroupBucket> unit_of(const GroupKey& key) {
+  return {key.arch, std::string(to_string(key.dtype)), group_bucket(key)};
+}
+
+/// Where a trial without a winner may go: per unit and identity one key (for single keys that is
+/// the key itself; for group keys the first shape seen in the bucket).
+std::string slot_of(const TrialRow& t) { return detail::unique_key(WinnerRow{t.key, {}, t.provenance}); }
+std::string slot_of(const GroupTrialRow& t) { return detail::group_slot(t.key, t.provenance); }
+
+/// The merge of one kind of rows (single-tensor or group): the rows to write and the contested
+/// units; a conflict (different devices, not allowed) is counted and the first one described.
+template <class WRow, class TRow>
+struct TableMerge {
+  using Key = std::decay_t<decltype(std::declval<WRow>().key)>;
+  std::vector<WRow> winners;
+  std::vector<TRow> trials;
+  std::vector<BasicMergeDecision<Key, WRow>> contested;
+  std::size_t conflicts = 0;
+  std::string first_conflict;
+};
+
+template <class WRow, class TRow>
+TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector<WRow>& wb, const std::vector<TRow>& ta,
+                                  const std::vector<TRow>& tb, const fs::path& a_path, const fs::path& b_path,
+                                  const MergePolicy& policy) {
+  using Key = typename TableMerge<WRow, TRow>::Key;
+  TableMerge<WRow, TRow> m;
+  std::map<decltype(unit_of(std::declval<Key>())), std::vector<Candidate<WRow>>> by_unit;
+  for (const auto& w : wa) by_unit[unit_of(w.key)].push_back({&w, 'a'});
+  for (const auto& w : wb) by_unit[unit_of(w.key)].push_back({&w, 'b'});
+
+  auto src_path = [&](char src) { return src == 'a' ? a_path : b_path; };
+  std::vector<Candidate<WRow>> kept;
+  for (auto& [unit, cands] : by_unit) {
+    std::sort(cands.begin(), cands.end(), faster<WRow>);
+    const Candidate<WRow>& best = cands.front();
+    kept.push_back(best);
+    m.winners.push_back(*best.row);
+    if (cands.size() == 1) continue;
+    const Candidate<WRow>* other_device = nullptr;
+    for (std::size_t i = 1; i < cands.size() && !other_device; ++i) {
+      if (!same_device(cands[i].row->provenance, best.row->provenance)) other_device = &cands[i];
+    }
+    if (other_device && !policy.allow_different_devices) {
+      if (m.conflicts++ == 0) {
+        m.first_conflict = "key " + to_string(best.row->key) + " has winners measured on different devices: " +
+                           describe_device(best.row->provenance) + " from " + quoted(src_path(best.src)) + " and " +
+                           describe_device(other_device->row->provenance) + " from " +
+                           quoted(src_path(other_device->src));
+      }
+      continue;
+    }
+    typename decltype(m.contested)::value_type d;
+    d.key = best.row->key;
+    d.kept = *best.row;
+    d.kept_from = best.src;
+    d.dropped = *cands[1].row;
+    d.different_devices = other_device != nullptr;
+    for (auto name : differing_fields(best.row->provenance, cands[1].row->provenance)) d.differing_fields.emplace_back(name);
+    if (other_device) {
+      spdlog::warn("merge: key {}: kept the winner from {} ({}, {} us) over one from a different device {} ({} us), "
+                   "as allowed by MergePolicy::allow_different_devices",
+                   to_string(best.row->key), describe_device(best.row->provenance), src_path(best.src).string(),
+                   best.row->winner.median_us, describe_device(other_device->row->provenance),
+                   other_device->row->winner.median_us);
+    }
+    m.contested.push_back(std::move(d));
+  }
+  std::sort(m.contested.begin(), m.contested.end(), [](const auto& x, const auto& y) { return x.key < y.key; });
+
+  // Trials: those of each kept winner (same key and provenance, same input); for units without
+  // any winner, the trials of both inputs (a's first), one key per unit and identity.
+  for (const auto& c : kept) {
+    const auto& pool = c.src == 'a' ? ta : tb;
+    for (const auto& t : pool) {
+      if (t.key == c.row->key && t.provenance == c.row->provenance) m.trials.push_back(t);
+    }
+  }
+  std::set<std::string> taken;
+  std::map<std::string, Key> slot_key;
+  for (const auto* pool : {&ta, &tb}) {
+    for (const auto& t : *pool) {
+      if (by_unit.count(unit_of(t.key))) continue;
+      if (!(slot_key.emplace(slot_of(t), t.key).first->second == t.key)) continue;
+      if (taken.insert(detail::unique_key(t)).second) m.trials.push_back(t);
+    }
+  }
+  return m;
 }
 
 bool same_path(const fs::path& x, const fs::path& y) {
@@ -55,83 +151,30 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
 
   std::vector<WinnerRow> wa, wb;
   std::vector<TrialRow> ta, tb;
+  std::vector<GroupWinnerRow> gwa, gwb;
+  std::vector<GroupTrialRow> gta, gtb;
   {
     const TuningDb a = TuningDb::open(a_path, OpenMode::ReadOnly);
     wa = a.winners();
     ta = a.all_trials();
+    gwa = a.group_winners();
+    gta = a.all_group_trials();
   }
   {
     const TuningDb b = TuningDb::open(b_path, OpenMode::ReadOnly);
     wb = b.winners();
     tb = b.all_trials();
+    gwb = b.group_winners();
+    gtb = b.all_group_trials();
   }
 
-  std::map<TuningKey, std::vector<Candidate>> by_key;
-  for (const auto& w : wa) by_key[w.key].push_back({&w, 'a'});
-  for (const auto& w : wb) by_key[w.key].push_back({&w, 'b'});
-
-  auto src_path = [&](char src) { return src == 'a' ? a_path : b_path; };
-  MergeReport report;
-  std::vector<WinnerRow> out_winners;
-  std::vector<const Candidate*> kept;
-  std::size_t conflicts = 0;
-  std::string first_conflict;
-  for (auto& [key, cands] : by_key) {
-    std::sort(cands.begin(), cands.end(), faster);
-    const Candidate& best = cands.front();
-    kept.push_back(&best);
-    out_winners.push_back(*best.row);
-    if (cands.size() == 1) continue;
-    const Candidate* other_device = nullptr;
-    for (std::size_t i = 1; i < cands.size() && !other_device; ++i) {
-      if (!same_device(cands[i].row->provenance, best.row->provenance)) other_device = &cands[i];
-    }
-    if (other_device && !policy.allow_different_devices) {
-      if (conflicts++ == 0) {
-        first_conflict = "key " + to_string(key) + " has winners measured on different devices: " +
-                         describe_device(best.row->provenance) + " from " + quoted(src_path(best.src)) + " and " +
-                         describe_device(other_device->row->provenance) + " from " +
-                         quoted(src_path(other_device->src));
-      }
-      continue;
-    }
-    MergeDecision d;
-    d.key = key;
-    d.kept = *best.row;
-    d.kept_from = best.src;
-    d.dropped = *cands[1].row;
-    d.different_devices = other_device != nullptr;
-    for (auto name : differing_fields(best.row->provenance, cands[1].row->provenance)) d.differing_fields.emplace_back(name);
-    if (other_device) {
-      spdlog::warn("merge: key {}: kept the winner from {} ({}, {} us) over one from a different device {} ({} us), "
-                   "as allowed by MergePolicy::allow_different_devices",
-                   to_string(key), describe_device(best.row->provenance), src_path(best.src).string(),
-                   best.row->winner.median_us, describe_device(other_device->row->provenance),
-                   other_device->row->winner.median_us);
-    }
-    report.contested.push_back(std::move(d));
-  }
-  if (conflicts > 0) {
-    invalid(first_conflict + (conflicts > 1 ? " (and " + std::to_string(conflicts - 1) + " more key(s))" : "") +
+  auto single = merge_rows(wa, wb, ta, tb, a_path, b_path, policy);
+  auto group = merge_rows(gwa, gwb, gta, gtb, a_path, b_path, policy);
+  if (const std::size_t conflicts = single.conflicts + group.conflicts; conflicts > 0) {
+    invalid((single.conflicts ? single.first_conflict : group.first_conflict) +
+            (conflicts > 1 ? " (and " + std::to_string(conflicts - 1) + " more key(s))" : "") +
             "; rows from different devices are never mixed silently: set "
             "MergePolicy::allow_different_devices to keep the faster winner anyway");
-  }
-
-  // Trials: those of each kept winner (same key and provenance, same input); for keys without
-  // any winner, the trials of both inputs (a's first).
-  std::vector<TrialRow> out_trials;
-  for (const Candidate* c : kept) {
-    const auto& pool = c->src == 'a' ? ta : tb;
-    for (const auto& t : pool) {
-      if (t.key == c->row->key && t.provenance == c->row->provenance) out_trials.push_back(t);
-    }
-  }
-  std::set<std::string> taken;
-  for (const auto* pool : {&ta, &tb}) {
-    for (const auto& t : *pool) {
-      if (by_key.count(t.key)) continue;
-      if (taken.insert(detail::unique_key(t)).second) out_trials.push_back(t);
-    }
   }
 
   const fs::path tmp = detail::temp_beside(out_path);
@@ -140,7 +183,7 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
       OpenOptions opts;
       opts.wal = false;
       TuningDb out = TuningDb::open(tmp, OpenMode::ReadWrite, opts);
-      out.import_rows(out_winners, out_trials);
+      out.import_rows(single.winners, single.trials, group.winners, group.trials);
     }
     detail::remove_companions(out_path);
     fs::rename(tmp, out_path, ec);
@@ -154,8 +197,13 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
     detail::remove_companions(tmp);
     throw;
   }
-  report.winners_written = out_winners.size();
-  report.trials_written = out_trials.size();
+  MergeReport report;
+  report.winners_written = single.winners.size();
+  report.trials_written = single.trials.size();
+  report.contested = std::move(single.contested);
+  report.group_winners_written = group.winners.size();
+  report.group_trials_written = group.trials.size();
+  report.group_contested = std::move(group.contested);
   return report;
 }
 

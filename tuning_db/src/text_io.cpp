@@ -61,19 +61,51 @@ std::string dump_line(const typename Table::Row& row) {
 
 }  // namespace
 
+namespace {
+
+template <class Table>
+ojson json_array(const std::vector<typename Table::Row>& rows) {
+  ojson arr = ojson::array();
+  for (const auto& r : rows) arr.push_back(detail::to_nested_json<Table>(r));
+  return arr;
+}
+
+/// Writes the winner line(s) and the trial lines of each key and identity, in canonical order.
+template <class WinnersT, class TrialsT>
+void dump_rows(std::ostream& out, std::vector<typename WinnersT::Row> ws, std::vector<typename TrialsT::Row> ts) {
+  std::sort(ws.begin(), ws.end(), detail::canonical_less<typename WinnersT::Row>);
+  std::sort(ts.begin(), ts.end(), detail::canonical_less<typename TrialsT::Row>);
+  // Group by key and identity: the winner line first, then its trials.
+  auto group_cmp = [](const auto& a, const auto& b) {
+    if (int c = detail::compare_fields(a.key, b.key, detail::fields_of(a.key))) return c;
+    return detail::compare_fields(a.provenance, b.provenance, provenance_fields, kIdentity);
+  };
+  std::size_t i = 0, j = 0;
+  while (i < ws.size() || j < ts.size()) {
+    if (j == ts.size() || (i < ws.size() && group_cmp(ws[i], ts[j]) <= 0)) {
+      out << dump_line<WinnersT>(ws[i++]) << '\n';
+    } else {
+      out << dump_line<TrialsT>(ts[j++]) << '\n';
+    }
+  }
+}
+
+}  // namespace
+
 void TuningDb::export_json(std::ostream& out, ExportTable table) const {
-  const auto [ws, ts] = impl().snapshot(table != ExportTable::Trials, table != ExportTable::Winners);
+  const bool group_only = table == ExportTable::GroupWinners || table == ExportTable::GroupTrials;
+  const bool winners = table == ExportTable::Winners || table == ExportTable::All || table == ExportTable::GroupWinners;
+  const bool trials = table == ExportTable::Trials || table == ExportTable::All || table == ExportTable::GroupTrials;
+  const Impl::Snapshot s = impl().snapshot(winners, trials);
   ojson doc = ojson::object();
   doc["schema_version"] = kSchemaVersion;
-  if (table != ExportTable::Trials) {
-    ojson arr = ojson::array();
-    for (const auto& w : ws) arr.push_back(detail::to_nested_json<detail::WinnersTable>(w));
-    doc["winners"] = std::move(arr);
+  if (winners && !group_only) doc["winners"] = json_array<detail::WinnersTable>(s.winners);
+  if (trials && !group_only) doc["trials"] = json_array<detail::TrialsTable>(s.trials);
+  if (winners && (group_only || !s.group_winners.empty())) {
+    doc["group_winners"] = json_array<detail::GroupWinnersTable>(s.group_winners);
   }
-  if (table != ExportTable::Winners) {
-    ojson arr = ojson::array();
-    for (const auto& t : ts) arr.push_back(detail::to_nested_json<detail::TrialsTable>(t));
-    doc["trials"] = std::move(arr);
+  if (trials && (group_only || !s.group_trials.empty())) {
+    doc["group_trials"] = json_array<detail::GroupTrialsTable>(s.group_trials);
   }
   out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
   check_stream(out, impl().path, "JSON export");
@@ -87,36 +119,31 @@ void TuningDb::export_csv(std::ostream& out, ExportTable table) const {
     case ExportTable::Trials:
       write_csv<detail::TrialsTable>(out, all_trials());
       break;
+    case ExportTable::GroupWinners:
+      write_csv<detail::GroupWinnersTable>(out, group_winners());
+      break;
+    case ExportTable::GroupTrials:
+      write_csv<detail::GroupTrialsTable>(out, all_group_trials());
+      break;
     case ExportTable::All:
       throw DbError(ErrorKind::InvalidArgument,
                     "tuning database " + quoted(impl().path) +
-                        ": export_csv writes one table per CSV; ask for ExportTable::Winners or ::Trials",
+                        ": export_csv writes one table per CSV; ask for ExportTable::Winners, ::Trials, "
+                        "::GroupWinners or ::GroupTrials",
                     impl().path);
   }
   check_stream(out, impl().path, "CSV export");
 }
 
 void TuningDb::dump_text(std::ostream& out) const {
-  auto [ws, ts] = impl().snapshot();
-  std::sort(ws.begin(), ws.end(), detail::canonical_less<WinnerRow>);
-  std::sort(ts.begin(), ts.end(), detail::canonical_less<TrialRow>);
+  Impl::Snapshot s = impl().snapshot();
   ojson header = ojson::object();
   header["format"] = std::string(kTextFormat);
   header["schema_version"] = kSchemaVersion;
   out << header.dump() << '\n';
-  // Group by key and identity: the winner line first, then its trials.
-  auto group_cmp = [](const auto& a, const auto& b) {
-    if (int c = detail::compare_fields(a.key, b.key, key_fields)) return c;
-    return detail::compare_fields(a.provenance, b.provenance, provenance_fields, kIdentity);
-  };
-  std::size_t i = 0, j = 0;
-  while (i < ws.size() || j < ts.size()) {
-    if (j == ts.size() || (i < ws.size() && group_cmp(ws[i], ts[j]) <= 0)) {
-      out << dump_line<detail::WinnersTable>(ws[i++]) << '\n';
-    } else {
-      out << dump_line<detail::TrialsTable>(ts[j++]) << '\n';
-    }
-  }
+  dump_rows<detail::WinnersTable, detail::TrialsTable>(out, std::move(s.winners), std::move(s.trials));
+  dump_rows<detail::GroupWinnersTable, detail::GroupTrialsTable>(out, std::move(s.group_winners),
+                                                                  std::move(s.group_trials));
   check_stream(out, impl().path, "text dump");
 }
 
@@ -164,9 +191,32 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
   TextParser p{out_path};
   std::vector<WinnerRow> ws;
   std::vector<TrialRow> ts;
+  std::vector<GroupWinnerRow> gws;
+  std::vector<GroupTrialRow> gts;
   std::map<std::string, std::size_t> seen;  // unique key -> line
+  std::map<std::string, std::pair<GroupKey, std::size_t>> slots;  // group slot -> its shape, line
   bool header = false;
   std::string text;
+  // Parses a row of Table, checks it and its uniqueness, and appends it to rows.
+  auto take = [&](auto table, const ojson& j, auto& rows) {
+    using Table = decltype(table);
+    typename Table::Row row = p.parse_row<Table>(j);
+    if (const std::string err = detail::check_row(row); !err.empty()) p.fail(err);
+    const std::string ukey = std::string(Table::dump_tag) + '\x1f' + detail::unique_key(row);
+    if (auto [it, inserted] = seen.emplace(ukey, p.line); !inserted) {
+      p.fail("duplicates line " + std::to_string(it->second) + " (same key, provenance identity" +
+             (detail::per_label<Table> ? std::string(" and label)") : std::string(")")));
+    }
+    if constexpr (std::is_same_v<std::decay_t<decltype(row.key)>, GroupKey>) {
+      const auto [it, inserted] = slots.emplace(detail::group_slot(row.key, row.provenance), std::make_pair(row.key, p.line));
+      if (!inserted && !(it->second.first == row.key)) {
+        p.fail("the group key " + to_string(row.key) + " lies in the bucket of " + to_string(it->second.first) +
+               " (line " + std::to_string(it->second.second) +
+               ") with the same provenance identity; a database keeps one shape per bucket and identity");
+      }
+    }
+    rows.push_back(std::move(row));
+  };
   while (std::getline(in, text)) {
     ++p.line;
     if (!text.empty() && text.back() == '\r') text.pop_back();
@@ -196,31 +246,26 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
     }
     const auto tag = j.find("row");
     if (tag == j.end() || !tag->is_string()) p.fail("missing \"row\": \"winner\" or \"trial\"");
-    std::string err, ukey;
     const std::string kind = tag->get<std::string>();
+    auto need_groups = [&] {
+      if (!detail::has_table<detail::GroupWinnersTable>(p.version)) {
+        p.fail("a " + kind + " row needs a dump of schema version " +
+               std::to_string(detail::GroupWinnersTable::since_schema) + " or later (the header says " +
+               std::to_string(p.version) + ")");
+      }
+    };
     if (kind == detail::WinnersTable::dump_tag) {
-      WinnerRow w = p.parse_row<detail::WinnersTable>(j);
-      for (const std::string& e : {detail::check_key(w.key), detail::check_provenance(w.provenance),
-                                   detail::check_winner(w.winner)}) {
-        if (err.empty()) err = e;
-      }
-      ukey = "w\x1f" + detail::unique_key(w);
-      ws.push_back(std::move(w));
+      take(detail::WinnersTable{}, j, ws);
     } else if (kind == detail::TrialsTable::dump_tag) {
-      TrialRow t = p.parse_row<detail::TrialsTable>(j);
-      for (const std::string& e : {detail::check_key(t.key), detail::check_provenance(t.provenance),
-                                   detail::check_trial(t.trial)}) {
-        if (err.empty()) err = e;
-      }
-      ukey = "t\x1f" + detail::unique_key(t);
-      ts.push_back(std::move(t));
+      take(detail::TrialsTable{}, j, ts);
+    } else if (kind == detail::GroupWinnersTable::dump_tag) {
+      need_groups();
+      take(detail::GroupWinnersTable{}, j, gws);
+    } else if (kind == detail::GroupTrialsTable::dump_tag) {
+      need_groups();
+      take(detail::GroupTrialsTable{}, j, gts);
     } else {
-      p.fail("unknown row type " + tag->dump() + " (expected \"winner\" or \"trial\")");
-    }
-    if (!err.empty()) p.fail(err);
-    if (auto [it, inserted] = seen.emplace(ukey, p.line); !inserted) {
-      p.fail("duplicates line " + std::to_string(it->second) + " (same key, provenance identity" +
-             (ukey[0] == 't' ? std::string(" and label)") : std::string(")")));
+      p.fail("unknown row type " + tag->dump() + " (expected \"winner\", \"trial\", \"group_winner\" or \"group_trial\")");
     }
   }
   if (in.bad()) throw DbError(ErrorKind::Io, "text dump for " + quoted(out_path) + ": reading the input failed", out_path);
@@ -235,7 +280,7 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
       OpenOptions opts;
       opts.wal = false;
       TuningDb db = open(tmp, OpenMode::ReadWrite, opts);
-      db.import_rows(ws, ts);
+      db.import_rows(ws, ts, gws, gts);
       db.use_rollback_journal();
     }
     detail::remove_companions(out_path);

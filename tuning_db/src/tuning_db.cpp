@@ -3,6 +3,7 @@
 
 #include "codec.hpp"
 #include "schema.hpp"
+#include "store.hpp"
 #include "tuning_db_impl.hpp"
 #include "util.hpp"
 #include "validate.hpp"
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <system_error>
 
 namespace amax::db {
@@ -30,24 +32,61 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// "arch = ? AND dtype = ? AND n = ?"
-constexpr const char* kKeyWhere = "arch = ? AND dtype = ? AND n = ?";
-
-int bind_key(SQLite::Statement& s, int first, const TuningKey& key) {
-  int i = first;
-  for_each_field(key_fields, [&](const auto& field) {
-    using T = detail::value_t<decltype(field)>;
-    detail::Codec<T>::bind(s, i++, field.get(key));
-  });
-  return i;
-}
-
 std::string identity_order() { return detail::provenance_columns(kIdentity); }
 
 std::vector<std::string> read_rows_text(SQLite::Statement& q) {
   std::vector<std::string> rows;
   while (q.executeStep()) rows.push_back(q.getColumn(0).getString());
   return rows;
+}
+
+/// "ORDER BY" of the canonical listing of Table: key, provenance identity, (label), id.
+template <class Table>
+std::string listing_order() {
+  std::string order = detail::field_columns(*std::get<0>(Table::parts).fields) + ", " + identity_order();
+  if constexpr (detail::per_label<Table>) order += ", label";
+  return order + ", id";
+}
+
+/// The rows of Table (in the file's layout) matching @p where (empty: all), parameters bound by
+/// @p bind, in the order @p order; none when the file's schema predates the table. Call inside
+/// Impl::run(); may throw SQLite::Exception, DbError(Corrupt) for a value it cannot parse.
+template <class Table, class Bind>
+std::vector<typename Table::Row> select_rows(const TuningDb::Impl& im, const std::string& where, const std::string& order,
+                                             Bind&& bind) {
+  if (!detail::has_table<Table>(im.version)) return {};
+  SQLite::Statement q(*im.db, "SELECT " + detail::select_list<Table>(im.version) + " FROM " +
+                                  detail::source<Table>(im.version) + (where.empty() ? "" : " WHERE " + where) +
+                                  " ORDER BY " + order);
+  bind(q);
+  std::vector<typename Table::Row> out;
+  while (q.executeStep()) out.push_back(detail::read_row<Table>(q, im.path));
+  return out;
+}
+
+/// The rows of Table matching a WinnerFilter, in listing order.
+template <class Table>
+std::vector<typename Table::Row> select_filtered(const TuningDb::Impl& im, const WinnerFilter& filter) {
+  std::vector<std::string> conds;
+  if (filter.arch) conds.push_back("arch = ?");
+  if (filter.dtype) conds.push_back("dtype = ?");
+  return select_rows<Table>(im, detail::join(conds, " AND "), listing_order<Table>(), [&](SQLite::Statement& q) {
+    int i = 1;
+    if (filter.arch) q.bind(i++, *filter.arch);
+    if (filter.dtype) q.bind(i++, std::string(to_string(*filter.dtype)));
+  });
+}
+
+/// Whether @p key's counts fit SQLite's signed integers (larger ones are never stored).
+template <class Key>
+bool storable(const Key& key) {
+  bool ok = true;
+  for_each_field(detail::fields_of(key), [&](const auto& field) {
+    if constexpr (std::is_same_v<detail::value_t<decltype(field)>, std::uint64_t>) {
+      ok &= field.get(key) <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    }
+  });
+  return ok;
 }
 
 }  // namespace
@@ -466,39 +505,54 @@ TuningDb TuningDb::rebuild(const fs::path& path, fs::path* moved_to, const OpenO
 // ---------------------------------------------------------------------------------------------
 // writes
 
+namespace {
+
+/// record_key / record_group_key: in one transaction, @p clear deletes what the new rows replace
+/// (returning how many rows), then the trials and the winner are inserted with the provenance's
+/// id, and provenance rows left unreferenced are deleted.
+template <class TrialsT, class WinnersT, class Key, class Clear>
+void record(TuningDb::Impl& im, const Key& key, const Provenance& provenance, std::span<const Trial> trials,
+            const std::optional<Winner>& winner, Clear&& clear) {
+  im.run("recording " + to_string(key), [&] {
+    SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
+    const int deleted = clear();
+    detail::ProvenanceIds ids(*im.db);
+    detail::RowWriter<TrialsT> trial_writer(*im.db, ids);
+    for (const Trial& trial : trials) trial_writer.insert({key, trial, provenance});
+    if (winner) detail::RowWriter<WinnersT>(*im.db, ids).insert({key, *winner, provenance});
+    if (deleted > 0) detail::delete_unused_provenance(*im.db);
+    t.commit();
+  });
+}
+
+}  // namespace
+
 void TuningDb::record_key(const TuningKey& key, const Provenance& provenance, std::span<const Trial> trials,
                           const std::optional<Winner>& winner) {
   Impl& im = impl();
   im.require_writable("record_key");
   detail::validate_record(im.path, key, provenance, trials, winner);
-  const std::string where = std::string(kKeyWhere) + " AND " + detail::provenance_where(kIdentity);
-  im.run("recording " + to_string(key), [&] {
-    SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
-    for (const char* table : {"trials", "winners"}) {
-      SQLite::Statement del(*im.db, std::string("DELETE FROM ") + table + " WHERE " + where);
-      detail::bind_provenance_where(del, bind_key(del, 1, key), provenance, kIdentity);
-      del.exec();
-    }
-    if (!trials.empty()) {
-      SQLite::Statement ins(*im.db, detail::insert_sql<detail::TrialsTable>(false));
-      TrialRow row{key, {}, provenance};
-      for (const Trial& trial : trials) {
-        row.trial = trial;
-        ins.reset();
-        detail::bind_row<detail::TrialsTable>(ins, 1, row);
-        ins.exec();
-      }
-    }
-    if (winner) {
-      SQLite::Statement ins(*im.db, detail::insert_sql<detail::WinnersTable>(false));
-      detail::bind_row<detail::WinnersTable>(ins, 1, WinnerRow{key, *winner, provenance});
-      ins.exec();
-    }
-    t.commit();
+  record<detail::TrialsTable, detail::WinnersTable>(im, key, provenance, trials, winner, [&] {
+    return detail::delete_same_identity<detail::TrialsTable>(*im.db, {key, {}, provenance}, false) +
+           detail::delete_same_identity<detail::WinnersTable>(*im.db, {key, {}, provenance}, false);
   });
 }
 
+void TuningDb::record_group_key(const GroupKey& key, const Provenance& provenance, std::span<const Trial> trials,
+                                const std::optional<Winner>& winner) {
+  Impl& im = impl();
+  im.require_writable("record_group_key");
+  detail::validate_record(im.path, key, provenance, trials, winner);
+  record<detail::GroupTrialsTable, detail::GroupWinnersTable>(
+      im, key, provenance, trials, winner, [&] { return detail::delete_group_bucket(*im.db, key, provenance, false); });
+}
+
 void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials) {
+  import_rows(winners, trials, {}, {});
+}
+
+void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials,
+                           std::span<const GroupWinnerRow> group_winners, std::span<const GroupTrialRow> group_trials) {
   Impl& im = impl();
   im.require_writable("import_rows");
   auto fail = [&](const std::string& what, std::size_t i, const std::string& msg) {
@@ -507,32 +561,55 @@ void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const T
                       std::to_string(i) + ": " + msg,
                   im.path);
   };
-  for (std::size_t i = 0; i < winners.size(); ++i) {
-    for (const std::string& e : {detail::check_key(winners[i].key), detail::check_provenance(winners[i].provenance),
-                                 detail::check_winner(winners[i].winner)}) {
-      if (!e.empty()) fail("winner", i, e);
+  auto check = [&](const auto& rows, const std::string& what) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (const std::string e = detail::check_row(rows[i]); !e.empty()) fail(what, i, e);
     }
-  }
-  for (std::size_t i = 0; i < trials.size(); ++i) {
-    for (const std::string& e : {detail::check_key(trials[i].key), detail::check_provenance(trials[i].provenance),
-                                 detail::check_trial(trials[i].trial)}) {
-      if (!e.empty()) fail("trial", i, e);
+  };
+  check(winners, "winner");
+  check(trials, "trial");
+  check(group_winners, "group winner");
+  check(group_trials, "group trial");
+  // One shape per arch, dtype, bucket and identity among the group rows themselves.
+  struct Shape {
+    const GroupKey* key;
+    const Provenance* provenance;
+    std::string row;  // "group winner row 3", for messages
+  };
+  std::map<std::string, Shape> shapes;  // detail::group_slot -> the first shape seen there
+  auto claim = [&](const auto& rows, const std::string& what) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Shape shape{&rows[i].key, &rows[i].provenance, what + " row " + std::to_string(i)};
+      const auto [it, inserted] = shapes.emplace(detail::group_slot(rows[i].key, rows[i].provenance), shape);
+      if (!inserted && !(*it->second.key == rows[i].key)) {
+        fail(what, i, "its key " + to_string(rows[i].key) + " lies in the bucket of " + to_string(*it->second.key) +
+                          " (" + it->second.row + ") with the same provenance identity; a database keeps one shape "
+                          "per bucket and identity");
+      }
     }
-  }
+  };
+  claim(group_winners, "group winner");
+  claim(group_trials, "group trial");
   im.run("importing rows", [&] {
     SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement wins(*im.db, detail::insert_sql<detail::WinnersTable>(true));
-    for (const WinnerRow& w : winners) {
-      wins.reset();
-      detail::bind_row<detail::WinnersTable>(wins, 1, w);
-      wins.exec();
+    detail::ProvenanceIds ids(*im.db);
+    int deleted = 0;
+    for (const auto& entry : shapes) {
+      deleted += detail::delete_group_bucket(*im.db, *entry.second.key, *entry.second.provenance, true);
     }
-    SQLite::Statement tris(*im.db, detail::insert_sql<detail::TrialsTable>(true));
-    for (const TrialRow& r : trials) {
-      tris.reset();
-      detail::bind_row<detail::TrialsTable>(tris, 1, r);
-      tris.exec();
-    }
+    auto write = [&](auto table, const auto& rows) {
+      using Table = decltype(table);
+      detail::RowWriter<Table> writer(*im.db, ids);
+      for (const auto& r : rows) {
+        deleted += detail::delete_same_identity<Table>(*im.db, r, true);
+        writer.insert(r);
+      }
+    };
+    write(detail::WinnersTable{}, winners);
+    write(detail::TrialsTable{}, trials);
+    write(detail::GroupWinnersTable{}, group_winners);
+    write(detail::GroupTrialsTable{}, group_trials);
+    if (deleted > 0) detail::delete_unused_provenance(*im.db);
     t.commit();
   });
 }
@@ -564,69 +641,90 @@ std::vector<std::string> TuningDb::integrity_check() const {
 // ---------------------------------------------------------------------------------------------
 // queries
 
-std::vector<TuningKey> TuningDb::finished_keys(std::string_view arch, DType dtype, const Provenance& provenance) const {
-  Impl& im = impl();
+namespace {
+
+/// The keys of @p arch and @p dtype of WinnersT whose provenance has @p provenance's identity,
+/// in key order (only the key columns are read; a key that cannot be read was never written by
+/// this library and is skipped).
+template <class WinnersT>
+auto finished(const TuningDb::Impl& im, std::string_view arch, DType dtype, const Provenance& provenance) {
+  using Key = std::decay_t<decltype(std::declval<typename WinnersT::Row>().key)>;
+  const auto& fields = *std::get<0>(WinnersT::parts).fields;
   return im.run("listing finished keys", [&] {
-    SQLite::Statement q(*im.db, "SELECT n FROM winners WHERE arch = ? AND dtype = ? AND " +
-                                    detail::provenance_where(kIdentity) + " ORDER BY n");
+    std::vector<Key> out;
+    if (!detail::has_table<WinnersT>(im.version)) return out;
+    SQLite::Statement q(*im.db, "SELECT DISTINCT " + detail::field_columns(fields) + " FROM " +
+                                    detail::source<WinnersT>(im.version) + " WHERE arch = ? AND dtype = ? AND " +
+                                    detail::provenance_where(kIdentity) + " ORDER BY " + detail::field_columns(fields));
     q.bind(1, std::string(arch));
     q.bind(2, std::string(to_string(dtype)));
     detail::bind_provenance_where(q, 3, provenance, kIdentity);
-    std::vector<TuningKey> out;
     while (q.executeStep()) {
-      TuningKey k{std::string(arch), dtype, 0};
-      if (!detail::Codec<std::uint64_t>::read(q.getColumn(0), k.n)) continue;  // n < 0: never written by us
-      out.push_back(std::move(k));
+      Key k{};
+      int i = 0;
+      bool ok = true;
+      for_each_field(fields, [&](const auto& field) {
+        ok = ok && detail::Codec<detail::value_t<decltype(field)>>::read(q.getColumn(i++), field.get(k));
+      });
+      if (ok) out.push_back(std::move(k));
     }
     return out;
   });
 }
 
+}  // namespace
+
+std::vector<TuningKey> TuningDb::finished_keys(std::string_view arch, DType dtype, const Provenance& provenance) const {
+  return finished<detail::WinnersTable>(impl(), arch, dtype, provenance);
+}
+
+std::vector<GroupKey> TuningDb::finished_group_keys(std::string_view arch, DType dtype,
+                                                    const Provenance& provenance) const {
+  return finished<detail::GroupWinnersTable>(impl(), arch, dtype, provenance);
+}
+
 bool TuningDb::has_winner(const TuningKey& key, const Provenance& provenance) const {
   Impl& im = impl();
-  if (key.n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+  if (!storable(key)) return false;
   return im.run("looking up a winner", [&] {
-    SQLite::Statement q(*im.db, std::string("SELECT 1 FROM winners WHERE ") + kKeyWhere + " AND " +
-                                    detail::provenance_where(kIdentity) + " LIMIT 1");
-    detail::bind_provenance_where(q, bind_key(q, 1, key), provenance, kIdentity);
+    SQLite::Statement q(*im.db, "SELECT 1 FROM " + detail::source<detail::WinnersTable>(im.version) + " WHERE " +
+                                    detail::fields_where(key_fields) + " AND " + detail::provenance_where(kIdentity) +
+                                    " LIMIT 1");
+    detail::bind_provenance_where(q, detail::bind_fields(q, 1, key, key_fields), provenance, kIdentity);
     return q.executeStep();
   });
 }
 
+bool TuningDb::has_group_winner(const GroupKey& key, const Provenance& provenance) const {
+  const GroupBucket bucket = group_bucket(key);
+  for (const GroupKey& k : finished_group_keys(key.arch, key.dtype, provenance)) {
+    if (group_bucket(k) == bucket) return true;
+  }
+  return false;
+}
+
 std::vector<WinnerRow> TuningDb::Impl::read_winners(const WinnerFilter& filter) const {
-  std::string sql = "SELECT " + detail::select_list<detail::WinnersTable>(version) + " FROM winners";
-  std::vector<std::string> conds;
-  if (filter.arch) conds.push_back("arch = ?");
-  if (filter.dtype) conds.push_back("dtype = ?");
-  if (!conds.empty()) sql += " WHERE " + detail::join(conds, " AND ");
-  sql += " ORDER BY arch, dtype, n, " + identity_order() + ", id";
-  SQLite::Statement q(*db, sql);
-  int i = 1;
-  if (filter.arch) q.bind(i++, *filter.arch);
-  if (filter.dtype) q.bind(i++, std::string(to_string(*filter.dtype)));
-  std::vector<WinnerRow> out;
-  while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, path));
-  return out;
+  return select_filtered<detail::WinnersTable>(*this, filter);
 }
 
-std::vector<TrialRow> TuningDb::Impl::read_all_trials() const {
-  SQLite::Statement q(*db, "SELECT " + detail::select_list<detail::TrialsTable>(version) +
-                               " FROM trials ORDER BY arch, dtype, n, " + identity_order() + ", label, id");
-  std::vector<TrialRow> out;
-  while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, path));
-  return out;
+std::vector<GroupWinnerRow> TuningDb::Impl::read_group_winners(const WinnerFilter& filter) const {
+  return select_filtered<detail::GroupWinnersTable>(*this, filter);
 }
 
-std::pair<std::vector<WinnerRow>, std::vector<TrialRow>> TuningDb::Impl::snapshot(bool with_winners,
-                                                                                  bool with_trials) const {
+std::vector<TrialRow> TuningDb::Impl::read_all_trials() const { return select_filtered<detail::TrialsTable>(*this, {}); }
+
+std::vector<GroupTrialRow> TuningDb::Impl::read_all_group_trials() const {
+  return select_filtered<detail::GroupTrialsTable>(*this, {});
+}
+
+TuningDb::Impl::Snapshot TuningDb::Impl::snapshot(bool with_winners, bool with_trials) const {
   return run("reading a snapshot", [&] {
-    SQLite::Transaction t(*db);  // one read transaction: winners and trials of the same moment
-    std::vector<WinnerRow> w;
-    std::vector<TrialRow> tr;
-    if (with_winners) w = read_winners({});
-    if (with_trials) tr = read_all_trials();
+    SQLite::Transaction t(*db);  // one read transaction: every table of the same moment
+    Snapshot s;
+    if (with_winners) s.winners = read_winners({}), s.group_winners = read_group_winners({});
+    if (with_trials) s.trials = read_all_trials(), s.group_trials = read_all_group_trials();
     t.commit();
-    return std::make_pair(std::move(w), std::move(tr));
+    return s;
   });
 }
 
@@ -635,18 +733,32 @@ std::vector<WinnerRow> TuningDb::winners(const WinnerFilter& filter) const {
   return im.run("reading winners", [&] { return im.read_winners(filter); });
 }
 
-std::vector<TrialRow> TuningDb::trials(const TuningKey& key) const {
+std::vector<GroupWinnerRow> TuningDb::group_winners(const WinnerFilter& filter) const {
   Impl& im = impl();
-  if (key.n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return {};
+  return im.run("reading group winners", [&] { return im.read_group_winners(filter); });
+}
+
+namespace {
+
+/// The trials of exactly @p key (TrialsT: trials or group_trials), by identity and label.
+template <class TrialsT, class Key>
+std::vector<typename TrialsT::Row> trials_of(const TuningDb::Impl& im, const Key& key) {
+  if (!storable(key)) return {};
+  const auto& fields = detail::fields_of(key);
   return im.run("reading trials", [&] {
-    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::TrialsTable>(im.version) +
-                                    " FROM trials WHERE " + kKeyWhere + " ORDER BY " + identity_order() +
-                                    ", label, id");
-    bind_key(q, 1, key);
-    std::vector<TrialRow> out;
-    while (q.executeStep()) out.push_back(detail::read_row<detail::TrialsTable>(q, im.path));
-    return out;
+    return select_rows<TrialsT>(im, detail::fields_where(fields), identity_order() + ", label, id",
+                                [&](SQLite::Statement& q) { detail::bind_fields(q, 1, key, fields); });
   });
+}
+
+}  // namespace
+
+std::vector<TrialRow> TuningDb::trials(const TuningKey& key) const {
+  return trials_of<detail::TrialsTable>(impl(), key);
+}
+
+std::vector<GroupTrialRow> TuningDb::group_trials(const GroupKey& key) const {
+  return trials_of<detail::GroupTrialsTable>(impl(), key);
 }
 
 std::vector<TrialRow> TuningDb::all_trials() const {
@@ -654,25 +766,50 @@ std::vector<TrialRow> TuningDb::all_trials() const {
   return im.run("reading trials", [&] { return im.read_all_trials(); });
 }
 
+std::vector<GroupTrialRow> TuningDb::all_group_trials() const {
+  Impl& im = impl();
+  return im.run("reading group trials", [&] { return im.read_all_group_trials(); });
+}
+
 namespace {
+
+/// Every winner of WinnersT for @p arch and @p dtype, fresh ones only when @p current is given,
+/// in key order with the last recorded first among equal keys.
+template <class WinnersT>
+std::vector<typename WinnersT::Row> candidates(const TuningDb::Impl& im, std::string_view arch, DType dtype,
+                                               const Provenance* current) {
+  std::string cond = "arch = ? AND dtype = ?";
+  if (current) cond += " AND " + detail::provenance_where(kStale);
+  return select_rows<WinnersT>(im, cond, detail::field_columns(*std::get<0>(WinnersT::parts).fields) + ", id DESC",
+                               [&](SQLite::Statement& q) {
+                                 q.bind(1, std::string(arch));
+                                 q.bind(2, std::string(to_string(dtype)));
+                                 if (current) detail::bind_provenance_where(q, 3, *current, kStale);
+                               });
+}
 
 std::optional<WinnerRow> lookup(const TuningDb::Impl& im, std::string_view arch, DType dtype, std::uint64_t n,
                                 const Provenance* current) {
   return im.run("looking up the nearest winner", [&]() -> std::optional<WinnerRow> {
     // Every candidate winner of the arch and dtype (fresh ones only for a known build), then the
     // one nearest-size rule of nearest.hpp, which the runtime's dispatch tables use too.
-    std::string cond = "arch = ? AND dtype = ?";
-    if (current) cond += " AND " + detail::provenance_where(kStale);
-    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::WinnersTable>(im.version) +
-                                    " FROM winners WHERE " + cond + " ORDER BY n, id DESC");
-    q.bind(1, std::string(arch));
-    q.bind(2, std::string(to_string(dtype)));
-    if (current) detail::bind_provenance_where(q, 3, *current, kStale);
-    std::vector<WinnerRow> rows;
-    while (q.executeStep()) rows.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
+    auto rows = candidates<detail::WinnersTable>(im, arch, dtype, current);
     const std::size_t best = nearest_size(n, rows.size(), [&](std::size_t i) {
       return SizeCandidate{rows[i].key.n, current && same_device(rows[i].provenance, *current),
                            rows[i].provenance.timestamp};
+    });
+    if (best == rows.size()) return std::nullopt;
+    return std::move(rows[best]);
+  });
+}
+
+std::optional<GroupWinnerRow> lookup_group(const TuningDb::Impl& im, std::string_view arch, DType dtype,
+                                           const GroupBucket& query, const Provenance* current) {
+  return im.run("looking up the nearest group winner", [&]() -> std::optional<GroupWinnerRow> {
+    auto rows = candidates<detail::GroupWinnersTable>(im, arch, dtype, current);
+    const std::size_t best = nearest_group(query, rows.size(), [&](std::size_t i) {
+      return GroupCandidate{group_bucket(rows[i].key), current && same_device(rows[i].provenance, *current),
+                            rows[i].provenance.timestamp};
     });
     if (best == rows.size()) return std::nullopt;
     return std::move(rows[best]);
@@ -690,23 +827,39 @@ std::optional<WinnerRow> TuningDb::lookup_nearest(std::string_view arch, DType d
   return lookup(impl(), arch, dtype, n, &current);
 }
 
-std::vector<StaleKey> TuningDb::stale_keys(const Provenance& current) const {
-  Impl& im = impl();
-  const std::vector<WinnerRow> rows = im.run("listing stale keys", [&] {
-    SQLite::Statement q(*im.db, "SELECT " + detail::select_list<detail::WinnersTable>(im.version) +
-                                    " FROM winners WHERE " + detail::provenance_where(kDevice) +
-                                    " ORDER BY arch, dtype, n, " + identity_order() + ", id");
-    detail::bind_provenance_where(q, 1, current, kDevice);
-    std::vector<WinnerRow> out;
-    while (q.executeStep()) out.push_back(detail::read_row<detail::WinnersTable>(q, im.path));
-    return out;
+std::optional<GroupWinnerRow> TuningDb::lookup_nearest_group(std::string_view arch, DType dtype,
+                                                             const GroupBucket& query) const {
+  return lookup_group(impl(), arch, dtype, query, nullptr);
+}
+
+std::optional<GroupWinnerRow> TuningDb::lookup_nearest_group(std::string_view arch, DType dtype,
+                                                             const GroupBucket& query,
+                                                             const Provenance& current) const {
+  return lookup_group(impl(), arch, dtype, query, &current);
+}
+
+namespace {
+
+/// The winners of WinnersT measured on @p current's device, in listing order.
+template <class WinnersT>
+std::vector<typename WinnersT::Row> device_winners(const TuningDb::Impl& im, const Provenance& current) {
+  return im.run("listing stale keys", [&] {
+    return select_rows<WinnersT>(im, detail::provenance_where(kDevice), listing_order<WinnersT>(),
+                                 [&](SQLite::Statement& q) { detail::bind_provenance_where(q, 1, current, kDevice); });
   });
-  std::vector<StaleKey> out;
+}
+
+/// From @p rows, sorted so that the rows of one unit (a key; a group bucket) are adjacent, with
+/// @p same_unit telling: the units none of whose rows is fresh against @p current, each as Out{the
+/// unit's first row's key, the kStale fields that differ in any of its rows}.
+template <class Out, class Row, class SameUnit>
+std::vector<Out> stale_units(const std::vector<Row>& rows, const Provenance& current, SameUnit&& same_unit) {
+  std::vector<Out> out;
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t j = i;
     bool fresh = false;
     std::vector<bool> changed(std::tuple_size_v<decltype(provenance_fields)>, false);
-    for (; j < rows.size() && rows[j].key == rows[i].key; ++j) {
+    for (; j < rows.size() && same_unit(rows[j], rows[i]); ++j) {
       const auto diff = stale_fields(rows[j].provenance, current);
       fresh |= diff.empty();
       std::size_t idx = 0;
@@ -716,7 +869,7 @@ std::vector<StaleKey> TuningDb::stale_keys(const Provenance& current) const {
       });
     }
     if (!fresh) {
-      StaleKey sk{rows[i].key, {}};
+      Out sk{rows[i].key, {}};
       std::size_t idx = 0;
       for_each_field(provenance_fields, [&](const auto& field) {
         if (changed[idx++]) sk.changed.emplace_back(field.name);
@@ -725,6 +878,23 @@ std::vector<StaleKey> TuningDb::stale_keys(const Provenance& current) const {
     }
     i = j;
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<StaleKey> TuningDb::stale_keys(const Provenance& current) const {
+  return stale_units<StaleKey>(device_winners<detail::WinnersTable>(impl(), current), current,
+                               [](const WinnerRow& a, const WinnerRow& b) { return a.key == b.key; });
+}
+
+std::vector<StaleGroupKey> TuningDb::stale_group_keys(const Provenance& current) const {
+  auto rows = device_winners<detail::GroupWinnersTable>(impl(), current);
+  // The unit is the bucket: sort its rows together (stable: keys in order within it).
+  auto unit = [](const GroupWinnerRow& r) { return std::make_tuple(r.key.arch, to_string(r.key.dtype), group_bucket(r.key)); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return unit(a) < unit(b); });
+  auto out = stale_units<StaleGroupKey>(rows, current, [&](const auto& a, const auto& b) { return unit(a) == unit(b); });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return out;
 }
 

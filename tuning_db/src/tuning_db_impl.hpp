@@ -50,12 +50,22 @@ struct TuningDb::Impl {
   /// @throws DbError(ReadOnly) when opened ReadOnly.
   void require_writable(std::string_view what) const;
 
+  /// Every row of the database, or the tables asked for.
+  struct Snapshot {
+    std::vector<WinnerRow> winners;
+    std::vector<TrialRow> trials;
+    std::vector<GroupWinnerRow> group_winners;
+    std::vector<GroupTrialRow> group_trials;
+  };
+
   /// Unlocked readers (call inside run()); may throw SQLite::Exception.
   std::vector<WinnerRow> read_winners(const WinnerFilter& filter) const;
   std::vector<TrialRow> read_all_trials() const;
-  /// All winners and trials read in one read transaction (consistent while others write).
-  std::pair<std::vector<WinnerRow>, std::vector<TrialRow>> snapshot(bool with_winners = true,
-                                                                    bool with_trials = true) const;
+  std::vector<GroupWinnerRow> read_group_winners(const WinnerFilter& filter) const;
+  std::vector<GroupTrialRow> read_all_group_trials() const;
+  /// The winners (single and group) and/or trials (single and group) read in one read
+  /// transaction (consistent while others write).
+  Snapshot snapshot(bool with_winners = true, bool with_trials = true) const;
 };
 
 }  // namespace amax::db

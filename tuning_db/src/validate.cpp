@@ -53,6 +53,36 @@ std::string check_key(const TuningKey& key) {
   return check_fields(key, key_fields, "key");
 }
 
+std::string check_group_key(const GroupKey& key) {
+  if (key.arch.empty()) return "key.arch is empty (expected a target ID such as sm_90 or gfx942)";
+  if (!parse_dtype(to_string(key.dtype))) {
+    return "key.dtype has the invalid value " + std::to_string(static_cast<int>(key.dtype));
+  }
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::string err;
+  for_each_field(group_key_fields, [&](const auto& field) {
+    if constexpr (std::is_same_v<value_t<decltype(field)>, std::uint64_t>) {
+      if (err.empty() && field.get(key) > kMax) {
+        err = "key." + std::string(field.name) + " = " + std::to_string(field.get(key)) +
+              " exceeds 2^63-1, the largest count SQLite stores";
+      }
+    }
+  });
+  if (!err.empty()) return err;
+  if (key.tensors == 0) return "key.tensors = 0: a group needs at least one tensor";
+  if (key.largest_bytes == 0) return "key.largest_bytes = 0: the largest tensor needs at least one byte";
+  if (key.largest_bytes > key.total_bytes) {
+    return "key.largest_bytes = " + std::to_string(key.largest_bytes) + " exceeds key.total_bytes = " +
+           std::to_string(key.total_bytes);
+  }
+  __extension__ using u128 = unsigned __int128;
+  if (u128{key.total_bytes} > u128{key.tensors} * key.largest_bytes) {
+    return "key.total_bytes = " + std::to_string(key.total_bytes) + " exceeds key.tensors * key.largest_bytes = " +
+           std::to_string(key.tensors) + " * " + std::to_string(key.largest_bytes);
+  }
+  return check_fields(key, group_key_fields, "key");
+}
+
 std::string check_provenance(const Provenance& p) {
   return check_fields(p, provenance_fields, "provenance");
 }
@@ -85,16 +115,31 @@ std::string check_winner(const Winner& w) {
   return {};
 }
 
-void validate_record(const std::filesystem::path& path, const TuningKey& key,
-                     const Provenance& provenance, std::span<const Trial> trials,
-                     const std::optional<Winner>& winner) {
+namespace {
+
+std::string check_any_key(const TuningKey& key) { return check_key(key); }
+std::string check_any_key(const GroupKey& key) { return check_group_key(key); }
+std::string check_payload(const Trial& t) { return check_trial(t); }
+std::string check_payload(const Winner& w) { return check_winner(w); }
+
+template <class Row>
+std::string check_any_row(const Row& row) {
+  for (std::string e : {check_any_key(row.key), check_provenance(row.provenance), check_payload(payload(row))}) {
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+template <class Key>
+void validate_record_of(const std::filesystem::path& path, const Key& key, const Provenance& provenance, std::span<const Trial> trials,
+                        const std::optional<Winner>& winner) {
   auto fail = [&](const std::string& msg) {
     throw DbError(ErrorKind::InvalidArgument,
                   "tuning database " + quoted(path) + ": cannot record " +
                       (key.arch.empty() ? std::string("key") : to_string(key)) + ": " + msg,
                   path);
   };
-  if (auto e = check_key(key); !e.empty()) fail(e);
+  if (auto e = check_any_key(key); !e.empty()) fail(e);
   if (auto e = check_provenance(provenance); !e.empty()) fail(e);
   std::set<std::string_view> labels;
   for (const Trial& t : trials) {
@@ -109,6 +154,23 @@ void validate_record(const std::filesystem::path& path, const TuningKey& key,
       if (!found) fail("the winner '" + winner->label + "' is not among the trials with status ok");
     }
   }
+}
+
+}  // namespace
+
+std::string check_row(const WinnerRow& row) { return check_any_row(row); }
+std::string check_row(const TrialRow& row) { return check_any_row(row); }
+std::string check_row(const GroupWinnerRow& row) { return check_any_row(row); }
+std::string check_row(const GroupTrialRow& row) { return check_any_row(row); }
+
+void validate_record(const std::filesystem::path& path, const TuningKey& key, const Provenance& provenance,
+                     std::span<const Trial> trials, const std::optional<Winner>& winner) {
+  validate_record_of(path, key, provenance, trials, winner);
+}
+
+void validate_record(const std::filesystem::path& path, const GroupKey& key, const Provenance& provenance,
+                     std::span<const Trial> trials, const std::optional<Winner>& winner) {
+  validate_record_of(path, key, provenance, trials, winner);
 }
 
 }  // namespace amax::db::detail

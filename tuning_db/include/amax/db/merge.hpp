@@ -1,6 +1,7 @@
 // amax-tune tuning database: merging two databases.
 #pragma once
 
+#include <amax/db/group.hpp>
 #include <amax/db/key.hpp>
 #include <amax/db/winner.hpp>
 
@@ -23,22 +24,30 @@ struct MergePolicy {
   bool overwrite_output = false;
 };
 
-/// One key that had several winners (in both inputs, or several identities in one); the median
-/// times are in microseconds. Plain value type.
-struct MergeDecision {
-  TuningKey key;
-  WinnerRow kept;                            ///< the faster winner
+/// One key (or, for group keys, one bucket) that had several winners (in both inputs, or several
+/// identities in one); the median times are in microseconds. Plain value type.
+template <class Key, class Row>
+struct BasicMergeDecision {
+  Key key;                                   ///< the key (for a group bucket: the kept winner's key)
+  Row kept;                                  ///< the faster winner
   char kept_from = 'a';                      ///< 'a' or 'b': the input it came from
-  WinnerRow dropped;                         ///< the fastest of the others
+  Row dropped;                               ///< the fastest of the others
   bool different_devices = false;            ///< kept and dropped were measured on different devices
   std::vector<std::string> differing_fields; ///< provenance fields that differ (timestamp included)
 };
+/// A contested single-tensor key.
+using MergeDecision = BasicMergeDecision<TuningKey, WinnerRow>;
+/// A contested multi-tensor bucket (arch, dtype, group_bucket()).
+using GroupMergeDecision = BasicMergeDecision<GroupKey, GroupWinnerRow>;
 
 /// What merge() did. Plain value type.
 struct MergeReport {
   std::size_t winners_written = 0;
   std::size_t trials_written = 0;
   std::vector<MergeDecision> contested;  ///< sorted by key
+  std::size_t group_winners_written = 0;
+  std::size_t group_trials_written = 0;
+  std::vector<GroupMergeDecision> group_contested;  ///< sorted by key
 };
 
 /// Merges the databases at @p a_path and @p b_path (opened ReadOnly, never written) into a new

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <amax/db/error.hpp>
+#include <amax/db/group.hpp>
 #include <amax/db/key.hpp>
+#include <amax/db/nearest.hpp>
 #include <amax/db/provenance.hpp>
 #include <amax/db/trial.hpp>
 #include <amax/db/winner.hpp>
@@ -16,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace amax::db {
@@ -74,15 +77,25 @@ struct StaleKey {
   friend bool operator==(const StaleKey&, const StaleKey&) = default;
 };
 
+/// A group bucket whose winners for the current device are all stale, and why. Plain value type.
+struct StaleGroupKey {
+  GroupKey key;                      ///< the stored shape (the first stale one of its bucket)
+  std::vector<std::string> changed;  ///< kStale field names that differ (see stale_fields())
+  friend bool operator==(const StaleGroupKey&, const StaleGroupKey&) = default;
+};
+
 /// What export_json / export_csv write.
 enum class ExportTable {
-  Winners,  ///< winner rows only
-  Trials,   ///< trial rows only (CSV)
-  All,      ///< winners and trials (JSON: two arrays; CSV: not allowed, one table per CSV)
+  Winners,       ///< winner rows (JSON: and the group winners, if there are any)
+  Trials,        ///< trial rows (JSON: and the group trials, if there are any)
+  All,           ///< winners and trials (JSON: all arrays; CSV: not allowed, one table per CSV)
+  GroupWinners,  ///< multi-tensor winner rows only
+  GroupTrials,   ///< multi-tensor trial rows only
 };
 
 /// The tuning database: trials (every variant measured for a key, with provenance) and winners
-/// (the fastest correct variant per key and provenance identity) in one SQLite file.
+/// (the fastest correct variant per key and provenance identity) in one SQLite file; the same for
+/// multi-tensor group keys (group trials and group winners, schema 4 on).
 ///
 /// Schema and rules: tuning_db/README.md. Every function throws only DbError (plus
 /// std::bad_alloc); a failed write leaves the database as it was (one transaction per call).
@@ -96,7 +109,9 @@ class TuningDb {
  public:
   /// Schema version this build writes (and migrates older files to). Version 1: meta, trials,
   /// winners. Version 2: trials.spill_bytes. Version 3: trials.tie_rank, trials.confirm_median_us.
-  static constexpr int kSchemaVersion = 3;
+  /// Version 4: provenance stored once (table provenance, referenced by provenance_id);
+  /// group_trials and group_winners.
+  static constexpr int kSchemaVersion = 4;
 
   /// Opens (ReadWrite: creates if missing) the database at @p path.
   ///
@@ -208,27 +223,109 @@ class TuningDb {
   /// Sorted by key. @throws DbError.
   [[nodiscard]] std::vector<StaleKey> stale_keys(const Provenance& current) const;
 
-  /// Writes {"schema_version": V, "winners": [...], "trials": [...]} (trials only for
-  /// ExportTable::All; winners omitted for Trials) with nlohmann/json, indented by 2, rows in
-  /// the order of winners() / all_trials(), provenance as a nested object. @throws DbError.
+  // -------------------------------------------------------------------------------------------
+  // Multi-tensor group keys (schema 4). The same rules as for single-tensor keys, with the
+  // bucket of a group shape (group_bucket() in nearest.hpp) in the role of the key: the database
+  // holds at most one group key per arch, dtype, bucket and provenance identity. A file of an
+  // older schema opened ReadOnly has no group rows: every query answers with nothing.
+
+  /// Records all trials of one group key and its winner in ONE transaction, replacing the trials
+  /// and the winner of every group key of the same arch, dtype, bucket (group_bucket(key)) and
+  /// provenance identity (a re-tune, or another shape of that bucket). Without a winner the
+  /// bucket keeps no winner for this identity. Trials and winner follow the rules of Trial and
+  /// Winner; their labels are multi-tensor variant labels ("multi.t512.v8.u4.c32k.warp"), stored
+  /// as text (the command line checks them against the generator).
+  /// @throws DbError InvalidArgument (the key breaking the rules of GroupKey, naming the value; a
+  ///   trial or the winner breaking theirs), ReadOnly, Locked, Io, Corrupt.
+  void record_group_key(const GroupKey& key, const Provenance& provenance, std::span<const Trial> trials,
+                        const std::optional<Winner>& winner);
+
+  /// Group keys of @p arch and @p dtype that have a winner with the identity of @p provenance:
+  /// what a resumed run skips (with has_group_winner() for the shapes it has not stored). Sorted by
+  /// key. @throws DbError.
+  [[nodiscard]] std::vector<GroupKey> finished_group_keys(std::string_view arch, DType dtype,
+                                                          const Provenance& provenance) const;
+
+  /// Whether a group winner with the identity of @p provenance exists for @p key's arch and dtype
+  /// in @p key's bucket (whatever its exact shape: recording @p key would replace it).
+  /// @throws DbError.
+  [[nodiscard]] bool has_group_winner(const GroupKey& key, const Provenance& provenance) const;
+
+  /// All group winners matching @p filter, sorted by key, then provenance identity. @throws DbError.
+  [[nodiscard]] std::vector<GroupWinnerRow> group_winners(const WinnerFilter& filter = {}) const;
+
+  /// All trials of exactly @p key (every provenance), sorted by provenance identity, then label.
+  /// @throws DbError.
+  [[nodiscard]] std::vector<GroupTrialRow> group_trials(const GroupKey& key) const;
+
+  /// All group trials, sorted by key, provenance identity, label. @throws DbError.
+  [[nodiscard]] std::vector<GroupTrialRow> all_group_trials() const;
+
+  /// The group winner for @p arch and @p dtype that serves a group of bucket @p query best by the
+  /// nearest-group rule of nearest.hpp (serves_group_better): the smallest L1 distance between
+  /// buckets; ties to the larger total_bytes bucket, then the larger tensors bucket, then the
+  /// newer timestamp (then the last recorded). std::nullopt when there is none. @throws DbError.
+  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
+                                                                   const GroupBucket& query) const;
+
+  /// As above, for a known build and device: rows stale against @p current are ignored, and at
+  /// equal distance and buckets a row measured on the same device as @p current comes first.
+  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
+                                                                   const GroupBucket& query,
+                                                                   const Provenance& current) const;
+
+  /// As above for a shape (GroupKey, amax::GroupShape: anything with tensors, total_bytes and
+  /// largest_bytes): lookup_nearest_group(arch, dtype, group_bucket(shape), current).
+  template <class Shape>
+    requires(!std::is_same_v<Shape, GroupBucket>)
+  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
+                                                                   const Shape& shape,
+                                                                   const Provenance& current) const {
+    return lookup_nearest_group(arch, dtype, group_bucket(shape), current);
+  }
+
+  /// Group buckets (arch, dtype, bucket) whose winners for @p current's device are all stale
+  /// against @p current: what the tuner must re-tune, each named by its first stale stored shape.
+  /// Sorted by key. @throws DbError.
+  [[nodiscard]] std::vector<StaleGroupKey> stale_group_keys(const Provenance& current) const;
+
+  // -------------------------------------------------------------------------------------------
+  // Export, text, import
+
+  /// Writes {"schema_version": V, "winners": [...], "trials": [...], "group_winners": [...],
+  /// "group_trials": [...]} with nlohmann/json, indented by 2, rows in the order of winners() /
+  /// all_trials() / group_winners() / all_group_trials(), provenance as a nested object. Winners
+  /// writes winners (and group_winners), Trials trials (and group_trials), All all of them,
+  /// GroupWinners / GroupTrials only that array. The group arrays appear only when they hold
+  /// rows (or were asked for alone), so a database without group rows exports what schema 3
+  /// did. @throws DbError.
   void export_json(std::ostream& out, ExportTable table = ExportTable::Winners) const;
 
   /// Writes one CSV table (RFC 4180: header row, "\n" line ends, fields holding a comma,
   /// quote, CR or LF are quoted with quotes doubled; doubles in shortest round-trip form).
-  /// Columns are the SQL column names. @throws DbError InvalidArgument for ExportTable::All.
+  /// Columns are the SQL column names (provenance as prov_*, as in the text dump).
+  /// @throws DbError InvalidArgument for ExportTable::All.
   void export_csv(std::ostream& out, ExportTable table = ExportTable::Winners) const;
 
   /// Writes the whole database as text, one JSON object per line, for review in git: a header
   /// line {"format":"amax-tune-db","schema_version":V}, then per key (sorted by key, then
   /// provenance identity) its winner line(s) ("row":"winner") and its trial lines
-  /// ("row":"trial", sorted by label). Columns in list order; doubles round-trip exactly.
-  /// load_text() of the output rebuilds an equal database. @throws DbError.
+  /// ("row":"trial", sorted by label); after all of them the group keys in the same way
+  /// ("row":"group_winner", "row":"group_trial"). Columns in list order (provenance as prov_*);
+  /// doubles round-trip exactly. load_text() of the output rebuilds an equal database.
+  /// @throws DbError.
   void dump_text(std::ostream& out) const;
 
   /// Inserts rows verbatim (each with its own provenance) in one transaction, replacing rows of
   /// the same key, identity (and label, for trials). Used by merge and load_text.
   /// @throws DbError InvalidArgument (rows breaking the rules of record_key), ReadOnly, Locked...
   void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials);
+
+  /// As above, with group rows too: a group row also replaces the rows of other shapes of its
+  /// arch, dtype, bucket and identity (winners and trials). @throws DbError InvalidArgument also
+  /// for group rows of two shapes of one bucket and identity (naming both).
+  void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials,
+                   std::span<const GroupWinnerRow> group_winners, std::span<const GroupTrialRow> group_trials);
 
   /// Switches the file to the rollback journal (PRAGMA journal_mode=DELETE) after a checkpoint,
   /// so that it is one self-contained file that ReadOnly opens without creating -wal/-shm.
