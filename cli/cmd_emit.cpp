@@ -1,6 +1,7 @@
 // amax-tune emit: print or write rendered kernel sources, or list the search space.
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <memory>
 
@@ -67,11 +68,15 @@ int run_emit_multi(const EmitOptions& o, const ArchInfo& arch, DType dtype) {
   }
   if (!o.out_dir.empty()) {
     make_out_dir(o.out_dir);
-    for (const auto& c : space)
-      std::ofstream(std::filesystem::path(o.out_dir) /
-                    (multi_kernel_name(c, dtype, k) + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip")))
-          << render_multi_source(c, dtype, arch, k);
-    std::cerr << fmt::format("wrote {} multi-tensor kernel sources to {}\n", space.size(), o.out_dir);
+    std::set<std::string> kernels;  // variants that differ only in the grid cap share one kernel
+    for (const auto& c : space) {
+      const std::string name = multi_kernel_name(c, dtype, k);
+      if (kernels.insert(name).second)
+        std::ofstream(std::filesystem::path(o.out_dir) / (name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip")))
+            << render_multi_source(c, dtype, arch, k);
+    }
+    std::cerr << fmt::format("wrote {} multi-tensor kernel sources ({} variants) to {}\n", kernels.size(), space.size(),
+                             o.out_dir);
     return kExitOk;
   }
   if (o.label.empty()) throw UsageError("emit needs --label LABEL, --list or --out-dir DIR");
@@ -141,7 +146,7 @@ void add_emit(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "Element type: fp32, fp16, bf16")->capture_default_str();
   sub->add_option("--label", o->label,
-                  "Variant label, e.g. two_stage.t256.v8.u4.b8cu, or a multi-tensor one, multi.t512.v8.u4.c32k.warp");
+                  "Variant label, e.g. two_stage.t256.v8.u4.b8cu, or a multi-tensor one, multi.t512.v8.u4.c32k.b4cu.thread");
   sub->add_option("--family", o->family, "Kernel family of --list and --out-dir: single or multi (many tensors per launch)")
       ->capture_default_str();
   sub->add_flag("--list", o->list, "List the variant labels of the space (one per line)");

@@ -91,21 +91,25 @@ AMAX_DEVICE void amax_multi_write(const amax_multi_args& a, unsigned index, unsi
 }
 
 // The max of a spanning tensor's segment heads: heads[first], then heads[k * cpb] for every
-// multiple of cpb in (first, end). `lane` of LANES threads takes heads lane, lane + LANES, ...;
-// a thread alone (LANES 1, the thread combine) keeps four loads in flight, or it would wait for
-// each in turn.
+// multiple of cpb in (first, end). `lane` of LANES threads takes every LANES-th of them; a thread
+// alone (LANES 1, the thread combine) keeps four loads in flight, or it would wait for each in turn.
 template <unsigned LANES>
 AMAX_DEVICE unsigned amax_multi_heads(const volatile unsigned* heads, unsigned first, unsigned end, unsigned cpb,
                                       unsigned lane) {
-  const unsigned b0 = first / cpb, count = (end - 1) / cpb - b0 + 1;
-  unsigned v = 0, k = lane;
-  if (LANES == 1)
-    for (; k + 3 < count; k += 4) {
-      const unsigned a = heads[k == 0 ? first : (b0 + k) * cpb], b = heads[(b0 + k + 1) * cpb],
-                     c = heads[(b0 + k + 2) * cpb], d = heads[(b0 + k + 3) * cpb];
+  const amax_u64 next = (amax_u64)(first / cpb + 1) * cpb;  // the second head (64-bit: no overflow)
+  unsigned v = 0;
+  if (LANES == 1) {
+    v = heads[first];
+    amax_u64 h = next;
+    for (; h + 3ull * cpb < end; h += 4ull * cpb) {
+      const unsigned a = heads[h], b = heads[h + cpb], c = heads[h + 2ull * cpb], d = heads[h + 3ull * cpb];
       v = amax_umax(v, amax_umax(amax_umax(a, b), amax_umax(c, d)));
     }
-  for (; k < count; k += LANES) v = amax_umax(v, heads[k == 0 ? first : (b0 + k) * cpb]);
+    for (; h < end; h += cpb) v = amax_umax(v, heads[h]);
+  } else {
+    for (amax_u64 h = lane == 0 ? first : next + (amax_u64)(lane - 1) * cpb; h < end; h += (amax_u64)LANES * cpb)
+      v = amax_umax(v, heads[h]);
+  }
   return v;
 }
 

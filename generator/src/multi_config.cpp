@@ -89,12 +89,12 @@ const std::string& multi_template_hash() {
 }
 
 std::uint32_t multi_min_blocks_per_sm(const MultiConfig& c, DType dtype) {
-  // The single-tensor rule for the loads in flight, with a floor of 40 registers per thread: the
-  // walk over a block's tensors, its record and the warp combine need about 8 more registers than
-  // the single-tensor body. Measured with nvcc/ptxas 13.0 for sm_90 (bf16, threads 256-1024 x
-  // unroll 2-8 x both combines x both epilogues): at a cap of 32 (unroll 2, full occupancy) the
-  // warp-combine kernels spilled 4-52 bytes; with the floor none spilled.
-  constexpr std::uint32_t kMinRegisters = 40;
+  // The single-tensor rule for the loads in flight, with a floor of 48 registers per thread: the
+  // walk over a block's tensors, its record and the combines need more registers than the
+  // single-tensor body. Measured with nvcc/ptxas 13.0 for sm_90 (fp32, fp16, bf16; threads
+  // 256-1024 x unroll 2-8 x both combines x both epilogues): at caps of 32 and 40 registers some
+  // kernels spilled 4-52 bytes (which ones moved with small changes of the code); at 48 none did.
+  constexpr std::uint32_t kMinRegisters = 48;
   return std::max<std::uint32_t>(
       1, std::min(min_blocks_per_sm(KernelConfig{Strategy::one_pass, c.threads, c.nvec, c.unroll, {}}, dtype),
                   65536 / (c.threads * kMinRegisters)));

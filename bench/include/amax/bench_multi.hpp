@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/bench.hpp"
 #include "amax/measure.hpp"
 #include "amax/multi_tune.hpp"
 
@@ -31,8 +32,6 @@ inline constexpr const char* kMultiGraph = "amax-tune multi (CUDA graph)";
 inline constexpr const char* kMultiScale = "amax-tune multi amax+scale";
 inline constexpr const char* kPerTensor = "amax-tune per tensor";
 inline constexpr const char* kTeStepPerTensor = "TE amax+scale per tensor (3 launches)";
-inline constexpr const char* kStreamRead = "stream read";
-inline constexpr const char* kEmptyLaunch = "empty launch";
 /// The contenders of every group, in the order they are timed and listed.
 inline constexpr const char* kMultiContenders[] = {kMulti, kMultiGraph, kMultiScale, kPerTensor, kTeStepPerTensor,
                                                    kStreamRead, kEmptyLaunch};

@@ -130,8 +130,8 @@ struct MultiArgsLayout {
 MultiArgsLayout multi_args_layout(std::uint32_t max_tensors) noexcept;
 
 /// Blocks per SM the multi-tensor kernel's launch bounds promise (NVIDIA): min_blocks_per_sm's
-/// rule for the loads in flight, but never a register cap below 40 per thread (65536 / (threads x
-/// 40) blocks at most), what the walk over tensors and the combines need without spilling.
+/// rule for the loads in flight, but never a register cap below 48 per thread (65536 / (threads x
+/// 48) blocks at most), what the walk over tensors and the combines need without spilling.
 std::uint32_t multi_min_blocks_per_sm(const MultiConfig& config, DType dtype);
 
 /// The source of `config` for `dtype` on `arch` with `max_tensors` descriptors per launch (one of

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/db/tuning_db.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/measure.hpp"
 #include "amax/multi_config.hpp"
