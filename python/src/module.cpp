@@ -18,9 +18,11 @@
 
 #include <amax/amax_tune.h>
 
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,6 +71,16 @@ inline void* to_ptr(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
 std::uint64_t item_u64(PyObject* o, const char* column, std::size_t i) {
   static_assert(sizeof(unsigned long long) == 8);
   if (PyLong_CheckExact(o)) {
+    // Values below 2^30 (counts, dtype codes) without a call into libpython: one digit.
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact(reinterpret_cast<PyLongObject*>(o))) {
+      const Py_ssize_t v = PyUnstable_Long_CompactValue(reinterpret_cast<PyLongObject*>(o));
+      if (v >= 0) return static_cast<std::uint64_t>(v);
+    }
+#else
+    const Py_ssize_t size = Py_SIZE(o);
+    if (size == 0 || size == 1) return size ? reinterpret_cast<PyLongObject*>(o)->ob_digit[0] : 0;
+#endif
     if constexpr (sizeof(unsigned long) == 8) {
       const unsigned long v = PyLong_AsUnsignedLong(o);
       if (v != static_cast<unsigned long>(-1) || !PyErr_Occurred()) return v;
@@ -84,22 +96,18 @@ std::uint64_t item_u64(PyObject* o, const char* column, std::size_t i) {
   return item_u64(index.ptr(), column, i);
 }
 
-// The integer formats of the struct module a buffer may hold (native size and byte order).
-bool read_buffer_item(const Py_buffer& b, char format, std::size_t i, std::uint64_t& out, bool& negative) {
-  const char* p = static_cast<const char*>(b.buf) + i * static_cast<std::size_t>(b.itemsize);
-  auto get = [&](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    negative = v < 0;
-    out = static_cast<std::uint64_t>(v);
-    return true;
-  };
-  const bool is_signed = std::strchr("bhilqn", format) != nullptr;
-  switch (b.itemsize) {
-    case 1: return is_signed ? get(std::int8_t{}) : get(std::uint8_t{});
-    case 2: return is_signed ? get(std::int16_t{}) : get(std::uint16_t{});
-    case 4: return is_signed ? get(std::int32_t{}) : get(std::uint32_t{});
-    case 8: return is_signed ? get(std::int64_t{}) : get(std::uint64_t{});
-    default: return false;
+// Calls store(i, value) for the n items of type T (an integer type) of a buffer; a negative value
+// raises ValueError naming the item.
+template <class T, class Store>
+void read_buffer(const char* buf, std::size_t n, const char* name, Store& store) {
+  for (std::size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, buf + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_signed_v<T>)
+      if (v < 0)
+        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is " + std::to_string(v) +
+                              " (not in 0 .. 2**64 - 1)");
+    store(i, static_cast<std::uint64_t>(v), nullptr);
   }
 }
 
@@ -136,16 +144,17 @@ std::size_t read_column(py::handle column, const char* name, std::size_t expect,
                            std::to_string(b.ndim) + " dimensions; a buffer must be 1-d of native integers");
     const std::size_t n = static_cast<std::size_t>(b.len / b.itemsize);
     sized(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint64_t v = 0;
-      bool negative = false;
-      if (!read_buffer_item(b, *f, i, v, negative))
+    auto at = [&](std::size_t i, std::uint64_t v, PyObject* item) { store(out[i], v, i, item); };
+    const char* p = static_cast<const char*>(b.buf);
+    const bool is_signed = std::islower(static_cast<unsigned char>(*f));  // b h i l q n; B H I L Q N unsigned
+    switch (b.itemsize) {
+      case 1: is_signed ? read_buffer<std::int8_t>(p, n, name, at) : read_buffer<std::uint8_t>(p, n, name, at); break;
+      case 2: is_signed ? read_buffer<std::int16_t>(p, n, name, at) : read_buffer<std::uint16_t>(p, n, name, at); break;
+      case 4: is_signed ? read_buffer<std::int32_t>(p, n, name, at) : read_buffer<std::uint32_t>(p, n, name, at); break;
+      case 8: is_signed ? read_buffer<std::int64_t>(p, n, name, at) : read_buffer<std::uint64_t>(p, n, name, at); break;
+      default:
         throw py::type_error(std::string(name) + ": integer items of " + std::to_string(b.itemsize) +
                              " bytes are not supported");
-      if (negative)
-        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is " +
-                              std::to_string(static_cast<std::int64_t>(v)) + " (not in 0 .. 2**64 - 1)");
-      store(out[i], v, i, nullptr);
     }
     return n;
   }
