@@ -115,8 +115,15 @@ def element_count(n, fn):
     return n
 
 
+class _Described:
+    """``str()`` of an explanation: label, source and detail."""
+
+    def __str__(self):
+        return "%s (%s): %s" % (self.label, self.source, self.detail)
+
+
 @dataclasses.dataclass(frozen=True)
-class Explanation:
+class Explanation(_Described):
     """What amax_explain reports for (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
     'default'), ``label`` (the variant), ``tuned_n`` (the tuned size of the entry, 0 for defaults),
     ``expected_us`` / ``expected_gbps`` (the entry's measurement at tuned_n, 0 when unknown),
@@ -135,9 +142,6 @@ class Explanation:
     workspace_bytes: int
     detail: str
 
-    def __str__(self):
-        return "%s (%s): %s" % (self.label, self.source, self.detail)
-
 
 def explain_code(ctx, code, n):
     d = ctx.explain(code, n)
@@ -146,7 +150,7 @@ def explain_code(ctx, code, n):
 
 
 @dataclasses.dataclass(frozen=True)
-class MultiExplanation:
+class MultiExplanation(_Described):
     """What amax_multi_explain reports for the tensors of one dtype of a list: ``source``
     ('override', 'user_db', 'system_db' or 'default'), ``label`` (the multi-tensor variant, e.g.
     ``multi.t512.v8.u4.c32k.warp``), ``tensors``, ``total_bytes`` and ``largest_bytes`` (the
@@ -163,9 +167,6 @@ class MultiExplanation:
     tensors_per_launch: int
     workspace_bytes: int
     detail: str
-
-    def __str__(self):
-        return "%s (%s): %s" % (self.label, self.source, self.detail)
 
 
 def explain_multi_codes(ctx, counts, codes):
