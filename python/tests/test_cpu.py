@@ -232,7 +232,6 @@ class MultiArguments(unittest.TestCase):
 
     @unittest.skipUnless(HAS_TORCH, "torch is not importable here")
     def test_with_torch_before_any_device_work(self):
-        import torch
         with self.assertRaisesRegex(TypeError, r"amax_tune.amax_multi: tensors must be a list or tuple of tensors, "
                                                r"got Tensor"):
             amax_tune.amax_multi(torch.ones(3))
