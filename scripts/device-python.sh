@@ -54,7 +54,7 @@ s=$SECONDS; (cd python/tests && PYTHONPATH=$site "$py" -m unittest -v test_cpu) 
 rc=$?; log "python CPU tests rc=$rc in $((SECONDS-s)) s"; tail -n 3 "$out/test_cpu.log"; [ $rc -eq 0 ] || fail=1
 s=$SECONDS; PYTHONPATH=$site "$py" python/tests/test_gpu.py > "$out/test_gpu.log" 2>&1
 rc=$?; log "python GPU tests rc=$rc in $((SECONDS-s)) s"
-grep -E "^(bit-exact|explain)|ERROR|FAIL|skipped|^Ran|^OK" "$out/test_gpu.log" | head -n 30; [ $rc -eq 0 ] || fail=1
+grep -E "^(bit-exact|explain|amax_multi)|ERROR|FAIL|skipped|^Ran|^OK" "$out/test_gpu.log" | head -n 30; [ $rc -eq 0 ] || fail=1
 s=$SECONDS; PYTHONPATH=$site "$py" python/bench/bench_torch.py -o "$out/torch.csv" > "$out/bench.txt" 2>&1
 rc=$?; log "bench rc=$rc in $((SECONDS-s)) s"; cat "$out/bench.txt"; [ $rc -eq 0 ] || fail=1
 exit $fail

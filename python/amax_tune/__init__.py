@@ -8,6 +8,10 @@ dtype and size, on torch's current stream.
     amax_tune.amax(x, out=history[i])           # into a 1-element float32 tensor of x's device
     print(amax_tune.explain(x))                 # which tuned variant serves this (dtype, n), and why
     amax_tune.preload(["bf16"], [1 << 20])      # load kernels before torch.cuda.graph capture
+    a, s, si = amax_tune.amax_and_scale(x, format="e4m3")   # amax, scale, scale_inv from one launch
+    amaxes = amax_tune.amax_multi(weights)      # 1-d float32, one amax per tensor, a few launches
+    a, s, si = amax_tune.amax_multi_and_scale(weights)      # the same with scale and scale_inv per tensor
+    amax_tune.preload_multi(weights)            # load the multi-tensor kernels before capture
 
 Contract (the library's, bit for bit): the largest |x| exactly (denormals kept, |-0.0| = +0.0);
 ``nan="propagate"`` (default): any NaN gives NaN (0x7fc00000), as torch.amax(x.abs());
@@ -40,17 +44,29 @@ scale's amax. Without torch, ``import amax_tune`` works, :func:`explain` and :fu
 (dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
 raises ImportError.
 
-Not yet here, because the C API has them not yet: ``amax_and_scale(x, fp8_format, epsilon=0,
-pow2=False) -> (amax, scale, scale_inv)`` over the fused amax + scale call, and
-``amax_multi(tensors)`` over the multi-tensor call; they will follow ``amax``'s conventions (the
-same cached contexts, current stream, workspace allocator, custom ops with fake kernels).
+Many tensors per call: ``amax_multi(tensors)`` (a list or tuple; dtypes may mix; empty tensors
+give +0.0) returns a 1-d float32 tensor of ``len(tensors)`` amaxes on the tensors' device (all on
+one), written by the C API's ``amax_multi_compute`` in a few launches whatever the count (one per
+1600 tensors of a dtype on NVIDIA sm_70+), on torch's current stream; per tensor the same contract
+as ``amax`` (strided views copied, NaN modes, bit for bit). It is the custom op
+``torch.ops.amax_tune.amax_multi`` (and ``amax_multi_out``, Tensor[] inputs, fake kernels), so
+``torch.compile(fullgraph=True)`` keeps it in the graph. ``amax_multi_and_scale`` adds scale and
+scale_inv per tensor by ``amax_and_scale``'s rule (eager only, as ``amax_and_scale``).
+``preload_multi(tensors or (dtype, n) pairs, scale=False)`` loads the kernels of lists of that shape
+before graph capture; ``explain_multi`` names the variant per dtype. The host cost is the list:
+each call reads every tensor's type, device, dtype, contiguity, pointer and element count through
+torch's Python API (a C-level pass per field, no Python bytecode per tensor), then builds the C
+array in one pass; for a hot loop over thousands of tensors, capture the call in a CUDA graph.
+
+``amax_and_scale(x, format="e4m3", epsilon=0, force_pow2=False)`` -> (amax, scale, scale_inv) is
+the fused amax + FP8 scale call (eager only: not a torch.library op yet).
 """
 import contextlib
 
 from . import _C
 from ._errors import Error, Status
 from . import _core
-from ._core import Explanation, context, system_db_path
+from ._core import Explanation, MultiExplanation, context, system_db_path
 
 __version__ = _C.version()
 #: the extension's class over amax_context_t (raw pointers, stream handles and dtype codes as ints)
@@ -67,8 +83,9 @@ except ImportError as e:
 else:
     from . import _torch
 
-__all__ = ["amax", "amax_and_scale", "explain", "preload", "context", "system_db_path", "Context", "Error", "Status",
-           "Explanation", "__version__"]
+__all__ = ["amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "explain", "explain_multi", "preload",
+           "preload_multi", "context", "system_db_path", "Context", "Error", "Status", "Explanation",
+           "MultiExplanation", "__version__"]
 
 
 def _no_torch(fn):
@@ -103,6 +120,42 @@ and scale_inv for a NaN amax (torchao). x and nan as for amax. Eager only: not a
 (torch.compile graph-breaks on it) and not for torch.cuda.graph capture unless the kernels were run
 once before. Raises ValueError naming a bad format / max / nan, amax_tune.Error for a failed C status
 (e.g. INVALID_ARGUMENT for a negative epsilon, naming it)."""
+
+if _torch is not None:
+    amax_multi = _torch.amax_multi
+    amax_multi_and_scale = _torch.amax_multi_and_scale
+else:
+    def amax_multi(tensors, *, nan="propagate", out=None):
+        raise _no_torch("amax_tune.amax_multi")
+
+    def amax_multi_and_scale(tensors, **kwargs):
+        raise _no_torch("amax_tune.amax_multi_and_scale")
+
+amax_multi.__doc__ = """amax_multi(tensors, *, nan="propagate", out=None) -> 1-d torch.float32 tensor of len(tensors)
+elements on the tensors' device: element i is amax(tensors[i]) (the C API's amax_multi_compute).
+
+tensors: a list or tuple of tensors (or __dlpack__ / __cuda_array_interface__ arrays) as amax takes
+them, all on one GPU; dtypes may mix (one launch group per dtype); an empty tensor gives +0.0;
+strided views are copied as amax does. An empty list gives an empty tensor on torch's current CUDA
+device (or out). nan: as for amax. out: a contiguous float32 tensor of len(tensors) elements on that
+device (e.g. a row of an amax history), written and returned. Asynchronous on torch's current stream
+of the tensors' device, a few launches whatever the count; safe under torch.cuda.graph capture once
+preload_multi has loaded the kernels of the list's shape, and under torch.compile (the custom ops
+amax_tune::amax_multi and amax_multi_out). Raises ValueError / TypeError naming the bad tensor's
+index and value (``tensors[3] is on device 'cpu'``, ``tensors[2] has dtype torch.float64``,
+``tensors[1] is on device 'cuda:1' but tensors[0] is on 'cuda:0'``), TypeError for a tensors that
+is not a list or tuple, amax_tune.Error for a failed C status. No gradient flows (a constant)."""
+
+amax_multi_and_scale.__doc__ = """amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0,
+force_pow2=False, nan_propagates=False, nan="propagate") -> (amax, scale, scale_inv), three 1-d
+torch.float32 tensors of len(tensors) elements (rows of one new (3, len(tensors)) tensor) on the
+tensors' device, written by the launches that reduce them (the C API's amax_multi_and_scale).
+
+Per tensor, exactly amax_and_scale's rule with one set of options for the whole list (format, max,
+epsilon, force_pow2, nan_propagates and nan as amax_and_scale takes them; tensors as amax_multi).
+Eager only (torch.compile graph-breaks on it); under torch.cuda.graph capture after
+preload_multi(tensors, scale=True). Raises as amax_multi, ValueError naming a bad format / max,
+amax_tune.Error for a failed C status (INVALID_ARGUMENT naming a bad epsilon)."""
 
 amax.__doc__ = """amax(x, *, nan="propagate", out=None) -> 0-d torch.float32 tensor on x's device.
 
@@ -158,6 +211,68 @@ def preload(dtypes, sizes, *, device=None, nan="propagate"):
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
     with _on_device(dev):
         _core.context_of(dev, nan_mode).preload(codes, counts)
+
+
+def preload_multi(tensors_or_shapes, scale=False, *, device=None, nan="propagate"):
+    """Compiles (or loads from the kernel cache) the kernels that amax_multi (scale=True:
+    amax_multi_and_scale) uses for lists of this shape, so that such calls during
+    ``torch.cuda.graph`` capture need no JIT (amax_multi_preload / amax_multi_preload_scale).
+
+    tensors_or_shapes: a list or tuple of tensors (only their dtypes and element counts are read)
+    or of (dtype, n) pairs (dtype a name or torch dtype), the list the captured calls will take;
+    device: ordinal (default the tensors' device, else torch's current device, else 0); nan: the
+    NaN mode of the calls to prepare. Blocking (releases the GIL). Raises ValueError / TypeError
+    naming a bad entry's index, amax_tune.Error (NO_DEVICE, COMPILE_FAILED, ...).
+    """
+    fn = "amax_tune.preload_multi"
+    nan_mode = _core.nan_code(nan, fn)
+    counts, codes, dev = _multi_shapes(tensors_or_shapes, device, fn)
+    with _on_device(dev):
+        ctx = _core.context_of(dev, nan_mode)
+        (ctx.multi_preload_scale if scale else ctx.multi_preload)(counts, codes)
+
+
+def explain_multi(tensors_or_shapes, *, device=None, nan="propagate"):
+    """Which multi-tensor variant serves ``amax_multi`` on this list, and how: ``{dtype name:``
+    :class:`MultiExplanation` ``}`` for each dtype in the list (label, source, launches, tensors per
+    launch, workspace, the group's shape, detail). tensors_or_shapes and device as for
+    :func:`preload_multi`. Raises as :func:`preload_multi`.
+    """
+    fn = "amax_tune.explain_multi"
+    nan_mode = _core.nan_code(nan, fn)
+    counts, codes, dev = _multi_shapes(tensors_or_shapes, device, fn)
+    with _on_device(dev):
+        return _core.explain_multi_codes(_core.context_of(dev, nan_mode), counts, codes)
+
+
+def _multi_shapes(items, device, fn):
+    """(counts, dtype codes, device ordinal) of a list of tensors or (dtype, n) pairs."""
+    items = _core.multi_list(items, fn, "tensors_or_shapes")
+    counts, codes, devices = [], [], set()
+    for i, item in enumerate(items):
+        name = "tensors_or_shapes[%d]" % i
+        if isinstance(item, (tuple, list)):
+            if len(item) != 2:
+                raise TypeError("%s: %s is %r; give tensors or (dtype, n) pairs" % (fn, name, item))
+            codes.append(_dtype_code(item[0], "%s: %s" % (fn, name)))
+            counts.append(_core.element_count(item[1], "%s: %s" % (fn, name)))
+        elif _torch is not None:
+            dev, code, n = _torch.multi_shape(item, fn, name)
+            devices.add(dev)
+            codes.append(code)
+            counts.append(n)
+        else:
+            raise TypeError("%s: %s is a %s; without torch give (dtype, n) pairs" % (fn, name, type(item).__qualname__))
+    if len(devices) > 1:
+        raise ValueError("%s: the tensors are on several devices (%s); a list is on one device"
+                         % (fn, ", ".join("cuda:%d" % d for d in sorted(devices))))
+    if device is None:
+        dev = devices.pop() if devices else _default_device()
+    else:
+        dev = _core._device_ordinal(device, fn)
+        if devices and devices != {dev}:
+            raise ValueError("%s: device=%d but the tensors are on cuda:%d" % (fn, dev, devices.pop()))
+    return counts, codes, dev
 
 
 def _dtype_code(dtype, fn):

@@ -44,6 +44,14 @@ def scale_format(format, max, fn):
     return code, 0.0
 
 
+def multi_list(tensors, fn, name="tensors"):
+    """tensors itself when it is a list or tuple (what the multi-tensor calls take); TypeError naming
+    it otherwise (a single tensor, a generator, a dict)."""
+    if isinstance(tensors, (list, tuple)):
+        return tensors
+    raise TypeError("%s: %s must be a list or tuple of tensors, got %s" % (fn, name, type(tensors).__qualname__))
+
+
 def system_db_path():
     """The shipped database this package passes to the library: ``None`` when $AMAX_TUNE_SYSTEM_DB
     is set (the library reads it) or when the package holds no ``data/system.db`` (the library's own
@@ -107,8 +115,15 @@ def element_count(n, fn):
     return n
 
 
+class _Described:
+    """``str()`` of an explanation: label, source and detail."""
+
+    def __str__(self):
+        return "%s (%s): %s" % (self.label, self.source, self.detail)
+
+
 @dataclasses.dataclass(frozen=True)
-class Explanation:
+class Explanation(_Described):
     """What amax_explain reports for (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
     'default'), ``label`` (the variant), ``tuned_n`` (the tuned size of the entry, 0 for defaults),
     ``expected_us`` / ``expected_gbps`` (the entry's measurement at tuned_n, 0 when unknown),
@@ -127,11 +142,39 @@ class Explanation:
     workspace_bytes: int
     detail: str
 
-    def __str__(self):
-        return "%s (%s): %s" % (self.label, self.source, self.detail)
-
 
 def explain_code(ctx, code, n):
     d = ctx.explain(code, n)
     d["source"] = SOURCES.get(d["source"], str(d["source"]))
     return Explanation(dtype=DTYPE_NAMES[code], n=n, **d)
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiExplanation(_Described):
+    """What amax_multi_explain reports for the tensors of one dtype of a list: ``source``
+    ('override', 'user_db', 'system_db' or 'default'), ``label`` (the multi-tensor variant, e.g.
+    ``multi.t512.v8.u4.c32k.warp``), ``tensors``, ``total_bytes`` and ``largest_bytes`` (the
+    group's shape), ``launches`` (kernel launches for them), ``tensors_per_launch`` (descriptors per
+    launch of the kernel used), ``workspace_bytes``, ``detail`` (which entry, or why the default).
+    ``str()`` gives label, source and detail."""
+    dtype: str
+    source: str
+    label: str
+    tensors: int
+    total_bytes: int
+    largest_bytes: int
+    launches: int
+    tensors_per_launch: int
+    workspace_bytes: int
+    detail: str
+
+
+def explain_multi_codes(ctx, counts, codes):
+    """{dtype name: MultiExplanation} for each dtype present in the list (counts, dtype codes), in
+    the order fp32, fp16, bf16."""
+    r = {}
+    for code in sorted(set(codes)):
+        d = ctx.multi_explain(counts, codes, code)
+        d["source"] = SOURCES.get(d["source"], str(d["source"]))
+        r[DTYPE_NAMES[code]] = MultiExplanation(dtype=DTYPE_NAMES[code], **d)
+    return r

@@ -1,6 +1,11 @@
-"""The PyTorch layer: amax on torch tensors (and __dlpack__ / __cuda_array_interface__ producers),
-the torch.library custom ops amax_tune::amax and amax_tune::amax_out with fake kernels, and the
-workspace allocator (torch's caching allocator). Imported only where torch is importable."""
+"""The PyTorch layer: amax and amax_multi on torch tensors (and __dlpack__ /
+__cuda_array_interface__ producers), the torch.library custom ops amax_tune::amax, amax_out,
+amax_multi and amax_multi_out with fake kernels, and the workspace allocator (torch's caching
+allocator). Imported only where torch is importable."""
+import contextlib
+import operator
+from typing import List
+
 import torch
 
 from . import _C
@@ -14,6 +19,10 @@ _empty = torch.empty
 _is_compiling = torch.compiler.is_compiling
 _NAN_PROPAGATE, _NAN_IGNORE = _C.NAN_PROPAGATE, _C.NAN_IGNORE  # plain ints (what torch.compile traces)
 _DTYPES = {torch.float32: _C.DTYPE_FP32, torch.float16: _C.DTYPE_FP16, torch.bfloat16: _C.DTYPE_BF16}
+_PLAIN = frozenset((_Tensor, _Parameter))  # the types the eager paths take without the dispatcher
+# Unbound C methods and getters, mapped over a list in C (map) without a bound method per tensor
+_data_ptr, _numel, _get_device, _is_contiguous = _Tensor.data_ptr, _Tensor.numel, _Tensor.get_device, _Tensor.is_contiguous
+_dtype_of = operator.attrgetter("dtype")
 
 try:
     _raw_stream = torch._C._cuda_getCurrentRawStream  # what Inductor's generated code calls
@@ -68,29 +77,31 @@ def dtype_code(dtype, fn):
     return code
 
 
-def as_tensor(x, fn):
+def as_tensor(x, fn, name="x"):
     """x itself when it is a torch tensor; a zero-copy torch view of a __dlpack__ producer (CuPy,
     JAX; torch.from_dlpack hands the producer torch's current stream to order its work) or of a
-    __cuda_array_interface__ producer (torch.as_tensor; the caller orders the producer's stream)."""
+    __cuda_array_interface__ producer (torch.as_tensor; the caller orders the producer's stream).
+    name: what the error calls x (e.g. "tensors[3]")."""
     if isinstance(x, _Tensor):
         return x
     if hasattr(x, "__dlpack__"):
         return torch.from_dlpack(x)
     if hasattr(x, "__cuda_array_interface__"):
         return torch.as_tensor(x)
-    raise TypeError("%s: x must be a torch.Tensor or an array with __dlpack__ or __cuda_array_interface__ "
-                    "(CuPy, JAX, Numba), got %s" % (fn, type(x).__qualname__))
+    raise TypeError("%s: %s must be a torch.Tensor or an array with __dlpack__ or __cuda_array_interface__ "
+                    "(CuPy, JAX, Numba), got %s" % (fn, name, type(x).__qualname__))
 
 
-def _check_input(x, fn):
-    """(device ordinal, dtype code) of a tensor amax can take; ValueError / TypeError naming it."""
+def _check_input(x, fn, name="x"):
+    """(device ordinal, dtype code) of a tensor amax can take; ValueError / TypeError naming it
+    (as `name`, e.g. "tensors[3]")."""
     if x.device.type != "cuda":
-        raise ValueError("%s: x is on device '%s'; amax-tune computes on CUDA/ROCm devices (move it with "
-                         "x.cuda())" % (fn, x.device))
+        raise ValueError("%s: %s is on device '%s'; amax-tune computes on CUDA/ROCm devices (move it with "
+                         "%s.cuda())" % (fn, name, x.device, name))
     code = _DTYPES.get(x.dtype)
     if code is None:
-        raise TypeError("%s: x has dtype %s; supported: torch.float32, torch.float16, torch.bfloat16"
-                        % (fn, x.dtype))
+        raise TypeError("%s: %s has dtype %s; supported: torch.float32, torch.float16, torch.bfloat16"
+                        % (fn, name, x.dtype))
     return x.device.index, code
 
 
@@ -292,3 +303,206 @@ def amax_and_scale(x, *, format=None, max=None, epsilon=0.0, force_pow2=False, n
             bool(nan_propagates), amax_out.data_ptr(), scale_out.data_ptr(), scale_inv_out.data_ptr(),
             _raw_stream(dev))
     return amax_out, scale_out, scale_inv_out
+
+
+# --- many tensors per call (amax_multi, amax_multi_and_scale) ---
+
+_FN_MULTI = "amax_tune.amax_multi"
+
+
+def _check_multi_inputs(xs, fn):
+    """The device ordinal of a non-empty list of tensors amax_multi can take (real or fake: nothing is
+    read but device and dtype); ValueError / TypeError naming the first bad tensor's index."""
+    if not xs:
+        raise ValueError("%s: the list of tensors is empty" % fn)
+    dev0 = None
+    for i, x in enumerate(xs):
+        dev, _ = _check_input(x, fn, "tensors[%d]" % i)
+        if dev0 is None:
+            dev0 = dev
+        elif dev != dev0:
+            raise ValueError("%s: tensors[%d] is on device '%s' but tensors[0] is on 'cuda:%d'; every tensor of "
+                             "the list must be on one device" % (fn, i, x.device, dev0))
+    return dev0
+
+
+def _check_multi_out(out, count, device, fn):
+    if not isinstance(out, _Tensor):
+        raise TypeError("%s: out must be a torch.Tensor, got %s" % (fn, type(out).__qualname__))
+    if out.dtype != _F32:
+        raise TypeError("%s: out has dtype %s; it must be torch.float32" % (fn, out.dtype))
+    if out.numel() != count:
+        raise ValueError("%s: out has %d elements (shape %s); it must hold one per tensor, %d"
+                         % (fn, out.numel(), tuple(out.shape), count))
+    if not out.is_contiguous():
+        raise ValueError("%s: out is not contiguous (shape %s, strides %s); its %d elements must be consecutive"
+                         % (fn, tuple(out.shape), out.stride(), count))
+    if out.device.type != "cuda" or out.device.index != device:
+        raise ValueError("%s: out is on device '%s' but the tensors are on 'cuda:%d'; they must be on the same "
+                         "device" % (fn, out.device, device))
+
+
+def _multi_fields(xs, fn, plain):
+    """(tensors, device ordinal, pointers, counts, dtypes) of a non-empty list of torch tensors for
+    the C call: dtypes is one code when the list has one dtype, else a list of codes. The tensors are
+    xs itself, or a new list where a strided view (not dense) is replaced by its contiguous copy;
+    the caller keeps it until the call has been enqueued. plain: every tensor's type is torch.Tensor
+    or Parameter. Raises naming the first bad tensor."""
+    # One C-level pass per field (map over unbound methods): no Python bytecode per tensor.
+    if plain:
+        devices = set(map(_get_device, xs))
+        if len(devices) == 1 and all(map(_is_contiguous, xs)):
+            dev = devices.pop()
+            dtypes = set(map(_dtype_of, xs))
+            if len(dtypes) == 1:
+                codes = _DTYPES.get(dtypes.pop())
+            else:
+                codes = list(map(_DTYPES.get, map(_dtype_of, xs)))
+                if None in codes:
+                    codes = None
+            if dev >= 0 and codes is not None:
+                return xs, dev, list(map(_data_ptr, xs)), list(map(_numel, xs)), codes
+    # Anything else (an error to name, several devices, strided views): tensor by tensor.
+    dev = _check_multi_inputs(xs, fn)
+    dense = [x if x.is_contiguous() or _dense(x) else x.contiguous() for x in xs]
+    return dense, dev, list(map(_data_ptr, dense)), list(map(_numel, dense)), [_DTYPES[x.dtype] for x in dense]
+
+
+def _as_tensors(tensors, fn):
+    """(tensors, plain): tensors (a list or tuple) with every non-tensor (a __dlpack__ /
+    __cuda_array_interface__ producer) viewed as a torch tensor, TypeError naming the first that is
+    neither; plain: every one is a torch.Tensor or Parameter (no other subclass)."""
+    if set(map(type, tensors)) <= _PLAIN:
+        return tensors, True
+    xs = [x if isinstance(x, _Tensor) else as_tensor(x, fn, "tensors[%d]" % i) for i, x in enumerate(tensors)]
+    return xs, set(map(type, xs)) <= _PLAIN
+
+
+def _empty_multi(out, fn, results=1):
+    """What a call on an empty list returns: out (checked: an fp32 tensor of no element), or new
+    empty fp32 tensors on torch's current CUDA device."""
+    if out is not None:
+        if not isinstance(out, _Tensor) or out.dtype != _F32 or out.numel():
+            _check_multi_out(out, 0, -1, fn)  # raises naming what is wrong
+        return out
+    r = tuple(_empty(0, dtype=_F32, device="cuda") for _ in range(results))
+    return r[0] if results == 1 else r
+
+
+def _on_device_of(dev):
+    """torch.cuda.device(dev) when dev is not torch's current device (the library makes the tensors'
+    device current for its driver calls; torch's current device stays), else nothing."""
+    return torch.cuda.device(dev) if _current_device() != dev else contextlib.nullcontext()
+
+
+def amax_multi(tensors, *, nan="propagate", out=None):
+    fn = _FN_MULTI
+    nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
+    if _is_compiling() or _dispatch_modes():
+        return _amax_multi_via_op(tensors, nan_mode, out)
+    xs = tensors if type(tensors) is list or type(tensors) is tuple else _core.multi_list(tensors, fn)
+    if not xs:
+        return _empty_multi(out, fn)
+    xs, plain = _as_tensors(xs, fn)
+    if not plain:  # tensor subclasses (FakeTensor, ...): through the op
+        return _amax_multi_via_op(xs, nan_mode, out)
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    if out is None:
+        out = _empty(len(xs), dtype=_F32, device=_devices.get(dev) or _device(dev))
+    else:
+        _check_multi_out(out, len(xs), dev, fn)
+    with _on_device_of(dev):
+        ctx = _contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
+        ctx.multi_compute(ptrs, counts, codes, out.data_ptr(), _raw_stream(dev))
+    return out
+
+
+def _amax_multi_via_op(tensors, nan_mode, out):
+    """torch.compile, dispatch modes, tensor subclasses: the custom ops (their fake kernels trace)."""
+    xs = list(_core.multi_list(tensors, _FN_MULTI))
+    if not xs:
+        return _empty_multi(out, _FN_MULTI)
+    if out is None:
+        return torch.ops.amax_tune.amax_multi(xs, nan_mode == _NAN_IGNORE)
+    torch.ops.amax_tune.amax_multi_out(xs, out, nan_mode == _NAN_IGNORE)
+    return out
+
+
+def compute_multi_op_local(xs, nan_mode, out, fn=_FN_MULTI):
+    """The multi-tensor custom ops' body: as amax_multi's eager path, with a workspace of this call
+    only (see compute_op_local)."""
+    if not xs:
+        raise ValueError("%s: the list of tensors is empty" % fn)
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, set(map(type, xs)) <= _PLAIN)
+    if out is None:
+        out = _empty(len(xs), dtype=_F32, device=xs[0].device)
+    else:
+        _check_multi_out(out, len(xs), dev, fn)
+    with _on_device_of(dev):
+        ctx = _core.context_of(dev, nan_mode)
+        ws = _empty(ctx.multi_workspace_size(counts, codes), dtype=_U8, device=out.device)
+        ctx.multi_compute_with_workspace(ptrs, counts, codes, out.data_ptr(), ws.data_ptr(), ws.numel(),
+                                         _raw_stream(dev))
+    return out
+
+
+@torch.library.custom_op("amax_tune::amax_multi", mutates_args=())
+def _amax_multi_op(xs: List[torch.Tensor], nan_ignore: bool) -> torch.Tensor:
+    return compute_multi_op_local(xs, int(nan_ignore), None)
+
+
+@_amax_multi_op.register_fake
+def _amax_multi_fake(xs, nan_ignore):
+    _check_multi_inputs(xs, _FN_MULTI)
+    return xs[0].new_empty((len(xs),), dtype=_F32)
+
+
+def _amax_multi_setup_context(ctx, inputs, output):
+    ctx.count = len(inputs[0])
+
+
+def _amax_multi_backward(ctx, grad):
+    # a constant for autograd (as amax): no gradient to any tensor; a list input takes a list of Nones
+    return [None] * ctx.count, None
+
+
+_amax_multi_op.register_autograd(_amax_multi_backward, setup_context=_amax_multi_setup_context)
+
+
+@torch.library.custom_op("amax_tune::amax_multi_out", mutates_args=("out",))
+def _amax_multi_out_op(xs: List[torch.Tensor], out: torch.Tensor, nan_ignore: bool) -> None:
+    compute_multi_op_local(xs, int(nan_ignore), out)
+
+
+@_amax_multi_out_op.register_fake
+def _amax_multi_out_fake(xs, out, nan_ignore):
+    _check_multi_out(out, len(xs), _check_multi_inputs(xs, _FN_MULTI), _FN_MULTI)
+
+
+def amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
+                         nan="propagate"):
+    """Eager amax_multi_and_scale (amax_tune.amax_multi_and_scale's docstring): three 1-d fp32
+    tensors, rows of one new (3, len(tensors)) tensor."""
+    fn = "amax_tune.amax_multi_and_scale"
+    nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
+    fmt_code, max_value = _core.scale_format(format, max, fn)
+    xs = _core.multi_list(tensors, fn)
+    if not xs:
+        return _empty_multi(None, fn, results=3)
+    xs, plain = _as_tensors(xs, fn)
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, plain)
+    n = len(xs)
+    res = _empty((3, n), dtype=_F32, device=_devices.get(dev) or _device(dev))
+    base = res.data_ptr()
+    with _on_device_of(dev):
+        _core.context_of(dev, nan_mode).multi_and_scale(
+            ptrs, counts, codes, fmt_code, max_value, float(epsilon), bool(force_pow2), bool(nan_propagates),
+            base, base + 4 * n, base + 8 * n, _raw_stream(dev))
+    return res.unbind(0)
+
+
+def multi_shape(x, fn, name):
+    """(device ordinal, dtype code, element count) of one tensor of a preload_multi / explain_multi list."""
+    x = as_tensor(x, fn, name)
+    dev, code = _check_input(x, fn, name)
+    return dev, code, x.numel()

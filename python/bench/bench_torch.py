@@ -8,12 +8,24 @@ Contenders, per (dtype, n): ``amax_tune.Context.compute`` on precomputed pointer
 floor), ``amax_tune.amax(x)`` (a new 0-d output per call, as a user calls it),
 ``amax_tune.amax(x, out=o)`` (a preallocated output), ``torch.empty`` of a 0-d fp32 tensor (the
 cost of a new result, which amax pays and out= does not; host time only), ``torch.amax(x.abs())`` and
-``torch.linalg.vector_norm(x, inf)``; for lists of tensors: a loop of ``amax_tune.amax`` (or
-``amax_tune.amax_multi`` where it exists) against ``torch._foreach_norm(xs, inf)``. Per call: the
-device time (events) and the host time of issuing it (perf_counter around the batch's launches,
-which a launch queue of this depth does not throttle).
+``torch.linalg.vector_norm(x, inf)``; for lists of 8 tensors: a loop of ``amax_tune.amax`` and
+``amax_tune.amax_multi`` against ``torch._foreach_norm(xs, inf)``. Per call: the device time
+(events) and the host time of issuing it (perf_counter around the batch's launches, which a launch
+queue of this depth does not throttle).
+
+Groups (issue 12; --no-groups leaves them out): per group of N tensors of n elements (500 x 4096
+fp32, 4096 x 16 Ki bf16, 64 x 1 Mi, 128 x 1 Mi, 512 x 64 Ki, 8 x 16 Mi bf16, 64 x 4096 fp32),
+``amax_tune.amax_multi(xs)``, ``amax_multi(xs, out=o)``, a Python loop of ``amax_tune.amax(x,
+out=o[i])`` and ``torch._foreach_norm(xs, inf)``, cold (each call reads another copy of the group;
+the copies together exceed 5x the L2 where memory allows), each checked bit for bit against torch
+(per tensor ``t.float().abs().amax()``; foreach_norm's results compared as float32) before timing.
+Also the host time of the list itself: the package reading the tensors' fields (torch's Python
+API) and the extension building the C array (timeit). Rows go to the same CSV with kind "group"
+and the group in the ``group`` column; the table prints the speedup over foreach_norm and the
+issue's targets for 500 x 4096 fp32 (<= 25 us, >= 50x torch._foreach_norm) as met or missed.
 
 usage: python3 python/bench/bench_torch.py [-o OUT.csv] [--rounds 15] [--region-gib 4] [--quick]
+       [--no-groups | --only-groups]
 Prints a table and the target line (>= 1.5x the faster torch contender at every size <= 16 MB),
 for amax(x) and for amax(x, out=o).
 """
@@ -23,12 +35,19 @@ import math
 import statistics
 import sys
 import time
+import timeit
 
 import torch
 
 import amax_tune
 
 INF = float("inf")
+FIELDS = ["kind", "dtype", "n", "tensors", "bytes", "contender", "median_us", "q1_us", "q3_us", "host_us", "batch",
+          "samples", "inputs", "group"]
+#: (tensors, elements each, dtype) of the groups section
+GROUPS = [(500, 4096, torch.float32), (4096, 16384, torch.bfloat16), (64, 1 << 20, torch.bfloat16),
+          (128, 1 << 20, torch.bfloat16), (512, 65536, torch.bfloat16), (8, 16 << 20, torch.bfloat16),
+          (64, 4096, torch.float32)]
 
 
 def contenders(out):
@@ -51,12 +70,9 @@ def contenders(out):
 
 
 def list_contenders():
-    multi = getattr(amax_tune, "amax_multi", None)
-    c = {"amax_tune_loop": lambda xs: [amax_tune.amax(x) for x in xs],
-         "torch_foreach_norm": lambda xs: torch._foreach_norm(xs, INF)}
-    if multi is not None:
-        c["amax_tune_multi"] = multi
-    return c
+    return {"amax_tune_loop": lambda xs: [amax_tune.amax(x) for x in xs],
+            "torch_foreach_norm": lambda xs: torch._foreach_norm(xs, INF),
+            "amax_tune_multi": amax_tune.amax_multi}
 
 
 def one_batch(fn, inputs, start, k):
@@ -112,6 +128,122 @@ def bits(t):
     return int(t.reshape(()).float().view(torch.int32).item()) & 0xFFFFFFFF
 
 
+def dtype_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def elements(n):
+    for unit, shift in (("Mi", 20), ("Ki", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d%s" % (n >> shift, unit)
+    return str(n)
+
+
+def group_copies(count, n, dtype, l2, max_bytes):
+    """Copies of a group (count contiguous views of n elements, one buffer per copy) to rotate over:
+    together more than 5x the L2 where max_bytes allows, at least 2."""
+    group_bytes = count * n * torch.tensor([], dtype=dtype).element_size()
+    want = max(2, -(-5 * l2 // group_bytes) + 1)
+    want = max(2, min(want, max_bytes // group_bytes))
+    return [list(torch.randn(count * n, device="cuda", dtype=dtype).view(count, n).unbind(0)) for _ in range(want)]
+
+
+def group_reference(xs):
+    """torch alone: per tensor the fp32 amax (0 for an empty one), as int32 bits."""
+    zero = torch.zeros((), device="cuda")
+    return torch.stack([t.float().abs().amax() if t.numel() else zero for t in xs]).view(torch.int32)
+
+
+def group_contenders(count):
+    """{name: (fn(xs), result(value returned) -> 1-d fp32 tensor)} of the groups section."""
+    out = torch.empty(count, device="cuda")
+    loop_out = torch.empty(count, device="cuda")
+    loop_outs = list(loop_out.unbind(0))  # 0-d views, made once
+    amax, multi = amax_tune.amax, amax_tune.amax_multi
+
+    def loop(xs):
+        for x, o in zip(xs, loop_outs):
+            amax(x, out=o)
+
+    return {
+        "amax_multi": (multi, lambda r: r),
+        "amax_multi_out": (lambda xs: multi(xs, out=out), lambda r: out),
+        "amax_loop_out": (loop, lambda r: loop_out),
+        "torch_foreach_norm": (lambda xs: torch._foreach_norm(xs, INF), lambda r: torch.stack(r).float()),
+    }
+
+
+def host_breakdown(xs):
+    """(us of the package reading the list's fields, us of the extension building the C array),
+    best of timeit repeats; None where the package's internals differ."""
+    try:
+        from amax_tune import _C, _torch
+        fields = _torch._multi_fields
+        _, _, ptrs, counts, codes = fields(xs, "bench", True)
+    except (ImportError, AttributeError, TypeError):
+        return None, None
+    res = []
+    for fn in (lambda: fields(xs, "bench", True), lambda: _C._tensor_list(ptrs, counts, codes)):
+        t = timeit.Timer(fn)
+        k, _ = t.autorange()
+        res.append(1e6 * min(t.repeat(5, k)) / k)
+    return tuple(res)
+
+
+def bench_groups(args, l2, rows):
+    """The groups section: returns the table's lines' data."""
+    table = []
+    for count, n, dtype in GROUPS:
+        label = "%dx%s:%s" % (count, elements(n), dtype_name(dtype))
+        free, _ = torch.cuda.mem_get_info()
+        copies = group_copies(count, n, dtype, l2, free // 2)
+        want = group_reference(copies[0])
+        fns = group_contenders(count)
+        for name, (fn, result) in fns.items():  # equal results first
+            got = result(fn(copies[0])).view(torch.int32)
+            if not torch.equal(got, want):
+                i = int((got != want).nonzero()[0].item())
+                sys.exit("bench_torch: %s on group %s: tensors[%d] gives %#x, torch %#x" % (
+                    name, label, i, int(got[i].item()) & 0xFFFFFFFF, int(want[i].item()) & 0xFFFFFFFF))
+        res = measure({name: fn for name, (fn, _) in fns.items()}, copies, args.rounds)
+        med, host = {}, {}
+        group_bytes = count * n * copies[0][0].element_size()
+        for name, (d, h, k) in res.items():
+            q1, m, q3 = quartiles(d)
+            med[name], host[name] = m, statistics.median(h)
+            rows.append({"kind": "group", "dtype": dtype_name(dtype), "n": n, "tensors": count, "bytes": group_bytes,
+                         "contender": name, "median_us": "%.3f" % m, "q1_us": "%.3f" % q1, "q3_us": "%.3f" % q3,
+                         "host_us": "%.3f" % host[name], "batch": k, "samples": len(d), "inputs": len(copies),
+                         "group": label})
+        fields_us, build_us = host_breakdown(copies[0])
+        table.append((label, count, n, dtype, group_bytes, len(copies), med, host, fields_us, build_us))
+        del copies
+        torch.cuda.empty_cache()
+    return table
+
+
+def print_groups(table):
+    print("\ngroups: us per call (device events, cold: copies rotated); speedup = torch._foreach_norm / "
+          "amax_multi; host = us of host time per call; list = the package reading the tensors' fields / the "
+          "extension building the C array (timeit)")
+    print("%-20s %10s %6s %10s %10s %12s %13s %9s %9s %10s %9s %9s" % (
+        "group", "bytes", "copies", "amax_multi", "out=", "loop(out=)", "foreach_norm", "speedup", "out= sp.",
+        "host multi", "list py", "list C"))
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us in table:
+        f = med["torch_foreach_norm"]
+        print("%-20s %10d %6d %10.2f %10.2f %12.2f %13.2f %8.1fx %8.1fx %10.2f %9s %9s" % (
+            label, nbytes, ncopies, med["amax_multi"], med["amax_multi_out"], med["amax_loop_out"], f,
+            f / med["amax_multi"], f / med["amax_multi_out"], host["amax_multi"],
+            "-" if fields_us is None else "%.2f" % fields_us, "-" if build_us is None else "%.2f" % build_us))
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us in table:
+        if (count, n, dtype) == (500, 4096, torch.float32):
+            t, sp = med["amax_multi"], med["torch_foreach_norm"] / med["amax_multi"]
+            print("target 500 x 4096 fp32 <= 25 us: %s (amax_multi %.2f us; out= %.2f us)" % (
+                "met" if t <= 25.0 else "missed", t, med["amax_multi_out"]))
+            print("target 500 x 4096 fp32 >= 50x torch._foreach_norm: %s (%.1fx; out= %.1fx)" % (
+                "met" if sp >= 50.0 else "missed", sp, med["torch_foreach_norm"] / med["amax_multi_out"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--output", help="CSV file of every (dtype, n, contender) row")
@@ -119,6 +251,9 @@ def main():
     ap.add_argument("--region-gib", type=float, default=4.0, help="size of the region inputs rotate over")
     ap.add_argument("--max-exp", type=int, default=28, help="largest size: 2^max_exp elements")
     ap.add_argument("--quick", action="store_true", help="3 rounds, sizes to 2^22 (a smoke test)")
+    ap.add_argument("--groups", action=argparse.BooleanOptionalAction, default=True,
+                    help="the groups section: amax_multi against torch._foreach_norm and a loop of amax (default on)")
+    ap.add_argument("--only-groups", action="store_true", help="the groups section alone")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.max_exp = 3, 22
@@ -132,7 +267,7 @@ def main():
     out = torch.empty((), dtype=torch.float32, device="cuda")
     rows, summary = [], []
     t_start = time.time()
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype in () if args.only_groups else (torch.float32, torch.bfloat16):
         esize = torch.tensor([], dtype=dtype).element_size()
         region = torch.randn(int(args.region_gib * (1 << 30)) // esize, dtype=dtype, device="cuda")
         for e in range(10, args.max_exp + 1, 2):
@@ -160,7 +295,7 @@ def main():
             best_torch = min(med["torch_amax_abs"], med["torch_vector_norm"])
             summary.append((dtype, n, n * esize, med, host, best_torch / med["amax_tune"],
                             best_torch / med["amax_tune_out"]))
-        # lists of 8 tensors: the per-tensor loop (or amax_multi) against torch._foreach_norm
+        # lists of 8 tensors: the per-tensor loop and amax_multi against torch._foreach_norm
         for e in (12, 16, 20):
             n = 1 << e
             singles = cold_slices(region, n, l2)
@@ -175,7 +310,22 @@ def main():
                              "samples": len(d), "inputs": len(lists)})
         del region
         torch.cuda.empty_cache()
+    groups = bench_groups(args, l2, rows) if args.groups or args.only_groups else []
 
+    if summary:
+        print_tensors(summary, rows)
+    if groups:
+        print_groups(groups)
+    print("bench_torch: %.0f s" % (time.time() - t_start))
+    if args.output:
+        with open(args.output, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+        print("bench_torch: wrote %d rows to %s" % (len(rows), args.output))
+
+
+def print_tensors(summary, rows):
     print("\nus per call (device events); speedup = the faster torch contender / amax_tune.amax; host = us "
           "of host time per call (raw: the C call alone; empty: torch.empty of the 0-d result alone)")
     print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s %9s %10s" % (
@@ -188,10 +338,8 @@ def main():
             host["torch_amax_abs"], host["torch_vector_norm"], host["torch_empty"]))
     lists = [r for r in rows if r["kind"] == "list"]
     if lists:
-        print("\nlists of 8 tensors (us per list)%s:" % (
-            "" if getattr(amax_tune, "amax_multi", None) else "; amax_multi is not here yet (the C API has no "
-            "multi-tensor call, issue 12): amax_tune_loop is one amax call per tensor, 8 launches against "
-            "torch._foreach_norm's one"))
+        print("\nlists of 8 tensors (us per list; amax_tune_loop: one amax call per tensor, amax_tune_multi: "
+              "amax_multi):")
         for r in lists:
             print("  %-9s n=%-8d %-20s %9s us  host %s us" % (r["dtype"], r["n"], r["contender"], r["median_us"],
                                                               r["host_us"]))
@@ -203,13 +351,6 @@ def main():
     print("the same with out= (a preallocated result, e.g. an amax history; no torch.empty per call): %s "
           "(worst %.2fx: %s n=%d)" % ("met" if worst_out[6] >= 1.5 else "missed", worst_out[6],
                                       str(worst_out[0]).replace("torch.", ""), worst_out[1]))
-    print("bench_torch: %.0f s" % (time.time() - t_start))
-    if args.output:
-        with open(args.output, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        print("bench_torch: wrote %d rows to %s" % (len(rows), args.output))
 
 
 if __name__ == "__main__":

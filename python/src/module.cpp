@@ -5,14 +5,24 @@
 // package's amax_tune.Error (registered by amax_tune/__init__.py through _register_error) carrying
 // the status number and the library's message for this thread (amax_last_error()).
 //
-// The GIL: compute() keeps it (it only enqueues work, and its per-stream workspace table relies on
-// it); context creation and preload() release it while the library opens databases or compiles.
+// The GIL: compute() and the multi-tensor calls keep it (they only enqueue work, and the per-stream
+// workspace table and the reused tensor list rely on it); context creation, preload() and
+// multi_preload() release it while the library opens databases or compiles.
+//
+// Lists of tensors (multi_*) arrive as columns, not as objects: pointers, counts and dtype codes,
+// each a list or tuple of ints (read in place, one C conversion per item), any other sequence, or
+// a 1-d integer buffer (array.array, numpy); dtypes may be one int for the whole list. The
+// amax_tensor_t array is built once per call into a vector the context reuses.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <amax/amax_tune.h>
 
+#include <cctype>
+#include <climits>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +55,160 @@ inline void check(amax_status_t status, const char* function) {
 
 inline amax_dtype_t to_dtype(int code) { return static_cast<amax_dtype_t>(code); }
 inline void* to_ptr(std::uintptr_t p) { return reinterpret_cast<void*>(p); }
+
+// ---- a list of tensors from three columns ----
+
+[[noreturn]] void bad_item(PyObject* exc, const char* column, std::size_t i, PyObject* item, const char* why) {
+  PyErr_Clear();
+  const std::string value = py::repr(py::handle(item)).cast<std::string>();
+  PyErr_Format(exc, "%s[%zu] is %s (%s)", column, i, value.c_str(), why);
+  throw py::error_already_set();
+}
+
+// An int item as uint64: exact ints directly (PyLong_AsUnsignedLong is a short loop over the digits;
+// the long long variant goes through a byte array), other integers (numpy's) through __index__.
+// bool and non-integers raise TypeError, negative or too large values ValueError, naming the item.
+std::uint64_t item_u64(PyObject* o, const char* column, std::size_t i) {
+  static_assert(sizeof(unsigned long long) == 8);
+  if (PyLong_CheckExact(o)) {
+    // Values below 2^30 (counts, dtype codes) without a call into libpython: one digit.
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact(reinterpret_cast<PyLongObject*>(o))) {
+      const Py_ssize_t v = PyUnstable_Long_CompactValue(reinterpret_cast<PyLongObject*>(o));
+      if (v >= 0) return static_cast<std::uint64_t>(v);
+    }
+#else
+    const Py_ssize_t size = Py_SIZE(o);
+    if (size == 0 || size == 1) return size ? reinterpret_cast<PyLongObject*>(o)->ob_digit[0] : 0;
+#endif
+    if constexpr (sizeof(unsigned long) == 8) {
+      const unsigned long v = PyLong_AsUnsignedLong(o);
+      if (v != static_cast<unsigned long>(-1) || !PyErr_Occurred()) return v;
+    } else {
+      const unsigned long long v = PyLong_AsUnsignedLongLong(o);
+      if (v != static_cast<unsigned long long>(-1) || !PyErr_Occurred()) return v;
+    }
+    bad_item(PyExc_ValueError, column, i, o, "not in 0 .. 2**64 - 1");
+  }
+  if (PyBool_Check(o) || !PyIndex_Check(o)) bad_item(PyExc_TypeError, column, i, o, "not an int");
+  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(o));
+  if (!index) throw py::error_already_set();
+  return item_u64(index.ptr(), column, i);
+}
+
+// Calls store(i, value) for the n items of type T (an integer type) of a buffer; a negative value
+// raises ValueError naming the item.
+template <class T, class Store>
+void read_buffer(const char* buf, std::size_t n, const char* name, Store& store) {
+  for (std::size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, buf + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_signed_v<T>)
+      if (v < 0)
+        throw py::value_error(std::string(name) + "[" + std::to_string(i) + "] is " + std::to_string(v) +
+                              " (not in 0 .. 2**64 - 1)");
+    store(i, static_cast<std::uint64_t>(v), nullptr);
+  }
+}
+
+// Calls store(i, value) for every item of `column` (a list or tuple of ints, another sequence, or a
+// 1-d integer buffer) and returns the count; `expect` (when not SIZE_MAX) is the length it must have.
+template <class Store>
+std::size_t read_column(py::handle column, const char* name, std::size_t expect, const char* expect_name,
+                        std::vector<amax_tensor_t>& out, Store store) {
+  auto sized = [&](std::size_t n) {
+    if (expect != SIZE_MAX && n != expect)
+      throw py::value_error(std::string(name) + " has " + std::to_string(n) + " entries but " + expect_name + " has " +
+                            std::to_string(expect));
+    if (expect == SIZE_MAX) out.resize(n);
+  };
+  PyObject* o = column.ptr();
+  if (PyList_Check(o) || PyTuple_Check(o)) {
+    const std::size_t n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(o));
+    sized(n);
+    PyObject** items = PySequence_Fast_ITEMS(o);
+    for (std::size_t i = 0; i < n; ++i) store(out[i], item_u64(items[i], name, i), i, items[i]);
+    return n;
+  }
+  if (PyObject_CheckBuffer(o)) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+    struct Release {
+      Py_buffer* b;
+      ~Release() { PyBuffer_Release(b); }
+    } release{&b};
+    const char* f = b.format ? b.format : "B";
+    if (*f == '@' || *f == '=') ++f;
+    if (b.ndim != 1 || !*f || f[1] || !std::strchr("bBhHiIlLqQnN", *f))
+      throw py::type_error(std::string(name) + " is a buffer of format '" + (b.format ? b.format : "B") + "' with " +
+                           std::to_string(b.ndim) + " dimensions; a buffer must be 1-d of native integers");
+    const std::size_t n = static_cast<std::size_t>(b.len / b.itemsize);
+    sized(n);
+    auto at = [&](std::size_t i, std::uint64_t v, PyObject* item) { store(out[i], v, i, item); };
+    const char* p = static_cast<const char*>(b.buf);
+    const bool is_signed = std::islower(static_cast<unsigned char>(*f));  // b h i l q n; B H I L Q N unsigned
+    switch (b.itemsize) {
+      case 1: is_signed ? read_buffer<std::int8_t>(p, n, name, at) : read_buffer<std::uint8_t>(p, n, name, at); break;
+      case 2: is_signed ? read_buffer<std::int16_t>(p, n, name, at) : read_buffer<std::uint16_t>(p, n, name, at); break;
+      case 4: is_signed ? read_buffer<std::int32_t>(p, n, name, at) : read_buffer<std::uint32_t>(p, n, name, at); break;
+      case 8: is_signed ? read_buffer<std::int64_t>(p, n, name, at) : read_buffer<std::uint64_t>(p, n, name, at); break;
+      default:
+        throw py::type_error(std::string(name) + ": integer items of " + std::to_string(b.itemsize) +
+                             " bytes are not supported");
+    }
+    return n;
+  }
+  if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o))
+    throw py::type_error(std::string(name) + " must be a list or tuple of ints, another sequence of ints or a 1-d "
+                         "integer buffer, got " + py::type::handle_of(column).attr("__name__").cast<std::string>());
+  const py::object fast = py::reinterpret_steal<py::object>(PySequence_Fast(o, name));
+  if (!fast) throw py::error_already_set();
+  return read_column(fast, name, expect, expect_name, out, store);
+}
+
+// Builds `out` (resized, reused) from counts, dtypes (a column, or one int for every tensor) and
+// pointers (a column, or None: all NULL, for the calls that read no pointer). Raises TypeError /
+// ValueError naming the column, the index and the value; the library checks the rest (dtype codes,
+// limits, NULL and misaligned pointers) and names tensors[i].
+void build_list(py::handle pointers, py::handle counts, py::handle dtypes, std::vector<amax_tensor_t>& out) {
+  const std::size_t n = read_column(counts, "counts", SIZE_MAX, "", out,
+                                    [](amax_tensor_t& t, std::uint64_t v, std::size_t, PyObject*) {
+                                      t.n = v;
+                                      t.data = nullptr;
+                                      t.dtype = AMAX_DTYPE_FP32;
+                                    });
+  if (PyLong_Check(dtypes.ptr()) && !PyBool_Check(dtypes.ptr())) {
+    const long code = PyLong_AsLong(dtypes.ptr());
+    if (code < 0 || code > INT_MAX) bad_item(PyExc_ValueError, "dtypes", 0, dtypes.ptr(), "not a dtype code");
+    for (auto& t : out) t.dtype = static_cast<amax_dtype_t>(code);
+  } else {
+    read_column(dtypes, "dtypes", n, "counts", out, [](amax_tensor_t& t, std::uint64_t v, std::size_t i, PyObject* o) {
+      if (v > INT_MAX) {
+        if (o) bad_item(PyExc_ValueError, "dtypes", i, o, "not a dtype code");
+        throw py::value_error("dtypes[" + std::to_string(i) + "] is " + std::to_string(v) + " (not a dtype code)");
+      }
+      t.dtype = static_cast<amax_dtype_t>(v);
+    });
+  }
+  if (!pointers.is_none())
+    read_column(pointers, "pointers", n, "counts", out, [](amax_tensor_t& t, std::uint64_t v, std::size_t, PyObject*) {
+      t.data = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(v));
+    });
+}
+
+py::dict multi_explanation_dict(const amax_multi_explanation_t& e) {
+  py::dict d;
+  d["source"] = static_cast<int>(e.source);
+  d["label"] = std::string(e.label);
+  d["tensors"] = e.tensors;
+  d["total_bytes"] = e.total_bytes;
+  d["largest_bytes"] = e.largest_bytes;
+  d["launches"] = e.launches;
+  d["tensors_per_launch"] = e.tensors_per_launch;
+  d["workspace_bytes"] = e.workspace_bytes;
+  d["detail"] = std::string(e.detail);
+  return d;
+}
 
 // One amax_context_t. Owns it; destroying the object destroys the context (do not let it go while
 // work or a captured graph that uses it can still run).
@@ -109,14 +273,7 @@ class Context {
   void amax_and_scale(std::uintptr_t input, int dtype, std::uint64_t n, int format, float max, float epsilon,
                       bool force_pow2, bool nan_propagates, std::uintptr_t amax_out, std::uintptr_t scale_out,
                       std::uintptr_t scale_inv_out, std::uintptr_t stream) {
-    amax_scale_options_t o;
-    amax_scale_options_init(&o);
-    o.format = static_cast<amax_fp8_format_t>(format);
-    o.max = max;
-    o.epsilon = epsilon;
-    o.force_pow2 = force_pow2 ? 1 : 0;
-    o.nan_propagates = nan_propagates ? 1 : 0;
-    check(amax_scale_options_check(&o), "amax_and_scale");
+    const amax_scale_options_t o = scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_and_scale");
     std::size_t need = 0;
     check(amax_workspace_size(ctx_, to_dtype(dtype), n, &need), "amax_workspace_size");
     Workspace w = workspaces_[stream];
@@ -165,6 +322,71 @@ class Context {
     return d;
   }
 
+  // ---- many tensors per call: a list as (pointers, counts, dtypes) columns (build_list) ----
+
+  // amax_multi_workspace_size of a list (its counts and dtypes: pointers are not read).
+  std::size_t multi_workspace_size(py::handle counts, py::handle dtypes) const {
+    build_list(py::none(), counts, dtypes, t_list);
+    return multi_need(t_list);
+  }
+
+  // amax_multi_compute with the per-stream workspace of compute(); async on stream.
+  void multi_compute(py::handle pointers, py::handle counts, py::handle dtypes, std::uintptr_t output,
+                     std::uintptr_t stream) {
+    build_list(pointers, counts, dtypes, t_list);
+    float* out = static_cast<float*>(to_ptr(output));
+    with_multi_workspace(t_list, stream, "amax_multi_compute", [&](const Workspace& w) {
+      return amax_multi_compute(ctx_, t_list.data(), t_list.size(), out, to_ptr(w.ptr), w.bytes, to_ptr(stream));
+    });
+  }
+
+  // amax_multi_compute with the caller's workspace (device pointer, bytes).
+  void multi_compute_with_workspace(py::handle pointers, py::handle counts, py::handle dtypes, std::uintptr_t output,
+                                    std::uintptr_t workspace, std::size_t workspace_bytes, std::uintptr_t stream) {
+    build_list(pointers, counts, dtypes, t_list);
+    check(amax_multi_compute(ctx_, t_list.data(), t_list.size(), static_cast<float*>(to_ptr(output)),
+                             to_ptr(workspace), workspace_bytes, to_ptr(stream)),
+          "amax_multi_compute");
+  }
+
+  // amax_multi_and_scale with the per-stream workspace; options as amax_and_scale's.
+  void multi_and_scale(py::handle pointers, py::handle counts, py::handle dtypes, int format, float max, float epsilon,
+                       bool force_pow2, bool nan_propagates, std::uintptr_t amax_out, std::uintptr_t scale_out,
+                       std::uintptr_t scale_inv_out, std::uintptr_t stream) {
+    const amax_scale_options_t o =
+        scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_multi_and_scale");
+    build_list(pointers, counts, dtypes, t_list);
+    float* a = static_cast<float*>(to_ptr(amax_out));
+    float* s = static_cast<float*>(to_ptr(scale_out));
+    float* si = static_cast<float*>(to_ptr(scale_inv_out));
+    with_multi_workspace(t_list, stream, "amax_multi_and_scale", [&](const Workspace& w) {
+      return amax_multi_and_scale(ctx_, t_list.data(), t_list.size(), &o, a, s, si, to_ptr(w.ptr), w.bytes,
+                                  to_ptr(stream));
+    });
+  }
+
+  // amax_multi_preload (scale: amax_multi_preload_scale) for a list's counts and dtypes; blocking,
+  // without the GIL.
+  void multi_preload(py::handle counts, py::handle dtypes, bool scale) {
+    std::vector<amax_tensor_t> list;  // its own: other threads may run while the GIL is released
+    build_list(py::none(), counts, dtypes, list);
+    amax_status_t status;
+    {
+      py::gil_scoped_release unlocked;
+      status = scale ? amax_multi_preload_scale(ctx_, list.data(), list.size())
+                     : amax_multi_preload(ctx_, list.data(), list.size());
+    }
+    check(status, scale ? "amax_multi_preload_scale" : "amax_multi_preload");
+  }
+
+  // amax_multi_explain of the list's tensors of `dtype`, as a dict.
+  py::dict multi_explain(py::handle counts, py::handle dtypes, int dtype) const {
+    build_list(py::none(), counts, dtypes, t_list);
+    amax_multi_explanation_t e{};
+    check(amax_multi_explain(ctx_, t_list.data(), t_list.size(), to_dtype(dtype), &e), "amax_multi_explain");
+    return multi_explanation_dict(e);
+  }
+
  private:
   struct Workspace {
     std::uintptr_t ptr = 0;
@@ -175,17 +397,58 @@ class Context {
     if (!allocator_)
       throw py::value_error("amax_tune._C.Context.compute: no workspace allocator is set (call "
                             "set_workspace_allocator, or pass your own workspace to compute_with_workspace)");
-    Workspace& held = workspaces_[stream];
     std::size_t bytes = 1024;  // powers of two: a handful of growths over a context's life
-    while (bytes < need || bytes < 2 * held.bytes) bytes *= 2;
+    const std::size_t held = workspaces_[stream].bytes;
+    while (bytes < need || bytes < 2 * held) bytes *= 2;
+    // The allocator runs Python (torch.empty, which may release the GIL): other threads may add
+    // streams to the table meanwhile, so it is looked up again afterwards, not held by reference.
     const py::tuple r = allocator_(bytes, stream);
     if (r.size() != 2) throw py::value_error("amax_tune._C.Context.compute: the workspace allocator must return (pointer, owner)");
     const Workspace w{r[0].cast<std::uintptr_t>(), bytes};
     if (!w.ptr) throw py::value_error("amax_tune._C.Context.compute: the workspace allocator returned a null pointer");
     owner = r[1];
-    if (owner.is_none()) held = w;
+    if (owner.is_none()) workspaces_[stream] = w;
     return w;
   }
+
+  static amax_scale_options_t scale_options(int format, float max, float epsilon, bool force_pow2,
+                                            bool nan_propagates, const char* function) {
+    amax_scale_options_t o;
+    amax_scale_options_init(&o);
+    o.format = static_cast<amax_fp8_format_t>(format);
+    o.max = max;
+    o.epsilon = epsilon;
+    o.force_pow2 = force_pow2 ? 1 : 0;
+    o.nan_propagates = nan_propagates ? 1 : 0;
+    check(amax_scale_options_check(&o), function);
+    return o;
+  }
+
+  std::size_t multi_need(const std::vector<amax_tensor_t>& list) const {
+    std::size_t bytes = 0;
+    check(amax_multi_workspace_size(ctx_, list.data(), list.size(), &bytes), "amax_multi_workspace_size");
+    return bytes;
+  }
+
+  // Runs call(workspace) with the stream's held workspace first: the library checks its size from
+  // the list it sorts anyway, so only a call it is too small for (WORKSPACE_TOO_SMALL, nothing
+  // enqueued) asks amax_multi_workspace_size, grows it and runs again. A call sorts the list once.
+  template <class Call>
+  void with_multi_workspace(const std::vector<amax_tensor_t>& list, std::uintptr_t stream, const char* function,
+                            Call call) {
+    Workspace w = workspaces_[stream];
+    py::object owner;  // a per-call buffer (graph capture) lives until the call has been enqueued
+    if (!w.ptr && !list.empty()) w = grow(multi_need(list), stream, owner);
+    amax_status_t status = call(w);
+    if (status == AMAX_STATUS_WORKSPACE_TOO_SMALL) {
+      w = grow(multi_need(list), stream, owner);
+      status = call(w);
+    }
+    check(status, function);
+  }
+
+  // The list of this thread's multi-tensor call, reused (no allocation per call once grown).
+  static thread_local std::vector<amax_tensor_t> t_list;
 
   amax_context_t ctx_ = nullptr;
   int device_;
@@ -193,6 +456,8 @@ class Context {
   py::object allocator_;
   std::unordered_map<std::uintptr_t, Workspace> workspaces_;
 };
+
+thread_local std::vector<amax_tensor_t> Context::t_list;
 
 }  // namespace
 
@@ -218,12 +483,30 @@ PYBIND11_MODULE(_C, m) {
         "Never destroys o (the package's cached contexts: work and captured graphs may use them up to exit)");
   m.def("_register_error", [](py::object type) { error_type() = std::move(type); },
         "Sets the exception class raised for a failed status: type(status: int, message: str, function: str)");
+  m.def(
+      "_tensor_list",
+      [](py::handle pointers, py::handle counts, py::handle dtypes, bool echo) -> py::object {
+        static std::vector<amax_tensor_t> list;  // under the GIL
+        build_list(pointers, counts, dtypes, list);
+        if (!echo) return py::int_(list.size());
+        py::list r;
+        for (const auto& t : list)
+          r.append(py::make_tuple(reinterpret_cast<std::uintptr_t>(t.data), t.n, static_cast<int>(t.dtype)));
+        return r;
+      },
+      py::arg("pointers"), py::arg("counts"), py::arg("dtypes"), py::arg("echo") = false,
+      "Builds the amax_tensor_t array of a multi-tensor call from its columns, as the Context.multi_* calls "
+      "do, without a context: the count, or with echo=True the (pointer, n, dtype) of each entry. For "
+      "tests and for timing the conversion.");
 
   py::class_<Context>(m, "Context", R"doc(An amax_context_t: one device, one NaN mode.
 
 Context(device, nan_mode, user_db=None, system_db=None, kernel_cache_dir=None): None takes the
 library's default (amax_context_options_t), "" disables. Raises amax_tune.Error (e.g. NO_DEVICE).
-Thread-safe as the C API is; compute() holds the GIL. Pointers and stream handles are integers.)doc")
+Thread-safe as the C API is; compute(), amax_and_scale() and the multi_* calls that enqueue hold the
+GIL. Pointers and stream handles are integers. A multi-tensor list is three columns: pointers, counts
+and dtypes (codes, or one code for every tensor), each a list or tuple of ints, another sequence or a
+1-d integer buffer; errors in them raise TypeError / ValueError naming the column, index and value.)doc")
       .def(py::init<int, int, std::optional<std::string>, std::optional<std::string>, std::optional<std::string>>(),
            py::arg("device") = 0, py::arg("nan_mode") = 0, py::arg("user_db") = py::none(),
            py::arg("system_db") = py::none(), py::arg("kernel_cache_dir") = py::none())
@@ -246,5 +529,30 @@ Thread-safe as the C API is; compute() holds the GIL. Pointers and stream handle
       .def("workspaces", &Context::workspaces, "{stream handle: workspace bytes held}")
       .def("preload", &Context::preload, py::arg("dtypes"), py::arg("sizes"),
            "amax_preload: load the kernels of every (dtype, size) pair before graph capture")
-      .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), "amax_explain as a dict");
+      .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), "amax_explain as a dict")
+      .def("multi_workspace_size", &Context::multi_workspace_size, py::arg("counts"), py::arg("dtypes"),
+           "amax_multi_workspace_size of the list (counts, dtype codes or one code), never 0")
+      .def("multi_compute", &Context::multi_compute, py::arg("pointers"), py::arg("counts"), py::arg("dtypes"),
+           py::arg("output"), py::arg("stream"),
+           "amax_multi_compute: output[i] = amax of tensor i (pointers, counts, dtype codes or one code: lists or "
+           "tuples of ints, other sequences or 1-d integer buffers), with the per-stream workspace; async on stream")
+      .def("multi_compute_with_workspace", &Context::multi_compute_with_workspace, py::arg("pointers"),
+           py::arg("counts"), py::arg("dtypes"), py::arg("output"), py::arg("workspace"), py::arg("workspace_bytes"),
+           py::arg("stream"), "amax_multi_compute with the caller's workspace (device pointer, bytes)")
+      .def("multi_and_scale", &Context::multi_and_scale, py::arg("pointers"), py::arg("counts"), py::arg("dtypes"),
+           py::arg("format"), py::arg("max"), py::arg("epsilon"), py::arg("force_pow2"), py::arg("nan_propagates"),
+           py::arg("amax_out"), py::arg("scale_out"), py::arg("scale_inv_out"), py::arg("stream"),
+           "amax_multi_and_scale with the per-stream workspace: amax, scale and scale_inv per tensor (three arrays "
+           "of len(counts) fp32, disjoint)")
+      .def(
+          "multi_preload",
+          [](Context& c, py::handle counts, py::handle dtypes) { c.multi_preload(counts, dtypes, false); },
+          py::arg("counts"), py::arg("dtypes"),
+          "amax_multi_preload: load the kernels of lists of this shape (counts, dtypes) before graph capture")
+      .def(
+          "multi_preload_scale",
+          [](Context& c, py::handle counts, py::handle dtypes) { c.multi_preload(counts, dtypes, true); },
+          py::arg("counts"), py::arg("dtypes"), "amax_multi_preload_scale: the same for multi_and_scale's kernels")
+      .def("multi_explain", &Context::multi_explain, py::arg("counts"), py::arg("dtypes"), py::arg("dtype"),
+           "amax_multi_explain of the list's tensors of dtype, as a dict");
 }

@@ -128,6 +128,125 @@ class ArgumentErrors(unittest.TestCase):
             amax_tune.amax(object())
 
 
+class TensorListColumns(unittest.TestCase):
+    """The extension's conversion of a multi-tensor list (pointers, counts, dtypes columns) into the
+    amax_tensor_t array, as Context.multi_* do it (_C._tensor_list runs it without a context)."""
+
+    def test_lists_tuples_sequences_and_buffers(self):
+        import array
+        want = [(0x7F0000001000, 5, 2), (0, 0, 0), (0x7F0000002002, 1 << 40, 1)]
+        ptrs, counts, codes = [w[0] for w in want], [w[1] for w in want], [w[2] for w in want]
+        self.assertEqual(_C._tensor_list(ptrs, counts, codes, echo=True), want)
+        self.assertEqual(_C._tensor_list(tuple(ptrs), tuple(counts), tuple(codes), echo=True), want)
+        self.assertEqual(_C._tensor_list(array.array("Q", ptrs), array.array("q", counts), array.array("b", codes),
+                                         echo=True), want)
+        self.assertEqual(_C._tensor_list(memoryview(array.array("Q", ptrs)), range(5, 8), array.array("i", codes),
+                                         echo=True), [(p, n, c) for p, n, c in zip(ptrs, range(5, 8), codes)])
+        self.assertEqual(_C._tensor_list(ptrs, counts, 2, echo=True), [(p, n, 2) for p, n in zip(ptrs, counts)])
+        self.assertEqual(_C._tensor_list(None, counts, codes, echo=True), [(0, n, c) for _, n, c in want])
+        self.assertEqual(_C._tensor_list([], [], []), 0)
+        self.assertEqual(_C._tensor_list([(1 << 64) - 1], [0], [0], echo=True), [((1 << 64) - 1, 0, 0)])
+
+        class Index:  # an integer that is not an int (numpy's scalars)
+            def __index__(self):
+                return 12
+
+        self.assertEqual(_C._tensor_list([Index()], [Index()], [Index()], echo=True), [(12, 12, 12)])
+        n = 4096
+        self.assertEqual(_C._tensor_list(list(range(0, 4 * n, 4)), [7] * n, [0, 1, 2, 0] * (n // 4)), n)
+
+    def test_bad_columns_name_the_entry(self):
+        import array
+        with self.assertRaisesRegex(ValueError, r"^dtypes has 2 entries but counts has 3$"):
+            _C._tensor_list([0, 0, 0], [1, 2, 3], [0, 0])
+        with self.assertRaisesRegex(ValueError, r"^pointers has 1 entries but counts has 2$"):
+            _C._tensor_list([0], [1, 2], 0)
+        with self.assertRaisesRegex(TypeError, r"^counts\[1\] is 'x' \(not an int\)$"):
+            _C._tensor_list(None, [1, "x"], 0)
+        with self.assertRaisesRegex(TypeError, r"^counts\[0\] is 2.0 \(not an int\)$"):
+            _C._tensor_list(None, [2.0], 0)
+        with self.assertRaisesRegex(TypeError, r"^pointers\[0\] is True \(not an int\)$"):
+            _C._tensor_list([True], [1], 0)
+        with self.assertRaisesRegex(ValueError, r"^counts\[2\] is -1 \(not in 0 .. 2\*\*64 - 1\)$"):
+            _C._tensor_list(None, [1, 2, -1], 0)
+        with self.assertRaisesRegex(ValueError, r"^pointers\[0\] is 18446744073709551616 "):
+            _C._tensor_list([1 << 64], [1], 0)
+        with self.assertRaisesRegex(ValueError, r"^dtypes\[0\] is 4294967296 \(not a dtype code\)$"):
+            _C._tensor_list(None, [1], [1 << 32])
+        with self.assertRaisesRegex(ValueError, r"^dtypes\[0\] is -1 \(not a dtype code\)$"):
+            _C._tensor_list(None, [1], -1)
+        with self.assertRaisesRegex(ValueError, r"^counts\[1\] is -5 "):
+            _C._tensor_list(None, array.array("q", [1, -5]), 0)
+        with self.assertRaisesRegex(TypeError, r"^counts must be a list or tuple of ints.*got int$"):
+            _C._tensor_list(None, 5, 0)
+        with self.assertRaisesRegex(TypeError, r"^counts must be a list or tuple of ints.*got str$"):
+            _C._tensor_list(None, "123", 0)
+        with self.assertRaisesRegex(TypeError, r"^counts is a buffer of format 'd' with 1 dimensions"):
+            _C._tensor_list(None, array.array("d", [1.0]), 0)
+        with self.assertRaisesRegex(TypeError, r"^counts is a buffer of format 'B' with 2 dimensions"):
+            _C._tensor_list(None, memoryview(bytes(8)).cast("B", [2, 4]), 0)
+
+
+class MultiArguments(unittest.TestCase):
+    """The multi-tensor calls' argument errors that need no GPU (and, where marked, no torch)."""
+
+    def test_list_type(self):
+        from amax_tune import _core
+        self.assertEqual(_core.multi_list([1], "f"), [1])
+        self.assertEqual(_core.multi_list((), "f"), ())
+        with self.assertRaisesRegex(TypeError, r"^f: tensors must be a list or tuple of tensors, got generator$"):
+            _core.multi_list((x for x in []), "f")
+        with self.assertRaisesRegex(TypeError, r"^amax_tune.preload_multi: tensors_or_shapes must be a list or tuple "
+                                               r"of tensors, got str$"):
+            amax_tune.preload_multi("bf16")
+
+    def test_shapes(self):
+        with self.assertRaisesRegex(TypeError, r"^amax_tune.preload_multi: tensors_or_shapes\[1\]: dtype 'fp64' is "
+                                               r"not supported"):
+            amax_tune.preload_multi([("bf16", 10), ("fp64", 10)])
+        with self.assertRaisesRegex(ValueError, r"^amax_tune.explain_multi: tensors_or_shapes\[0\]: n=-1 is not an "
+                                                r"element count"):
+            amax_tune.explain_multi([("bf16", -1)])
+        with self.assertRaisesRegex(TypeError, r"tensors_or_shapes\[2\] is \('bf16',\); give tensors or \(dtype, "
+                                               r"n\) pairs"):
+            amax_tune.preload_multi([("fp32", 1), ("fp16", 2), ("bf16",)])
+        with self.assertRaisesRegex(TypeError, r"tensors_or_shapes\[0\]"):
+            amax_tune.explain_multi([object()])
+        with self.assertRaisesRegex(ValueError, r"amax_tune.preload_multi: nan='fast' is not a NaN mode"):
+            amax_tune.preload_multi([("bf16", 10)], nan="fast")
+        with self.assertRaisesRegex(ValueError, r"amax_tune.explain_multi: device=-2 is not a device ordinal"):
+            amax_tune.explain_multi([("bf16", 10)], device=-2)
+
+    def test_exported(self):
+        for name in ("amax_multi", "amax_multi_and_scale", "preload_multi", "explain_multi", "MultiExplanation"):
+            self.assertIn(name, amax_tune.__all__)
+            self.assertTrue(callable(getattr(amax_tune, name)), name)
+        self.assertIn("tensors[3] is on device 'cpu'", amax_tune.amax_multi.__doc__)
+
+    @unittest.skipIf(HAS_TORCH, "torch is importable here")
+    def test_without_torch_says_so(self):
+        with self.assertRaisesRegex(ImportError, r"amax_tune.amax_multi needs PyTorch"):
+            amax_tune.amax_multi([])
+        with self.assertRaisesRegex(ImportError, r"amax_tune.amax_multi_and_scale needs PyTorch"):
+            amax_tune.amax_multi_and_scale([], format="e4m3")
+
+    @unittest.skipUnless(HAS_TORCH, "torch is not importable here")
+    def test_with_torch_before_any_device_work(self):
+        with self.assertRaisesRegex(TypeError, r"amax_tune.amax_multi: tensors must be a list or tuple of tensors, "
+                                               r"got Tensor"):
+            amax_tune.amax_multi(torch.ones(3))
+        with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi: nan='none' is not a NaN mode"):
+            amax_tune.amax_multi([torch.ones(3)], nan="none")
+        if not HAS_GPU:  # a CPU tensor is refused before anything reaches a device
+            with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi: tensors\[0\] is on device 'cpu'"):
+                amax_tune.amax_multi([torch.ones(3)])
+        with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi_and_scale: format='e3m4' is not an FP8 "
+                                                r"format"):
+            amax_tune.amax_multi_and_scale([torch.ones(3)], format="e3m4")
+        with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi_and_scale: max=1.0 is an explicit numerator"):
+            amax_tune.amax_multi_and_scale([torch.ones(3)], format="e5m2", max=1.0)
+
+
 @unittest.skipIf(HAS_GPU, "a GPU is present (python.gpu covers this machine)")
 class WithoutGpu(unittest.TestCase):
     def assertNoDevice(self, fn, *args, **kwargs):
@@ -147,6 +266,11 @@ class WithoutGpu(unittest.TestCase):
     def test_explain_and_preload(self):
         self.assertNoDevice(amax_tune.explain, dtype="bf16", n=1 << 20)
         self.assertNoDevice(amax_tune.preload, ["fp32", "bf16"], [1000, 1 << 20])
+
+    def test_multi_preload_and_explain(self):
+        self.assertNoDevice(amax_tune.preload_multi, [("bf16", 4096)] * 500)
+        self.assertNoDevice(amax_tune.preload_multi, [("fp32", 0), ("fp16", 7)], True)
+        self.assertNoDevice(amax_tune.explain_multi, [("fp32", 4096)] * 3, nan="ignore")
 
     def test_message_names_the_device_backends(self):
         e = self.assertNoDevice(amax_tune.Context, 0, 1, "", "", "")

@@ -8,6 +8,7 @@ tensor: ``torch.amax(x.abs())`` for nan="propagate" (a NaN result must be the li
 nan="ignore". CuPy and JAX inputs are tested where those are importable.
 """
 import os
+import random
 import sys
 import threading
 import unittest
@@ -358,6 +359,18 @@ class TwoDevices(unittest.TestCase):
         self.assertEqual(torch.cuda.current_device(), 0)
 
 
+    def test_multi_on_another_device_than_the_current_one(self):
+        torch.cuda.set_device(0)
+        xs = [torch.randn(1 << 20, device="cuda:1"), torch.randn(1000, device="cuda:1", dtype=torch.bfloat16)]
+        xs[1][5] = -77.0
+        r = amax_tune.amax_multi(xs)
+        self.assertEqual(r.device, xs[0].device)
+        self.assertEqual(r[1].item(), 77.0)
+        self.assertEqual(torch.cuda.current_device(), 0)
+        with self.assertRaisesRegex(ValueError, r"tensors\[1\] is on device 'cuda:1' but tensors\[0\] is on 'cuda:0'"):
+            amax_tune.amax_multi([torch.ones(3, device="cuda:0"), xs[0]])
+
+
 @unittest.skipIf(SKIP, SKIP)
 class CudaGraphs(unittest.TestCase):
     def test_capture_and_replay_with_new_data(self):
@@ -436,6 +449,343 @@ class Compile(unittest.TestCase):
         self.assertEqual(amax_tune.context(0).workspaces(), held)  # no per-stream workspace taken
 
 
+# --- many tensors per call ---
+
+CLEAN_KINDS = [k for k in KINDS if "nan" not in k]
+LIST_SIZES = [0, 1, 2, 7, 31, 33, 255, 1000, 4097, 65537]
+LARGE_SIZES = [1_000_003, (1 << 22) + 5]
+SOURCES = ("override", "user_db", "system_db", "default")
+
+
+def make_list(count, seed, kinds=CLEAN_KINDS):
+    """count tensors of mixed dtypes and sizes (empty ones too; a few large ones), each a view at an
+    offset of 0, 1 or 3 elements inside a guarded buffer of its own."""
+    rng = random.Random(seed)
+    xs = []
+    for i in range(count):
+        dtype = DTYPES[rng.randrange(len(DTYPES))]
+        large = rng.random() < (0.3 if count <= 7 else 4.0 / count)
+        n = rng.choice(LARGE_SIZES) if large else rng.choice(LIST_SIZES)
+        values = make_input(rng.choice(kinds), dtype, n, seed=seed * 10007 + i)
+        xs.append(placed(values, rng.choice(OFFSETS), guard_of(dtype)))
+    return xs
+
+
+def stack_reference(xs):
+    """torch alone, per tensor: the fp32 amax (0 for an empty tensor), stacked (NaN-free lists)."""
+    zero = torch.zeros((), device="cuda")
+    return torch.stack([t.float().abs().amax() if t.numel() else zero for t in xs])
+
+
+def bits_list(t):
+    return [b & 0xFFFFFFFF for b in t.reshape(-1).view(torch.int32).tolist()]
+
+
+class MultiCase(unittest.TestCase):
+    def assertBits(self, got, want, xs, what):
+        """got: a 1-d fp32 tensor; want: a list of fp32 bits; names the first differing tensor."""
+        self.assertEqual(got.dtype, torch.float32, what)
+        self.assertEqual(tuple(got.shape), (len(want),), what)
+        g = bits_list(got)
+        for i, (a, b) in enumerate(zip(g, want)):
+            if a != b:
+                x = xs[i]
+                self.fail("%s: tensors[%d] (%s, n=%d, of %d): %#010x != %#010x" % (what, i, x.dtype, x.numel(),
+                                                                                   len(xs), a, b))
+
+    def assertMatchesTorch(self, got, xs, nan, what):
+        self.assertBits(got, [reference_bits(x, nan) for x in xs], xs, what)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class MultiBitExact(MultiCase):
+    def test_lists_of_1_7_500_4096_mixed_dtypes_sizes_offsets(self):
+        for count in (1, 7, 500, 4096):
+            xs = make_list(count, seed=count)
+            want = bits_list(stack_reference(xs))
+            for nan in ("propagate", "ignore"):
+                got = amax_tune.amax_multi(xs, nan=nan)
+                self.assertEqual(got.device, xs[0].device)
+                self.assertBits(got, want, xs, "%d tensors, nan=%s" % (count, nan))
+            out = torch.full((count,), -1.0, device="cuda")
+            self.assertIs(amax_tune.amax_multi(tuple(xs), out=out), out)
+            self.assertBits(out, want, xs, "%d tensors, out=" % count)
+            print("\namax_multi: %d tensors (%s) bit-exact" % (count, ", ".join(
+                "%s %d" % (k, v) for k, v in sorted(explain_counts(xs).items()))), file=sys.stderr)
+
+    def test_views_and_shapes(self):
+        base = torch.randn(64, 257, device="cuda")
+        base[0, 1] = 1e6  # outside the step slices below and every column but 1
+        base[63, 256] = -5e5
+        xs = [base.t(), base[:, ::2], base[1:, 2], base[5].expand(4, 257), torch.tensor(-2.5, device="cuda"),
+              torch.empty(0, 3, device="cuda"), base.view(8, 8, 257).permute(2, 0, 1), base[::3, 5:200:7],
+              base.to(torch.bfloat16)[:, 2:], torch.nn.Parameter(base[7].clone(), requires_grad=False)]
+        for nan in ("propagate", "ignore"):
+            self.assertBits(amax_tune.amax_multi(xs, nan=nan), bits_list(stack_reference(xs)), xs, "views")
+        self.assertEqual(bits_list(amax_tune.amax_multi(xs))[1], bits(base[:, ::2].abs().max()))
+
+    def test_nan_in_one_tensor_both_modes(self):
+        for count, where in ((3, 1), (9, 4), (500, 321)):
+            xs = make_list(count, seed=100 + count)
+            xs[where] = placed(make_input("nan_middle", torch.bfloat16, 4097), 1, guard_of(torch.bfloat16))
+            xs[where - 1] = make_input("all_nan", torch.float32, 1000)  # ignore: +0.0
+            for nan in ("propagate", "ignore"):
+                got = amax_tune.amax_multi(xs, nan=nan)
+                self.assertMatchesTorch(got, xs, nan, "%d tensors, NaN at %d, nan=%s" % (count, where, nan))
+                g = bits_list(got)
+                if nan == "propagate":
+                    self.assertEqual((g[where - 1], g[where]), (NAN_BITS, NAN_BITS))
+                else:
+                    self.assertEqual(g[where - 1], 0)
+                    self.assertNotEqual(g[where], NAN_BITS)
+
+    def test_empty_list(self):
+        r = amax_tune.amax_multi([])
+        self.assertEqual((tuple(r.shape), r.dtype, r.device.type), ((0,), torch.float32, "cuda"))
+        out = torch.empty(0, device="cuda")
+        self.assertIs(amax_tune.amax_multi((), out=out), out)
+        a, s, si = amax_tune.amax_multi_and_scale([])
+        self.assertEqual([tuple(t.shape) for t in (a, s, si)], [(0,)] * 3)
+
+
+def explain_counts(xs):
+    counts = {}
+    for x in xs:
+        counts[str(x.dtype).replace("torch.", "")] = counts.get(str(x.dtype).replace("torch.", ""), 0) + 1
+    return counts
+
+
+@unittest.skipIf(SKIP, SKIP)
+class MultiAndScale(MultiCase):
+    FORMATS = {"e4m3": 448.0, "e5m2": 57344.0, "e4m3fnuz": 240.0, "e5m2fnuz": 57344.0}
+
+    def special_list(self):
+        """Mixed tensors plus the rule's cases: all zeros and empty (amax 0: scale 1), denormals (a
+        quotient that overflows: FLT_MAX without epsilon), a NaN (scale 1, or NaN with
+        nan_propagates), +inf (scale 1)."""
+        xs = make_list(7, seed=21)
+        xs += [torch.zeros(100, device="cuda", dtype=torch.bfloat16), torch.empty(0, device="cuda"),
+               make_input("denormals", torch.float32, 5000), make_input("nan_last", torch.float16, 333),
+               make_input("pos_inf", torch.bfloat16, 70000)]
+        return xs
+
+    def check(self, xs, res, m, eps=0.0, pow2=False, nanp=False, nan="propagate", what=""):
+        a, s, si = res
+        want_a = [reference_bits(x, nan) for x in xs]
+        self.assertBits(a, want_a, xs, "amax " + what)
+        rule = [_scale_reference(ab, m, eps, pow2, nanp) for ab in want_a]
+        self.assertBits(s, [r[0] for r in rule], xs, "scale " + what)
+        self.assertBits(si, [r[1] for r in rule], xs, "scale_inv " + what)
+
+    def test_formats_epsilon_pow2_nan(self):
+        xs = self.special_list()
+        for fmt, m in self.FORMATS.items():
+            for eps in (0.0, 1e-6):
+                for pow2 in (False, True):
+                    res = amax_tune.amax_multi_and_scale(xs, format=fmt, epsilon=eps, force_pow2=pow2)
+                    self.check(xs, res, m, eps, pow2, what="%s eps=%g pow2=%s" % (fmt, eps, pow2))
+        self.check(xs, amax_tune.amax_multi_and_scale(xs, max=1.0), 1.0, what="max=1.0")
+        self.check(xs, amax_tune.amax_multi_and_scale(xs, format="explicit", max=3.5), 3.5, what="explicit 3.5")
+        self.check(xs, amax_tune.amax_multi_and_scale(xs), 448.0, what="default e4m3")
+        self.check(xs, amax_tune.amax_multi_and_scale(xs, nan_propagates=True), 448.0, nanp=True, what="nanp")
+        self.check(xs, amax_tune.amax_multi_and_scale(xs, nan="ignore", nan_propagates=True), 448.0, nanp=True,
+                   nan="ignore", what="nan=ignore")
+        a, s, si = amax_tune.amax_multi_and_scale(xs)
+        self.assertEqual(bits_list(s)[-2:], [0x3F800000, 0x3F800000])  # NaN and inf: scale 1
+        self.assertEqual(bits_list(s)[9], 0x7F7FFFFF)  # denormal amax: the quotient overflows to FLT_MAX
+        for t in (a, s, si):
+            self.assertEqual(t.device, xs[0].device)
+
+    def test_same_amax_as_amax_multi_and_errors(self):
+        xs = make_list(500, seed=5)
+        a, _, _ = amax_tune.amax_multi_and_scale(xs, format="e5m2")
+        self.assertEqual(bits_list(a), bits_list(amax_tune.amax_multi(xs)))
+        with self.assertRaisesRegex(amax_tune.Error, r"options.epsilon is -1"):
+            amax_tune.amax_multi_and_scale(xs, epsilon=-1.0)
+        with self.assertRaisesRegex(ValueError, r"format='e3m4' is not an FP8 format"):
+            amax_tune.amax_multi_and_scale(xs, format="e3m4")
+        with self.assertRaisesRegex(ValueError, r"tensors\[2\] is on device 'cpu'"):
+            amax_tune.amax_multi_and_scale(xs[:2] + [torch.ones(3)])
+
+
+@unittest.skipIf(SKIP, SKIP)
+class MultiCudaGraphs(MultiCase):
+    def test_capture_and_replay_with_new_data(self):
+        xs = make_list(500, seed=31)
+        xs[17] = torch.zeros(2 * 4097 + 1, device="cuda")[::2]  # a step slice: its copy is captured too
+        for nan in ("propagate", "ignore"):
+            amax_tune.preload_multi(xs, nan=nan)
+            amax_tune.preload_multi(xs, scale=True, nan=nan)
+            hist = torch.zeros(2, len(xs), device="cuda")
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = amax_tune.amax_multi(xs, nan=nan)
+                amax_tune.amax_multi(xs, nan=nan, out=hist[1])
+                a, s, si = amax_tune.amax_multi_and_scale(xs, format="e5m2", nan=nan)
+            rng = random.Random(nan)
+            for trial in range(3):
+                for i, x in enumerate(xs):
+                    x.copy_(make_input(rng.choice(KINDS), x.dtype, x.numel(), seed=1000 * trial + i))
+                g.replay()
+                torch.cuda.synchronize()
+                what = "replay %d, nan=%s" % (trial, nan)
+                want = [reference_bits(x, nan) for x in xs]
+                self.assertBits(y, want, xs, what)
+                self.assertBits(hist[1], want, xs, what + " out=")
+                self.assertBits(a, want, xs, what + " amax_multi_and_scale")
+                rule = [_scale_reference(b, 57344.0) for b in want]
+                self.assertBits(s, [r[0] for r in rule], xs, what + " scale")
+                self.assertBits(si, [r[1] for r in rule], xs, what + " scale_inv")
+            self.assertEqual(bits_list(hist[0]), [0] * len(xs))
+
+
+@unittest.skipIf(SKIP, SKIP)
+class MultiErrors(unittest.TestCase):
+    def test_bad_inputs_name_the_index(self):
+        good = torch.ones(4, device="cuda")
+        with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi: tensors\[3\] is on device 'cpu'"):
+            amax_tune.amax_multi([good, good, good, torch.ones(4)])
+        with self.assertRaisesRegex(TypeError, r"tensors\[2\] has dtype torch.float64"):
+            amax_tune.amax_multi([good, good, torch.ones(4, device="cuda", dtype=torch.float64)])
+        with self.assertRaisesRegex(TypeError, r"tensors\[1\] has dtype torch.int32"):
+            amax_tune.amax_multi((good, torch.ones(4, device="cuda", dtype=torch.int32)))
+        with self.assertRaisesRegex(TypeError, r"tensors\[1\] must be a torch.Tensor or an array .* got str"):
+            amax_tune.amax_multi([good, "x"])
+        with self.assertRaisesRegex(TypeError, r"tensors must be a list or tuple of tensors, got Tensor"):
+            amax_tune.amax_multi(good)
+        with self.assertRaisesRegex(ValueError, r"nan='none' is not a NaN mode"):
+            amax_tune.amax_multi([good], nan="none")
+        with self.assertRaisesRegex(ValueError, r"out has 3 elements \(shape \(3,\)\); it must hold one per tensor, 2"):
+            amax_tune.amax_multi([good, good], out=torch.empty(3, device="cuda"))
+        with self.assertRaisesRegex(TypeError, r"out has dtype torch.float16"):
+            amax_tune.amax_multi([good, good], out=torch.empty(2, device="cuda", dtype=torch.float16))
+        with self.assertRaisesRegex(ValueError, r"out is not contiguous"):
+            amax_tune.amax_multi([good, good], out=torch.empty(4, device="cuda")[::2])
+        with self.assertRaisesRegex(ValueError, r"out is on device 'cpu' but the tensors are on 'cuda:0'"):
+            amax_tune.amax_multi([good, good], out=torch.empty(2))
+        with self.assertRaisesRegex(TypeError, r"out must be a torch.Tensor, got list"):
+            amax_tune.amax_multi([good], out=[0.0])
+        with self.assertRaisesRegex(ValueError, r"out has 1 elements"):
+            amax_tune.amax_multi([], out=torch.empty(1, device="cuda"))
+        if torch.cuda.device_count() > 1:
+            with self.assertRaisesRegex(ValueError, r"tensors\[1\] is on device 'cuda:1' but tensors\[0\] is on "
+                                                    r"'cuda:0'"):
+                amax_tune.amax_multi([good, torch.ones(4, device="cuda:1")])
+
+    def test_c_status_names_the_tensor(self):
+        ctx = amax_tune.context(0)
+        out = torch.empty(2, device="cuda")
+        x = torch.ones(16, device="cuda", dtype=torch.float16)
+        with self.assertRaises(amax_tune.Error) as cm:  # an odd address for 2-byte elements
+            ctx.multi_compute([x.data_ptr(), x.data_ptr() + 1], [8, 8], amax_tune.DTYPE_FP16, out.data_ptr(), 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.MISALIGNED_POINTER)
+        self.assertEqual(cm.exception.function, "amax_multi_compute")
+        self.assertIn("tensors[1].data", cm.exception.message)
+        with self.assertRaises(amax_tune.Error) as cm:
+            ctx.multi_compute([x.data_ptr(), 0], [8, 8], [1, 1], out.data_ptr(), 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.NULL_POINTER)
+        self.assertIn("tensors[1].data is NULL with n = 8", cm.exception.message)
+        with self.assertRaises(amax_tune.Error) as cm:
+            ctx.multi_compute([x.data_ptr(), x.data_ptr()], [8, 8], [1, 7], out.data_ptr(), 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.UNKNOWN_DTYPE)
+        self.assertIn("tensors[1].dtype is 7", cm.exception.message)
+        with self.assertRaises(amax_tune.Error) as cm:  # checked before anything is read or launched
+            ctx.multi_compute_with_workspace([x.data_ptr()], [1 << 22], [1], out.data_ptr(), 0, 0, 0)
+        self.assertIs(cm.exception.status, amax_tune.Status.WORKSPACE_TOO_SMALL)
+        self.assertIn("workspace of 0 bytes (NULL) is too small for this list of 1 tensors", cm.exception.message)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class MultiExplainAndCompile(MultiCase):
+    def test_explain_multi(self):
+        xs = [torch.empty(4096, device="cuda") for _ in range(500)]
+        xs += [torch.empty(1 << 20, device="cuda", dtype=torch.bfloat16)] * 3
+        e = amax_tune.explain_multi(xs)
+        self.assertEqual(sorted(e), ["bf16", "fp32"])
+        f = e["fp32"]
+        self.assertEqual((f.dtype, f.tensors, f.total_bytes, f.largest_bytes), ("fp32", 500, 500 * 4096 * 4, 4096 * 4))
+        self.assertEqual((e["bf16"].tensors, e["bf16"].largest_bytes), (3, 2 << 20))
+        for x in e.values():
+            self.assertRegex(x.label, r"^multi\.t\d+\.")
+            self.assertIn(x.source, SOURCES)
+            self.assertGreaterEqual(x.launches, 1)
+            self.assertGreater(x.tensors_per_launch, 0)
+            self.assertIn(x.label, str(x))
+        shapes = [("fp32", 4096)] * 500 + [(torch.bfloat16, 1 << 20)] * 3
+        self.assertEqual(amax_tune.explain_multi(shapes, device=0), e)
+        counts, codes = [4096] * 500 + [1 << 20] * 3, [0] * 500 + [2] * 3
+        self.assertEqual(amax_tune.context(0).multi_workspace_size(counts, codes),
+                         max(4, *(x.workspace_bytes for x in e.values())))
+        print("\nexplain_multi(500 x 4096 fp32 + 3 x 1 Mi bf16): %s" % "; ".join(str(x) for x in e.values()),
+              file=sys.stderr)
+
+    def test_fake_tensor_mode(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        mode = FakeTensorMode()
+        fxs = [mode.from_tensor(torch.empty(10 + i, device="cuda", dtype=d)) for i, d in enumerate(DTYPES)]
+        with mode:
+            r = amax_tune.amax_multi(fxs)
+        self.assertEqual((tuple(r.shape), r.dtype, r.device.type), ((3,), torch.float32, "cuda"))
+        self.assertIsNot(type(r), torch.Tensor)
+
+    def test_compile_fullgraph(self):
+        torch._dynamo.reset()
+
+        def f(xs, hist):
+            a = amax_tune.amax_multi([x * 2 for x in xs])
+            b = amax_tune.amax_multi(xs, nan="ignore")
+            amax_tune.amax_multi([x[::2] for x in xs], out=hist[0])
+            return a, b, hist
+
+        def inputs(trial):
+            return [make_input(("nan_middle", "random", "max_last")[(i + trial) % 3], dtype, n, seed=trial)
+                    for i, (dtype, n) in enumerate(((torch.float32, 4096), (torch.bfloat16, 1 << 20),
+                                                    (torch.float16, 65537), (torch.bfloat16, 0)))]
+
+        explanation = torch._dynamo.explain(f)(inputs(0), torch.zeros(2, 4, device="cuda"))
+        self.assertEqual(explanation.graph_break_count, 0, explanation.break_reasons)
+        cf = torch.compile(f, fullgraph=True)
+        for trial in range(3):
+            xs = inputs(trial)
+            hist = torch.zeros(2, 4, device="cuda")
+            a, b, h = cf(xs, hist)
+            self.assertMatchesTorch(a, [x * 2 for x in xs], "propagate", "compiled a, trial %d" % trial)
+            self.assertMatchesTorch(b, xs, "ignore", "compiled b, trial %d" % trial)
+            self.assertMatchesTorch(hist[0], [x[::2] for x in xs], "propagate", "compiled out=, trial %d" % trial)
+            self.assertEqual(h.data_ptr(), hist.data_ptr())
+            self.assertEqual(bits_list(hist[1]), [0] * 4)
+
+    def test_compile_requires_grad_inputs_give_no_gradient(self):
+        torch._dynamo.reset()
+        w1 = torch.randn(1000, device="cuda", requires_grad=True)
+        w2 = torch.randn(3000, device="cuda", dtype=torch.float32, requires_grad=True)
+        self.assertFalse(amax_tune.amax_multi([w1, w2]).requires_grad)  # eager: a constant
+
+        def loss(w1, w2):
+            a = amax_tune.amax_multi([w1, w2])
+            return (w1 * a[0]).sum() + (w2 * a[1]).sum()
+
+        torch.compile(loss, fullgraph=True)(w1, w2).backward()  # d/dw (w * c).sum() = c
+        self.assertEqual(bits(w1.grad[0]), bits(w1.detach().abs().amax()))
+        self.assertEqual(bits(w2.grad[5]), bits(w2.detach().abs().amax()))
+
+    def test_reduce_overhead_cudagraphs(self):
+        torch._dynamo.reset()
+        shapes = [(torch.bfloat16, 1 << 16), (torch.float32, 1000), (torch.float16, 0), (torch.bfloat16, 70000)]
+        amax_tune.preload_multi([(d, n) for d, n in shapes])
+        held = amax_tune.context(0).workspaces()
+        cf = torch.compile(lambda xs: amax_tune.amax_multi([x.relu() for x in xs]), mode="reduce-overhead",
+                           fullgraph=True)
+        for trial in range(5):  # warm-up, recording, then replays with new data
+            xs = [torch.randn(n, device="cuda", dtype=d) for d, n in shapes]
+            for x in xs:
+                if x.numel():
+                    x[trial * 100] = 50.0 + trial
+            want = [bits(torch.tensor(50.0 + trial)) if n else 0 for _, n in shapes]
+            self.assertEqual(bits_list(cf(xs)), want, trial)
+        self.assertEqual(amax_tune.context(0).workspaces(), held)  # no per-stream workspace taken
+
+
 @unittest.skipIf(SKIP, SKIP)
 class Allocations(unittest.TestCase):
     """The eager path allocates the result and nothing else per call: the stream's workspace is
@@ -459,6 +809,15 @@ class Allocations(unittest.TestCase):
                 self.assertEqual(self.allocations(lambda: amax_tune.amax(x, out=out), 10), 0, (dtype, n))
                 self.assertEqual(bits(out), reference_bits(x, "propagate"), (dtype, n))
                 self.assertEqual(bits(amax_tune.amax(x)), reference_bits(x, "propagate"), (dtype, n))
+
+    def test_multi_one_allocation_per_call(self):
+        xs = [make_input("max_middle", d, n) for d, n in ((torch.float32, 1000), (torch.bfloat16, 1 << 20),
+                                                           (torch.float16, 5), (torch.float32, 0))]
+        out = torch.empty(4, device="cuda")
+        self.assertEqual(self.allocations(lambda: amax_tune.amax_multi(xs), 10), 10)
+        self.assertEqual(self.allocations(lambda: amax_tune.amax_multi(xs, nan="ignore"), 10), 10)
+        self.assertEqual(self.allocations(lambda: amax_tune.amax_multi(xs, out=out), 10), 0)
+        self.assertEqual(bits_list(out), [reference_bits(x, "propagate") for x in xs])
 
     def test_fast_path_checks(self):
         x = make_input("random", torch.float32, 5000)
