@@ -200,7 +200,8 @@ int run_tune(const TuneArgs& a) {
   o.dtypes = parse_dtypes(a.dtypes);
   try {
     if (a.sizes_given && a.sizes.empty()) throw std::invalid_argument("--sizes is empty");
-    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
+    if (a.sizes == "none") o.tune_sizes = false;
+    else if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -274,7 +275,8 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_option("--dtypes", a.dtypes, "Comma-separated dtypes")->capture_default_str();
   app.add_option_function<std::string>(
          "--sizes", [&a](const std::string& v) { a.sizes = v, a.sizes_given = true; },
-                 "Element counts: 1048576, 2^20, 1M, ranges 2^10..2^30 (default: 2^10..2^30 and 5 non-powers)");
+                 "Element counts: 1048576, 2^20, 1M, ranges 2^10..2^30 (default: 2^10..2^30 and 5 non-powers), or none "
+                 "(multi-tensor groups only)");
   app.add_option("--groups", a.groups,
                  "Multi-tensor groups TENSORSxN:DTYPE, comma-separated, or none (default: 64/512/4096 x 4k/16k/64k, "
                  "8/128 x 1M, 8/32 x 16M of each --dtypes)");

@@ -119,7 +119,7 @@ class Session {
       for (const auto& s : db_->stale_keys(current_))
         for (DType d : o_.dtypes)
           if (s.key.arch == arch_.name && d == s.key.dtype) wanted.emplace_back(d, s.key.n);
-    } else {
+    } else if (o_.tune_sizes) {
       const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
       for (DType d : o_.dtypes)
         for (auto n : sizes) wanted.emplace_back(d, n);

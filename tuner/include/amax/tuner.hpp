@@ -22,6 +22,7 @@ struct TuneOptions {
   std::string arch;                   ///< must equal the device's arch (target ID on AMD)
   std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16};
   std::vector<std::uint64_t> sizes;   ///< element counts; default_sizes() when empty
+  bool tune_sizes = true;             ///< false: no single-tensor sizes (`--sizes none`: groups only)
   /// Multi-tensor group shapes to tune after the sizes: nullopt = default_groups(dtypes), empty =
   /// none. Each is keyed in the database by its shape (tensors, total bytes, largest tensor).
   std::optional<std::vector<GroupSpec>> groups;
