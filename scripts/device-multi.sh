@@ -18,11 +18,15 @@ s=$SECONDS
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${shim[@]}" > "$R/configure.log" 2>&1 || { tail "$R/configure.log"; exit 1; }
 cmake --build $B -j"$(nproc)" > "$R/build.log" 2>&1 || { grep -E "error|FAILED" "$R/build.log" | head -30; exit 1; }
 log "build: $((SECONDS-s)) s"
+if [ -f scripts/probes/launch_params.cu ] && [ "${PROBE:-1}" = 1 ]; then  # kernel-parameter size vs launch cost
+  nvcc -O2 -arch=sm_90 scripts/probes/launch_params.cu -o /tmp/lp > "$R/probe-build.log" 2>&1 && /tmp/lp | tee "$R/probe.txt"
+fi
 export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache
 TESTS=${TESTS:-GpuMulti|GpuScale|GpuBenchMulti|GpuRuntime|GpuTuner|GpuCorrectness|HipShim}
 if [ "$TESTS" != none ]; then
   s=$SECONDS
-  ctest --test-dir $B -L gpu -R "$TESTS" --output-on-failure --timeout 400 -V > "$R/ctest-gpu.log" 2>&1; rc=$?
+  ctest --test-dir $B -L gpu -R "$TESTS" -E "${TESTS_EXCLUDE:-^python}" -j${TESTS_JOBS:-1} --output-on-failure --timeout 400 -V \
+    > "$R/ctest-gpu.log" 2>&1; rc=$?
   log "ctest -L gpu -R '$TESTS' rc=$rc in $((SECONDS-s)) s"
   grep -E "tests passed|\*\*\*Failed|Failed  |Timeout" "$R/ctest-gpu.log" | tail -15
   grep -hE "^multi:|bit-exact|variant x case" "$R/ctest-gpu.log" | head -12

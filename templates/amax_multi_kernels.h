@@ -106,9 +106,12 @@ AMAX_DEVICE unsigned amax_multi_heads(const volatile unsigned* heads, unsigned f
       v = amax_umax(v, amax_umax(amax_umax(a, b), amax_umax(c, d)));
     }
     for (; h < end; h += cpb) v = amax_umax(v, heads[h]);
-  } else {
-    for (amax_u64 h = lane == 0 ? first : next + (amax_u64)(lane - 1) * cpb; h < end; h += (amax_u64)LANES * cpb)
+  } else {  // head k (k = lane, lane + LANES, ...): first for k = 0, else next + (k - 1) * cpb
+    for (unsigned k = lane;; k += LANES) {
+      const amax_u64 h = k == 0 ? first : next + (amax_u64)(k - 1) * cpb;
+      if (h >= end) break;
       v = amax_umax(v, heads[h]);
+    }
   }
   return v;
 }

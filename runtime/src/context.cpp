@@ -60,9 +60,17 @@ struct Plan {
   std::atomic<const Plan*> replaced{nullptr};
 };
 
+std::uint64_t next_context_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next++;
+}
+
 }  // namespace
 
 struct amax_context {
+  /// Unique over the process's contexts (never reused, unlike addresses): what prepared multi-tensor
+  /// lists are keyed by.
+  const std::uint64_t id = next_context_id();
   std::unique_ptr<Backend> backend;
   std::shared_ptr<const JitCompiler> compiler;
   std::unique_ptr<KernelCache> kernels;
@@ -410,7 +418,6 @@ const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, Str
 }
 
 thread_local MultiCall t_call;
-thread_local std::vector<unsigned char> t_args;
 
 /// amax_multi_preload and amax_multi_preload_scale: the chosen and the default kernels of each group.
 void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e) {
@@ -425,11 +432,89 @@ void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t co
   }
 }
 
+/// A list this thread enqueued before on one context, prepared: its groups and one packed
+/// parameter struct per launch (the per-call pointers are rewritten on every use). A training step
+/// takes the amax of the same tensors every step, so the list (pointers, counts, dtypes, order)
+/// repeats and its validation, split and packing are done once.
+struct PreparedList {
+  std::uint64_t context_id = 0;
+  Epilogue epilogue{};
+  std::vector<amax_tensor_t> list;
+  std::array<MultiGroup, kDTypeCount> groups;
+  std::array<const LoadedMultiKernel*, kDTypeCount> kernels{};
+  std::array<std::vector<std::vector<unsigned char>>, kDTypeCount> args;  // one packed struct per launch
+  std::uint64_t need_ws = 4;
+  bool slot = false;
+  std::uint64_t used = 0;  // this thread's use clock, for the least-recently-used eviction
+  std::size_t bytes = 0;   // host memory it holds
+};
+/// At most this many prepared lists, and this many bytes of them, per thread.
+constexpr std::size_t kPreparedLists = 64;
+constexpr std::size_t kPreparedBytes = 32u << 20;
+thread_local std::vector<std::unique_ptr<PreparedList>> t_prepared;
+thread_local std::uint64_t t_prepared_clock = 0;
+
+PreparedList* find_prepared(std::uint64_t context_id, Epilogue e, const amax_tensor_t* t, std::size_t count) {
+  for (auto& p : t_prepared) {
+    if (p->context_id != context_id || p->epilogue != e || p->list.size() != count) continue;
+    std::size_t i = 0;
+    for (; i < count; ++i)  // field by field: the struct's padding may hold anything
+      if (t[i].data != p->list[i].data || t[i].n != p->list[i].n || t[i].dtype != p->list[i].dtype) break;
+    if (i == count) {
+      p->used = ++t_prepared_clock;
+      return p.get();
+    }
+  }
+  return nullptr;
+}
+
+/// Readies the kernels of the list that group_multi just sorted into t_call (ready_multi), packs
+/// its launches and keeps it prepared, dropping the least recently used lists beyond
+/// kPreparedLists or kPreparedBytes.
+PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e,
+                           StreamHandle stream) {
+  auto p = std::make_unique<PreparedList>();
+  for (const DTypeInfo& di : all_dtypes()) {
+    const std::size_t i = index(di.dtype);
+    if (t_call.groups[i].launches.empty()) continue;
+    p->kernels[i] = &ready_multi(c, t_call, di.dtype, stream);  // may replace the variant by the default
+    const MultiGroup& x = t_call.groups[i];
+    for (const MultiLaunch& l : x.launches) {
+      p->slot = p->slot || l.spanning;
+      p->args[i].emplace_back();
+      pack_multi_args(p->args[i].back(), x.capacity, t_call.list.tensors[i], l, x.config.chunk_elems(di.dtype), nullptr,
+                      nullptr, nullptr, c.nan_mode, nullptr);
+      p->bytes += p->args[i].back().size();
+    }
+    p->need_ws = std::max(p->need_ws, x.workspace_bytes);  // covers the compile fallback too
+  }
+  p->groups = t_call.groups;
+  p->context_id = c.id;
+  p->epilogue = e;
+  p->list.assign(tensors, tensors + count);
+  p->bytes += count * sizeof(amax_tensor_t);
+  p->used = ++t_prepared_clock;
+  std::size_t total = p->bytes;
+  for (const auto& q : t_prepared) total += q->bytes;
+  while (!t_prepared.empty() && (t_prepared.size() >= kPreparedLists || total > kPreparedBytes)) {
+    auto lru = std::min_element(t_prepared.begin(), t_prepared.end(),
+                                [](const auto& a, const auto& b) { return a->used < b->used; });
+    total -= (*lru)->bytes;
+    t_prepared.erase(lru);
+  }
+  t_prepared.push_back(std::move(p));
+  return *t_prepared.back();
+}
+
 /// amax_multi_compute (scale == nullptr) and amax_multi_and_scale: validates everything, then
-/// enqueues every launch of every dtype group.
+/// enqueues every launch of every dtype group. A list this thread enqueued before on this context
+/// is served prepared (find_prepared); only the outputs, workspace and stream are checked again
+/// (and each tensor's device where the process sees several GPUs).
 void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, float* output,
                    const MultiScaleArgs* scale, void* workspace, std::size_t workspace_bytes, void* stream) {
-  group_multi(c, tensors, count, true, scale ? Epilogue::scale : Epilogue::amax, t_call);
+  const Epilogue e = scale ? Epilogue::scale : Epilogue::amax;
+  PreparedList* p = count ? find_prepared(c.id, e, tensors, count) : nullptr;
+  if (!p) group_multi(c, tensors, count, true, e, t_call);  // the list's own errors come first
   const char* out_name = scale ? "amax_out" : "output";
   check(check_multi_output(output, count, out_name));
   if (scale) {
@@ -450,28 +535,30 @@ void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t co
       if (tensors[i].n) need_own_memory(c, tensors[i].data, fmt::format("tensors[{}].data", i).c_str());
   // Everything that can fail before a launch is done for every group first: a call that fails
   // writes no output.
-  std::uint64_t need_ws = 4;
-  for (const MultiGroup& x : t_call.groups)
-    if (!x.launches.empty()) need_ws = std::max(need_ws, x.workspace_bytes);  // covers the fallback too
-  if (workspace_bytes < need_ws || !workspace)
+  if (!p) {
+    std::uint64_t need_ws = 4;
+    for (const MultiGroup& x : t_call.groups)
+      if (!x.launches.empty()) need_ws = std::max(need_ws, x.workspace_bytes);  // covers the fallback too
+    if (workspace_bytes < need_ws || !workspace)
+      fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+           fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
+                       "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
+    p = &prepare_list(c, tensors, count, e, stream);
+  }
+  if (workspace_bytes < p->need_ws || !workspace)
     fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
          fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
-                     "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
-  std::array<const LoadedMultiKernel*, kDTypeCount> kernels{};
-  bool slot = false;
+                     "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, p->need_ws));
+  std::uint32_t* counter = p->slot ? c.slot_for(stream) : nullptr;
   for (const DTypeInfo& di : all_dtypes()) {
     const std::size_t i = index(di.dtype);
-    if (t_call.groups[i].launches.empty()) continue;
-    kernels[i] = &ready_multi(c, t_call, di.dtype, stream);
-    for (const MultiLaunch& l : t_call.groups[i].launches) slot = slot || l.spanning;
-  }
-  std::uint32_t* counter = slot ? c.slot_for(stream) : nullptr;
-  for (const DTypeInfo& di : all_dtypes()) {
-    const std::size_t i = index(di.dtype);
-    if (!kernels[i]) continue;
-    const MultiGroup& x = t_call.groups[i];
-    launch_multi_group(*c.backend, kernels[i]->main, x.config, di.dtype, x.capacity, t_call.list.tensors[i], x.launches,
-                       output, workspace, counter, c.nan_mode, scale, stream, t_args);
+    if (!p->kernels[i]) continue;
+    const MultiGroup& x = p->groups[i];
+    for (std::size_t j = 0; j < x.launches.size(); ++j) {
+      patch_multi_args(p->args[i][j], output, workspace, counter, scale);
+      void* params[] = {p->args[i][j].data()};
+      c.backend->launch(p->kernels[i]->main, x.launches[j].grid, x.config.threads, stream, params);
+    }
   }
 }
 

@@ -81,10 +81,16 @@ std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tenso
   auto close = [&](MultiLaunch& l) {
     l.chunks_per_block = multi_chunks_per_block(config, l.chunks, cu_count);
     l.grid = (l.chunks + l.chunks_per_block - 1) / l.chunks_per_block;
-    std::uint32_t f = 0;
+    // A tensor spans when it ends past the first block boundary after its first chunk; the
+    // boundary moves forward with the tensors (no division per tensor).
+    std::uint64_t f = 0, boundary = l.chunks_per_block;
     for (std::size_t t = l.first; t < l.first + l.count; ++t) {
-      const auto e = f + static_cast<std::uint32_t>(multi_chunks_of(tensors[t].n, shift));
-      if (f / l.chunks_per_block != (e - 1) / l.chunks_per_block) ++l.spanning;
+      const std::uint64_t e = f + multi_chunks_of(tensors[t].n, shift);
+      if (f >= boundary) {
+        boundary += l.chunks_per_block;
+        if (f >= boundary) boundary = (f / l.chunks_per_block + 1) * l.chunks_per_block;  // past a long tensor
+      }
+      if (e > boundary) ++l.spanning;
       f = e;
     }
     out.push_back(l);
@@ -103,6 +109,17 @@ std::vector<MultiLaunch> split_multi_launches(std::span<const MultiTensor> tenso
   return out;
 }
 
+void patch_multi_args(std::vector<unsigned char>& args, float* out, void* workspace, std::uint32_t* counter,
+                      const MultiScaleArgs* scale) noexcept {
+  unsigned char* b = args.data();
+  std::memcpy(b + 16, &out, 8);
+  std::memcpy(b + 24, &workspace, 8);
+  std::memcpy(b + 32, &counter, 8);
+  static_assert(kMultiArgsHeaderBytes == 40 + sizeof(MultiScaleArgs));
+  const MultiScaleArgs none{nullptr, nullptr, 0.0f, 0.0f, 0u};
+  std::memcpy(b + 40, scale ? scale : &none, sizeof(MultiScaleArgs));
+}
+
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
                      const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
                      std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale) {
@@ -111,12 +128,7 @@ void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, s
   unsigned char* b = args.data();
   const std::uint32_t header[4] = {l.count, l.spanning, nan_mode == NanMode::ignore ? 1u : 0u, l.chunks_per_block};
   std::memcpy(b, header, sizeof header);
-  std::memcpy(b + 16, &out, 8);
-  std::memcpy(b + 24, &workspace, 8);
-  std::memcpy(b + 32, &counter, 8);
-  static_assert(kMultiArgsHeaderBytes == 40 + sizeof(MultiScaleArgs));
-  const MultiScaleArgs none{nullptr, nullptr, 0.0f, 0.0f, 0u};
-  std::memcpy(b + 40, scale ? scale : &none, sizeof(MultiScaleArgs));
+  patch_multi_args(args, out, workspace, counter, scale);
   const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
   unsigned char* ptrs = b + layout.ptr_offset;
   unsigned char* ns = b + layout.n_offset;

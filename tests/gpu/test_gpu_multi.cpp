@@ -447,3 +447,40 @@ TEST(GpuMulti, FusedGraphReplayAndBadInputWriteNoOutput) {
   b.destroy_graph(graph);
   b.destroy_stream(s);
 }
+
+TEST(GpuMulti, RepeatedListsAreServedPreparedWithTheirNewDataOutputsAndWorkspaces) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
+  // Two lists used in turn (the second prepared list must not serve the first), each call with new
+  // data, another output array and another workspace; then 70 other lists (the per-thread cache
+  // holds 64: the first ones are dropped) and the first list again; the fused call on the same list.
+  auto a = make_group(b, random_specs(rng, 900, 18, true), rng());
+  auto c = make_group(b, random_specs(rng, 900, 18, true), rng());
+  auto out2 = std::make_unique<DeviceBuffer>(b, 4 * 900);
+  int calls = 0;
+  for (int round = 0; round < 3; ++round)
+    for (Group* g : {a.get(), c.get()}) {
+      for (std::size_t i = 0; i < g->specs.size(); ++i) {
+        g->host[i] = make_input(round == 1 ? InputKind::nan_last : InputKind::max_in_vector, g->specs[i].dtype,
+                                g->specs[i].n, rng());
+        if (g->specs[i].n) b.copy_to_device(const_cast<void*>(g->tensors[i].data), g->host[i].data(), g->host[i].size());
+      }
+      if (round == 2) std::swap(g->out, out2);  // another output array (run_and_check: another workspace each call)
+      EXPECT_EQ(run_and_check(b, ctx, *g, NanMode::propagate, "repeated list, round " + std::to_string(round)), 0);
+      ++calls;
+    }
+  for (int k = 0; k < 70; ++k) {
+    auto other = make_group(b, random_specs(rng, 3 + k % 5, 12, true), rng());
+    EXPECT_EQ(run_and_check(b, ctx, *other, NanMode::propagate, "filler list " + std::to_string(k)), 0);
+  }
+  EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list after 70 others"), 0);
+  amax_tune::ScaleOptions o;
+  EXPECT_EQ(run_and_check_scale(b, ctx, *a, NanMode::propagate, o, "the first list fused"), 0);
+  EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list again, amax only"), 0);
+  // Another context (NaN ignored) with the very same list: its own preparation, its own NaN mode.
+  amax_tune::Context ignore(options(AMAX_NAN_IGNORE));
+  EXPECT_EQ(run_and_check(b, ignore, *a, NanMode::ignore, "the first list, NaN-ignoring context"), 0);
+  std::printf("multi: %d calls of two repeated lists, 70 others, fused and another context bit-exact\n", calls + 74);
+}

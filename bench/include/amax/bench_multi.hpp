@@ -50,6 +50,9 @@ struct MultiRow {
   std::string contender;
   tune::Stats stats;
   std::string detail;
+  /// Host time of one call, microseconds: the wall time of 20 back-to-back calls (on rotated
+  /// inputs, the GPU busy behind them) / 20; measured for the eager amax-tune multi calls, else 0.
+  double host_us = 0;
 };
 
 struct MultiTarget {

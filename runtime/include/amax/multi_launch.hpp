@@ -99,6 +99,12 @@ void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, s
                      const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
                      std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale = nullptr);
 
+/// Rewrites the per-call fields of a packed `amax_multi_args` (pack_multi_args): the output,
+/// workspace and counter pointers and the scale epilogue's arguments (zero when `scale` is null).
+/// The descriptors and the launch's shape are left as packed. Thread-safe (pure).
+void patch_multi_args(std::vector<unsigned char>& args, float* out, void* workspace, std::uint32_t* counter,
+                      const MultiScaleArgs* scale) noexcept;
+
 /// Enqueues the launches of one dtype's group on `stream`: for each of `launches` (from
 /// split_multi_launches over `tensors` with `config`), its arguments packed into `args` (reused
 /// storage) and `kernel` launched with l.grid blocks of config.threads. `counter`: the stream slot,
