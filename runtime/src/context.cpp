@@ -449,8 +449,8 @@ struct PreparedList {
   std::size_t bytes = 0;   // host memory it holds
 };
 /// At most this many prepared lists, and this many bytes of them, per thread.
-constexpr std::size_t kPreparedLists = 64;
-constexpr std::size_t kPreparedBytes = 32u << 20;
+constexpr std::size_t kPreparedLists = 256;
+constexpr std::size_t kPreparedBytes = 64u << 20;
 thread_local std::vector<std::unique_ptr<PreparedList>> t_prepared;
 thread_local std::uint64_t t_prepared_clock = 0;
 
