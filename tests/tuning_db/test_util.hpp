@@ -100,6 +100,18 @@ inline TuningKey key(std::uint64_t n, DType dtype = DType::fp32, std::string arc
   return TuningKey{std::move(arch), dtype, n};
 }
 
+inline GroupKey gkey(std::uint64_t tensors, std::uint64_t total_bytes, std::uint64_t largest_bytes,
+                     DType dtype = DType::bf16, std::string arch = "sm_90") {
+  return GroupKey{std::move(arch), dtype, tensors, total_bytes, largest_bytes};
+}
+
+/// Records one ok trial (label) as winner of group key @p k.
+inline void record_group_simple(TuningDb& db, const GroupKey& k, const Provenance& p, const std::string& label,
+                                double median_us) {
+  const std::vector<Trial> trials{ok_trial(label, median_us)};
+  db.record_group_key(k, p, trials, Winner{label, median_us, 100.0});
+}
+
 /// Records one ok trial (label) as winner of @p k.
 inline void record_simple(TuningDb& db, const TuningKey& k, const Provenance& p, const std::string& label,
                           double median_us) {
