@@ -533,8 +533,8 @@ void TuningDb::record_key(const TuningKey& key, const Provenance& provenance, st
   im.require_writable("record_key");
   detail::validate_record(im.path, key, provenance, trials, winner);
   record<detail::TrialsTable, detail::WinnersTable>(im, key, provenance, trials, winner, [&] {
-    return detail::delete_same_identity<detail::TrialsTable>(*im.db, {key, {}, provenance}, false) +
-           detail::delete_same_identity<detail::WinnersTable>(*im.db, {key, {}, provenance}, false);
+    return detail::delete_same_identity<detail::TrialsTable>(*im.db, {key, {}, provenance}) +
+           detail::delete_same_identity<detail::WinnersTable>(*im.db, {key, {}, provenance});
   });
 }
 
@@ -600,10 +600,7 @@ void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const T
     auto write = [&](auto table, const auto& rows) {
       using Table = decltype(table);
       detail::RowWriter<Table> writer(*im.db, ids);
-      for (const auto& r : rows) {
-        deleted += detail::delete_same_identity<Table>(*im.db, r, true);
-        writer.insert(r);
-      }
+      for (const auto& r : rows) deleted += writer.replace(r);
     };
     write(detail::WinnersTable{}, winners);
     write(detail::TrialsTable{}, trials);
