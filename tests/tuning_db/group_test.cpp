@@ -14,21 +14,9 @@ namespace {
 
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
 
-class GroupTest : public TempDirTest {
+class GroupTest : public OpenDbTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    db_ = std::make_unique<TuningDb>(TuningDb::open(file("t.db")));
-  }
-  void TearDown() override {
-    db_.reset();
-    TempDirTest::TearDown();
-  }
-  TuningDb& db() { return *db_; }
   std::vector<std::string> raw(const std::string& sql) { return raw_query(file("t.db"), sql); }
-
- private:
-  std::unique_ptr<TuningDb> db_;
 };
 
 // Two shapes of one bucket {24, 54, 30}, and shapes of other buckets.
@@ -292,6 +280,18 @@ TEST_F(GroupTest, ProvenanceIsStoredOnceAndUnusedRowsAreDeleted) {
   record_simple(db(), key(1), h100(), "h", 2.0);
   EXPECT_EQ(raw("SELECT count(*) FROM provenance"), std::vector<std::string>{"2"});
   EXPECT_EQ(db().winners().size(), 4u);
+}
+
+TEST_F(GroupTest, ARowWhoseProvenanceIsMissingIsReportedAsCorrupt) {
+  record_simple(db(), key(10), h200(), "x", 2.0);
+  record_group_simple(db(), kA, h200(), "m", 2.0);
+  raw_exec(file("t.db"), "UPDATE winners SET provenance_id = 99; UPDATE group_trials SET provenance_id = 99");
+  std::string msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().winners(); });
+  EXPECT_NE(msg.find("table winners, column prov_device_name: stored value 'NULL'"), std::string::npos) << msg;
+  msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().all_group_trials(); });
+  EXPECT_NE(msg.find("table group_trials, column prov_device_name: stored value 'NULL'"), std::string::npos) << msg;
+  EXPECT_EQ(db().all_trials().size(), 1u);  // the other rows read as before
+  EXPECT_EQ(db().group_winners().size(), 1u);
 }
 
 TEST_F(GroupTest, ImportRowsReplacesOtherShapesOfTheBucketAndRefusesTwoInOneCall) {

@@ -54,6 +54,23 @@ class TempDirTest : public ::testing::Test {
   fs::path dir_;
 };
 
+/// TempDirTest with a ReadWrite database "t.db" open in it for the test.
+class OpenDbTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    db_ = std::make_unique<TuningDb>(TuningDb::open(file("t.db")));
+  }
+  void TearDown() override {
+    db_.reset();
+    TempDirTest::TearDown();
+  }
+  TuningDb& db() { return *db_; }
+
+ private:
+  std::unique_ptr<TuningDb> db_;
+};
+
 inline Provenance h200(std::string hash = "a1b2c3d4") {
   Provenance p;
   p.device_name = "NVIDIA H200";
