@@ -771,13 +771,13 @@ std::vector<GroupTrialRow> TuningDb::all_group_trials() const {
 namespace {
 
 /// Every winner of WinnersT for @p arch and @p dtype, fresh ones only when @p current is given,
-/// in key order with the last recorded first among equal keys.
+/// the last recorded first (the nearest rules keep the first of equally good rows).
 template <class WinnersT>
 std::vector<typename WinnersT::Row> candidates(const TuningDb::Impl& im, std::string_view arch, DType dtype,
                                                const Provenance* current) {
   std::string cond = "arch = ? AND dtype = ?";
   if (current) cond += " AND " + detail::provenance_where(kStale);
-  return select_rows<WinnersT>(im, cond, detail::field_columns(*std::get<0>(WinnersT::parts).fields) + ", id DESC",
+  return select_rows<WinnersT>(im, cond, "id DESC",
                                [&](SQLite::Statement& q) {
                                  q.bind(1, std::string(arch));
                                  q.bind(2, std::string(to_string(dtype)));
