@@ -13,6 +13,7 @@
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
 #include "commands.hpp"
 
 namespace amax::cli {
@@ -70,11 +71,26 @@ int run_show(const DbArgs& a) {
     }
     rows.push_back(std::move(r));
   }
+  std::vector<db::GroupWinnerRow> groups;  // multi-tensor winners, filtered alike
+  for (auto& r : db.group_winners(f)) {
+    if (want) {
+      try {
+        if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
+      } catch (const std::invalid_argument&) {
+        continue;
+      }
+    }
+    groups.push_back(std::move(r));
+  }
   if (a.integrity) {  // the full check (open ran only PRAGMA quick_check); its rows, then the counts
     const auto problems = db.integrity_check();
     for (const auto& line : problems) std::cout << line << "\n";
-    std::cout << fmt::format("schema version {}, {} winners, {} trials\n", db.schema_version(), db.winners().size(),
-                             db.all_trials().size());
+    const std::size_t group_winners = db.group_winners().size(), group_trials = db.all_group_trials().size();
+    std::cout << fmt::format("schema version {}, {} winners, {} trials{}\n", db.schema_version(), db.winners().size(),
+                             db.all_trials().size(),
+                             group_winners + group_trials == 0
+                                 ? std::string()
+                                 : fmt::format(", {} group winners, {} group trials", group_winners, group_trials));
     if (problems != std::vector<std::string>{"ok"}) return kExitFailed;
   }
   std::cout << fmt::format("{} winners in {}\n", rows.size(), path.string());
@@ -84,6 +100,16 @@ int run_show(const DbArgs& a) {
     std::cout << fmt::format("{:<10} {:<5} {:>11} {:<32} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
                              to_string(r.key.dtype), r.key.n, r.winner.label, r.winner.median_us, r.winner.gbps,
                              db::describe_device(r.provenance), r.provenance.timestamp);
+  if (!groups.empty()) {  // multi-tensor winners: a second table, only when there are any
+    std::cout << fmt::format("{} multi-tensor group winners\n", groups.size());
+    std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<28} {:>9} {:>8}  {}\n", "arch", "dtype", "tensors",
+                             "total bytes", "largest bytes", "winner", "us", "GB/s", "device, measured");
+    for (const auto& r : groups)
+      std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<28} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
+                               to_string(r.key.dtype), r.key.tensors, r.key.total_bytes, r.key.largest_bytes,
+                               r.winner.label, r.winner.median_us, r.winner.gbps, db::describe_device(r.provenance),
+                               r.provenance.timestamp);
+  }
   if (want) std::cout << default_line(*want, only) << "\n";
   return kExitOk;
 }
@@ -110,19 +136,28 @@ int run_merge(const DbArgs& a) {
   p.allow_different_devices = a.allow_devices;
   p.overwrite_output = a.overwrite;
   const auto r = db::merge(a.a, a.b, a.out, p);
-  std::cout << fmt::format("merged {} and {} into {}: {} winners, {} trials\n", a.a, a.b, a.out, r.winners_written,
-                           r.trials_written);
-  for (const auto& c : r.contested)
+  std::cout << fmt::format("merged {} and {} into {}: {} winners, {} trials{}\n", a.a, a.b, a.out, r.winners_written,
+                           r.trials_written,
+                           r.group_winners_written + r.group_trials_written == 0
+                               ? std::string()
+                               : fmt::format(", {} group winners, {} group trials", r.group_winners_written,
+                                             r.group_trials_written));
+  auto report = [&](const auto& c) {
     std::cout << fmt::format("  {}: kept {} ({:.2f} us, from {}) over {} ({:.2f} us){}\n", db::to_string(c.key),
                              c.kept.winner.label, c.kept.winner.median_us, c.kept_from == 'a' ? a.a : a.b,
                              c.dropped.winner.label, c.dropped.winner.median_us,
                              c.different_devices ? ", measured on different devices" : "");
+  };
+  for (const auto& c : r.contested) report(c);
+  for (const auto& c : r.group_contested) report(c);
   return kExitOk;
 }
 }  // namespace
 
 // Every row of a text dump names a real variant: its arch parses and its label is valid for that
-// arch and dtype (the database layer treats both as opaque text). UsageError naming the line.
+// arch and dtype (the database layer treats both as opaque text): a KernelConfig for single-tensor
+// rows, a MultiConfig ("multi.*") for the multi-tensor rows "group_winner" / "group_trial".
+// UsageError naming the line.
 void validate_dump_rows(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -140,8 +175,13 @@ void validate_dump_rows(const std::string& path) {
       const ArchInfo arch = ArchInfo::parse(row["arch"].get<std::string>());
       const auto dtype = parse_dtype(row["dtype"].get<std::string>());
       if (!dtype) continue;  // load_text names a bad dtype
-      const KernelConfig c = KernelConfig::parse(row["label"].get<std::string>());
-      if (auto why = c.validate(arch, *dtype)) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
+      const std::string label = row["label"].get<std::string>();
+      const bool group = row.contains("row") && row["row"].is_string() && row["row"].get<std::string>().starts_with("group_");
+      if (group != MultiConfig::is_multi_label(label))
+        throw UsageError(fmt::format("{}: a {} row needs a {} variant, not '{}'", where, group ? "multi-tensor" : "single-tensor",
+                                     group ? "multi-tensor (multi.*)" : "single-tensor", label));
+      const auto why = group ? MultiConfig::parse(label).validate(arch, *dtype) : KernelConfig::parse(label).validate(arch, *dtype);
+      if (why) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
     } catch (const std::invalid_argument& e) {
       throw UsageError(fmt::format("{}: {}", where, e.what()));
     } catch (const nlohmann::json::exception& e) {

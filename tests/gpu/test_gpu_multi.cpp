@@ -454,8 +454,8 @@ TEST(GpuMulti, RepeatedListsAreServedPreparedWithTheirNewDataOutputsAndWorkspace
   std::mt19937_64 rng(std::random_device{}());
   amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
   // Two lists used in turn (the second prepared list must not serve the first), each call with new
-  // data, another output array and another workspace; then 70 other lists (the per-thread cache
-  // holds 64: the first ones are dropped) and the first list again; the fused call on the same list.
+  // data, another output array and another workspace; then 300 other lists (the per-thread cache
+  // holds 256: the first ones are dropped) and the first list again; the fused call on the same list.
   auto a = make_group(b, random_specs(rng, 900, 18, true), rng());
   auto c = make_group(b, random_specs(rng, 900, 18, true), rng());
   auto out2 = std::make_unique<DeviceBuffer>(b, 4 * 900);
@@ -471,16 +471,16 @@ TEST(GpuMulti, RepeatedListsAreServedPreparedWithTheirNewDataOutputsAndWorkspace
       EXPECT_EQ(run_and_check(b, ctx, *g, NanMode::propagate, "repeated list, round " + std::to_string(round)), 0);
       ++calls;
     }
-  for (int k = 0; k < 70; ++k) {
+  for (int k = 0; k < 300; ++k) {
     auto other = make_group(b, random_specs(rng, 3 + k % 5, 12, true), rng());
     EXPECT_EQ(run_and_check(b, ctx, *other, NanMode::propagate, "filler list " + std::to_string(k)), 0);
   }
-  EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list after 70 others"), 0);
+  EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list after 300 others"), 0);
   amax_tune::ScaleOptions o;
   EXPECT_EQ(run_and_check_scale(b, ctx, *a, NanMode::propagate, o, "the first list fused"), 0);
   EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list again, amax only"), 0);
   // Another context (NaN ignored) with the very same list: its own preparation, its own NaN mode.
   amax_tune::Context ignore(options(AMAX_NAN_IGNORE));
   EXPECT_EQ(run_and_check(b, ignore, *a, NanMode::ignore, "the first list, NaN-ignoring context"), 0);
-  std::printf("multi: %d calls of two repeated lists, 70 others, fused and another context bit-exact\n", calls + 74);
+  std::printf("multi: %d calls of two repeated lists, 300 others, fused and another context bit-exact\n", calls + 304);
 }

@@ -53,8 +53,11 @@ std::map<std::pair<std::string, std::uint64_t>, long> trial_counts(const fs::pat
     return out;
   }
   sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT prov_device_name, n, count(*) FROM trials GROUP BY 1, 2", -1, &q, nullptr) ==
-      SQLITE_OK) {
+  // Schema 4: the provenance is a row of its own, referenced by provenance_id.
+  if (sqlite3_prepare_v2(db,
+                         "SELECT p.device_name, t.n, count(*) FROM trials AS t JOIN provenance AS p "
+                         "ON p.id = t.provenance_id GROUP BY 1, 2",
+                         -1, &q, nullptr) == SQLITE_OK) {
     while (sqlite3_step(q) == SQLITE_ROW)
       out[{reinterpret_cast<const char*>(sqlite3_column_text(q, 0)),
            static_cast<std::uint64_t>(sqlite3_column_int64(q, 1))}] = sqlite3_column_int64(q, 2);

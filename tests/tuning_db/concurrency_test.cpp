@@ -99,6 +99,51 @@ TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
 INSTANTIATE_TEST_SUITE_P(Journal, WritersTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Wal" : "Rollback"; });
 
+TEST_F(ConcurrencyTest, SixteenProcessesOpenASchema3FileAtOnceAndItMigratesOnce) {
+  const fs::path p = file("v3.db");
+  fs::copy_file(fs::path(AMAX_DB_TEST_DATA) / "schema_v3.db", p);
+  ChildGroup group(kProcesses, [&](int i) -> int {
+    TuningDb db = TuningDb::open(p);
+    if (db.schema_version() != TuningDb::kSchemaVersion) return 3;
+    if (db.winners().size() < 11u) return 4;  // the migrated rows are all there
+    record_simple(db, key(static_cast<std::uint64_t>(i + 1)), h200(), "x", 1.0);
+    record_group_simple(db, gkey(std::uint64_t{1} << i, std::uint64_t{1} << (i + 10), 1024), h200(), "m", 1.0);
+    return 0;
+  });
+  group.release();
+  EXPECT_EQ(group.wait(), std::vector<int>(kProcesses, 0));
+  const TuningDb db = TuningDb::open(p);
+  EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
+  EXPECT_EQ(db.winners().size(), 11u + kProcesses);
+  EXPECT_EQ(db.group_winners().size(), static_cast<std::size_t>(kProcesses));
+  EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{"10"});  // 9 migrated + h200()
+}
+
+TEST_F(ConcurrencyTest, ConcurrentReTunesOfOneKeyLeaveOnlyTheProvenanceInUse) {
+  const fs::path p = file("retune.db");
+  { (void)TuningDb::open(p); }
+  ChildGroup group(8, [&](int i) -> int {
+    TuningDb db = TuningDb::open(p);
+    for (int r = 0; r < 10; ++r) {
+      Provenance prov = h200();
+      prov.timestamp = "2026-12-0" + std::to_string(1 + r % 9) + "T00:00:" + std::to_string(10 + i) + "Z";
+      record_simple(db, key(4096), prov, "x" + std::to_string(i), 1.0 + i);
+      record_group_simple(db, gkey(4096, 128u << 20, 32u << 10), prov, "m" + std::to_string(i), 1.0 + i);
+    }
+    return 0;
+  });
+  group.release();
+  EXPECT_EQ(group.wait(), std::vector<int>(8, 0));
+  const TuningDb db = TuningDb::open(p);
+  ASSERT_EQ(db.winners().size(), 1u);
+  ASSERT_EQ(db.group_winners().size(), 1u);
+  EXPECT_EQ(db.all_trials().size(), 1u);
+  EXPECT_EQ(db.all_group_trials().size(), 1u);
+  // Every provenance row is referenced: the last single-key writer's and the last group writer's.
+  const std::size_t used = db.winners()[0].provenance == db.group_winners()[0].provenance ? 1 : 2;
+  EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(used)});
+}
+
 TEST_F(ConcurrencyTest, ReaderProcessesDuringWrites) {
   const fs::path p = file("rw.db");
   { record_simple(*std::make_unique<TuningDb>(TuningDb::open(p)), key(1), h200(), "seed", 1.0); }

@@ -35,7 +35,7 @@ TEST_F(ExportTest, JsonWinnersExact) {
   std::ostringstream out;
   db.export_json(out);
   const std::string expected = std::string(R"({
-  "schema_version": 4,
+  "schema_version": 3,
   "winners": [
     {
       "arch": "sm_90",
@@ -115,7 +115,7 @@ TEST_F(ExportTest, DumpTextExact) {
       R"("prov_compiler":"nvrtc 13.0","prov_template_hash":"a1b2c3d4","prov_tool_version":"0.1.0",)"
       R"("prov_timing_protocol":"warmup=10 batches=25 rotate=4xL2","prov_timestamp":"2026-11-30T02:51:00Z"})";
   const std::string expected =
-      std::string(R"({"format":"amax-tune-db","schema_version":4})") + "\n" +
+      std::string(R"({"format":"amax-tune-db","schema_version":3})") + "\n" +
       R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","median_us":3.5,"gbps":1.25,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"atomic.t64","status":"compile_failed",)"

@@ -134,5 +134,85 @@ TEST_F(MergeTest, OutputRules) {
   EXPECT_FALSE(fs::exists(file("x.db")));
 }
 
+// Group keys merge by bucket: per arch, dtype and bucket the faster winner with its trials.
+class GroupMergeTest : public TempDirTest {
+ protected:
+  static constexpr std::uint64_t MiB = 1 << 20;
+  // One bucket {24, 54, 30}, two shapes; another bucket with failed trials only.
+  const GroupKey kA = gkey(4096, 128 * MiB, 32 << 10);
+  const GroupKey kA2 = gkey(4000, 125 * MiB, 33 << 10);
+  const GroupKey kF = gkey(64, 64 * MiB, MiB);
+  const GroupKey kF2 = gkey(60, 60 * MiB, MiB);
+  void SetUp() override {
+    TempDirTest::SetUp();
+    TuningDb a = TuningDb::open(file("a.db"));
+    a.record_group_key(kA, h200(), std::vector<Trial>{ok_trial("m1", 10.0), ok_trial("m2", 11.0)}, Winner{"m1", 10.0, 1.0});
+    a.record_group_key(kF, h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
+                       std::nullopt);
+    record_simple(a, key(1024), h200(), "s", 2.0);
+    TuningDb b = TuningDb::open(file("b.db"));
+    b.record_group_key(kA2, prov_b(), std::vector<Trial>{ok_trial("m3", 8.0)}, Winner{"m3", 8.0, 2.0});
+    b.record_group_key(kF2, h200(),
+                       std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from b"),
+                                          failed_trial("f2", TrialStatus::wrong_result, "from b")},
+                       std::nullopt);
+    b.record_group_key(kF, prov_b(), std::vector<Trial>{failed_trial("f3", TrialStatus::wrong_result, "b, other build")},
+                       std::nullopt);
+  }
+  static Provenance prov_b() {
+    Provenance p = h200("b-build");
+    p.timestamp = "2026-12-01T00:00:00Z";
+    return p;
+  }
+};
+
+TEST_F(GroupMergeTest, FasterWinnerOfTheBucketWinsWithItsTrials) {
+  const MergeReport r = merge(file("a.db"), file("b.db"), file("out.db"));
+  const TuningDb out = TuningDb::open(file("out.db"), OpenMode::ReadOnly);
+  EXPECT_EQ(out.group_winners(), (std::vector<GroupWinnerRow>{{kA2, Winner{"m3", 8.0, 2.0}, prov_b()}}));
+  EXPECT_EQ(out.group_trials(kA2), (std::vector<GroupTrialRow>{{kA2, ok_trial("m3", 8.0), prov_b()}}));
+  EXPECT_TRUE(out.group_trials(kA).empty());
+  // The bucket without a winner: a's shape for h200(), b's rows of another shape for the same
+  // identity left out, b's rows of another identity kept.
+  EXPECT_EQ(out.all_group_trials(),
+            (std::vector<GroupTrialRow>{
+                {kF, failed_trial("f1", TrialStatus::launch_failed, "from a"), h200()},
+                {kF, failed_trial("f3", TrialStatus::wrong_result, "b, other build"), prov_b()},
+                {kA2, ok_trial("m3", 8.0), prov_b()}}));
+  EXPECT_EQ(out.winners().size(), 1u);  // single keys as before
+  EXPECT_EQ(r.winners_written, 1u);
+  EXPECT_EQ(r.trials_written, 1u);
+  EXPECT_EQ(r.group_winners_written, 1u);
+  EXPECT_EQ(r.group_trials_written, 3u);
+  EXPECT_TRUE(r.contested.empty());
+  ASSERT_EQ(r.group_contested.size(), 1u);
+  const GroupMergeDecision& d = r.group_contested[0];
+  EXPECT_EQ(d.key, kA2);
+  EXPECT_EQ(d.kept_from, 'b');
+  EXPECT_EQ(d.dropped, (GroupWinnerRow{kA, Winner{"m1", 10.0, 1.0}, h200()}));
+  EXPECT_FALSE(d.different_devices);
+  EXPECT_EQ(d.differing_fields, (std::vector<std::string>{"template_hash", "timestamp"}));
+}
+
+TEST_F(GroupMergeTest, DifferentDevicesAreRefusedUnlessAllowed) {
+  {
+    TuningDb c = TuningDb::open(file("c.db"));
+    record_group_simple(c, kA, h100(), "h100", 9.0);
+  }
+  const std::string msg =
+      expect_db_error(ErrorKind::InvalidArgument, [&] { (void)merge(file("a.db"), file("c.db"), file("out.db")); });
+  EXPECT_NE(msg.find("key sm_90/bf16/4096 tensors, 128 MiB, largest 32 KiB has winners measured on different devices: "
+                     "'NVIDIA H100 80GB HBM3'"),
+            std::string::npos)
+      << msg;
+  EXPECT_FALSE(fs::exists(file("out.db")));
+  MergePolicy allow;
+  allow.allow_different_devices = true;
+  const MergeReport r = merge(file("a.db"), file("c.db"), file("out.db"), allow);
+  ASSERT_EQ(r.group_contested.size(), 1u);
+  EXPECT_TRUE(r.group_contested[0].different_devices);
+  EXPECT_EQ(TuningDb::open(file("out.db")).group_winners().at(0).winner.label, "h100");
+}
+
 }  // namespace
 }  // namespace amax::db::test

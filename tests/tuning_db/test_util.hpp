@@ -54,6 +54,23 @@ class TempDirTest : public ::testing::Test {
   fs::path dir_;
 };
 
+/// TempDirTest with a ReadWrite database "t.db" open in it for the test.
+class OpenDbTest : public TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    db_ = std::make_unique<TuningDb>(TuningDb::open(file("t.db")));
+  }
+  void TearDown() override {
+    db_.reset();
+    TempDirTest::TearDown();
+  }
+  TuningDb& db() { return *db_; }
+
+ private:
+  std::unique_ptr<TuningDb> db_;
+};
+
 inline Provenance h200(std::string hash = "a1b2c3d4") {
   Provenance p;
   p.device_name = "NVIDIA H200";
@@ -98,6 +115,18 @@ inline Trial failed_trial(std::string label, TrialStatus status, std::string rea
 
 inline TuningKey key(std::uint64_t n, DType dtype = DType::fp32, std::string arch = "sm_90") {
   return TuningKey{std::move(arch), dtype, n};
+}
+
+inline GroupKey gkey(std::uint64_t tensors, std::uint64_t total_bytes, std::uint64_t largest_bytes,
+                     DType dtype = DType::bf16, std::string arch = "sm_90") {
+  return GroupKey{std::move(arch), dtype, tensors, total_bytes, largest_bytes};
+}
+
+/// Records one ok trial (label) as winner of group key @p k.
+inline void record_group_simple(TuningDb& db, const GroupKey& k, const Provenance& p, const std::string& label,
+                                double median_us) {
+  const std::vector<Trial> trials{ok_trial(label, median_us)};
+  db.record_group_key(k, p, trials, Winner{label, median_us, 100.0});
 }
 
 /// Records one ok trial (label) as winner of @p k.

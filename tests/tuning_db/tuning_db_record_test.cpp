@@ -8,21 +8,7 @@
 namespace amax::db::test {
 namespace {
 
-class RecordTest : public TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    db_ = std::make_unique<TuningDb>(TuningDb::open(file("t.db")));
-  }
-  void TearDown() override {
-    db_.reset();
-    TempDirTest::TearDown();
-  }
-  TuningDb& db() { return *db_; }
-
- private:
-  std::unique_ptr<TuningDb> db_;
-};
+class RecordTest : public OpenDbTest {};
 
 TEST_F(RecordTest, EveryFieldReadsBackExactly) {
   const TuningKey k{"gfx942:sramecc+:xnack-", DType::bf16, (std::uint64_t{1} << 40) + 3};

@@ -213,30 +213,28 @@ constexpr auto row_parts(Key Row::*key, const KeyFields& key_list, Payload Row::
                     part("prov_", provenance_fields, &Row::provenance, "provenance", true)};
 }
 
-// The stored tables. since_schema: the version that created the table.
-struct TrialsTable {
-  using Row = TrialRow;
+/// A stored table of rows: RowT {key, payload, provenance}; since_schema: the version that
+/// created the table. The derived structs add the table's name and its text-dump tag.
+template <class RowT, int Since, auto Key, const auto& KeyFields, auto Payload, const auto& PayloadFields>
+struct RowTable {
+  using Row = RowT;
+  static constexpr int since_schema = Since;
+  static constexpr auto parts = row_parts(Key, KeyFields, Payload, PayloadFields);
+};
+
+struct TrialsTable : RowTable<TrialRow, 1, &TrialRow::key, key_fields, &TrialRow::trial, trial_fields> {
   static constexpr std::string_view name = "trials", dump_tag = "trial";
-  static constexpr int since_schema = 1;
-  static constexpr auto parts = row_parts(&Row::key, key_fields, &Row::trial, trial_fields);
 };
-struct WinnersTable {
-  using Row = WinnerRow;
+struct WinnersTable : RowTable<WinnerRow, 1, &WinnerRow::key, key_fields, &WinnerRow::winner, winner_fields> {
   static constexpr std::string_view name = "winners", dump_tag = "winner";
-  static constexpr int since_schema = 1;
-  static constexpr auto parts = row_parts(&Row::key, key_fields, &Row::winner, winner_fields);
 };
-struct GroupTrialsTable {
-  using Row = GroupTrialRow;
+struct GroupTrialsTable
+    : RowTable<GroupTrialRow, 4, &GroupTrialRow::key, group_key_fields, &GroupTrialRow::trial, trial_fields> {
   static constexpr std::string_view name = "group_trials", dump_tag = "group_trial";
-  static constexpr int since_schema = 4;
-  static constexpr auto parts = row_parts(&Row::key, group_key_fields, &Row::trial, trial_fields);
 };
-struct GroupWinnersTable {
-  using Row = GroupWinnerRow;
+struct GroupWinnersTable
+    : RowTable<GroupWinnerRow, 4, &GroupWinnerRow::key, group_key_fields, &GroupWinnerRow::winner, winner_fields> {
   static constexpr std::string_view name = "group_winners", dump_tag = "group_winner";
-  static constexpr int since_schema = 4;
-  static constexpr auto parts = row_parts(&Row::key, group_key_fields, &Row::winner, winner_fields);
 };
 
 /// Whether a file at schema @p version has Table.
@@ -365,8 +363,10 @@ std::string source(int file_version) {
     cols += p.referenced ? ", p." + std::string(field.name) + " AS " : ", r.";
     cols += column_name(p, field);
   });
-  return "(SELECT " + cols + " FROM " + table + " AS r JOIN provenance AS p ON p.id = r." + std::string(kProvenanceId) +
-         ") AS " + table;
+  // LEFT JOIN: a row whose provenance_id names no provenance row (damage) reads as NULLs, which
+  // read_row() reports as Corrupt instead of the row silently disappearing.
+  return "(SELECT " + cols + " FROM " + table + " AS r LEFT JOIN provenance AS p ON p.id = r." +
+         std::string(kProvenanceId) + ") AS " + table;
 }
 
 inline std::string join(const std::vector<std::string>& v, std::string_view sep) {

@@ -63,6 +63,25 @@ std::string dump_line(const typename Table::Row& row) {
 
 namespace {
 
+/// The oldest schema version that has every column of Table (its own and its fields' since_schema).
+template <class Table>
+int table_version() {
+  int v = Table::since_schema;
+  detail::for_each_column<Table>([&](const auto&, const auto& field) { v = std::max(v, field.since_schema); });
+  return v;
+}
+
+/// The schema version an export or dump declares: the oldest one that has every table and column
+/// it may write. The single-tensor tables always count (they are the format's base); the group
+/// tables when their rows are written. A database without group rows therefore exports and dumps
+/// exactly what schema 3 did, and its dumps load in builds of schema 3.
+int format_version(bool group_winners, bool group_trials) {
+  int v = std::max(table_version<detail::WinnersTable>(), table_version<detail::TrialsTable>());
+  if (group_winners) v = std::max(v, table_version<detail::GroupWinnersTable>());
+  if (group_trials) v = std::max(v, table_version<detail::GroupTrialsTable>());
+  return v;
+}
+
 template <class Table>
 ojson json_array(const std::vector<typename Table::Row>& rows) {
   ojson arr = ojson::array();
@@ -97,16 +116,15 @@ void TuningDb::export_json(std::ostream& out, ExportTable table) const {
   const bool winners = table == ExportTable::Winners || table == ExportTable::All || table == ExportTable::GroupWinners;
   const bool trials = table == ExportTable::Trials || table == ExportTable::All || table == ExportTable::GroupTrials;
   const Impl::Snapshot s = impl().snapshot(winners, trials);
+  const bool with[4] = {winners && !group_only, trials && !group_only,
+                        winners && (group_only || !s.group_winners.empty()),
+                        trials && (group_only || !s.group_trials.empty())};
   ojson doc = ojson::object();
-  doc["schema_version"] = kSchemaVersion;
-  if (winners && !group_only) doc["winners"] = json_array<detail::WinnersTable>(s.winners);
-  if (trials && !group_only) doc["trials"] = json_array<detail::TrialsTable>(s.trials);
-  if (winners && (group_only || !s.group_winners.empty())) {
-    doc["group_winners"] = json_array<detail::GroupWinnersTable>(s.group_winners);
-  }
-  if (trials && (group_only || !s.group_trials.empty())) {
-    doc["group_trials"] = json_array<detail::GroupTrialsTable>(s.group_trials);
-  }
+  doc["schema_version"] = format_version(with[2], with[3]);
+  if (with[0]) doc["winners"] = json_array<detail::WinnersTable>(s.winners);
+  if (with[1]) doc["trials"] = json_array<detail::TrialsTable>(s.trials);
+  if (with[2]) doc["group_winners"] = json_array<detail::GroupWinnersTable>(s.group_winners);
+  if (with[3]) doc["group_trials"] = json_array<detail::GroupTrialsTable>(s.group_trials);
   out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
   check_stream(out, impl().path, "JSON export");
 }
@@ -139,7 +157,7 @@ void TuningDb::dump_text(std::ostream& out) const {
   Impl::Snapshot s = impl().snapshot();
   ojson header = ojson::object();
   header["format"] = std::string(kTextFormat);
-  header["schema_version"] = kSchemaVersion;
+  header["schema_version"] = format_version(!s.group_winners.empty(), !s.group_trials.empty());
   out << header.dump() << '\n';
   dump_rows<detail::WinnersTable, detail::TrialsTable>(out, std::move(s.winners), std::move(s.trials));
   dump_rows<detail::GroupWinnersTable, detail::GroupTrialsTable>(out, std::move(s.group_winners),

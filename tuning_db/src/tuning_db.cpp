@@ -533,8 +533,8 @@ void TuningDb::record_key(const TuningKey& key, const Provenance& provenance, st
   im.require_writable("record_key");
   detail::validate_record(im.path, key, provenance, trials, winner);
   record<detail::TrialsTable, detail::WinnersTable>(im, key, provenance, trials, winner, [&] {
-    return detail::delete_same_identity<detail::TrialsTable>(*im.db, {key, {}, provenance}, false) +
-           detail::delete_same_identity<detail::WinnersTable>(*im.db, {key, {}, provenance}, false);
+    return detail::delete_same_identity<detail::TrialsTable>(*im.db, {key, {}, provenance}) +
+           detail::delete_same_identity<detail::WinnersTable>(*im.db, {key, {}, provenance});
   });
 }
 
@@ -600,10 +600,7 @@ void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const T
     auto write = [&](auto table, const auto& rows) {
       using Table = decltype(table);
       detail::RowWriter<Table> writer(*im.db, ids);
-      for (const auto& r : rows) {
-        deleted += detail::delete_same_identity<Table>(*im.db, r, true);
-        writer.insert(r);
-      }
+      for (const auto& r : rows) deleted += writer.replace(r);
     };
     write(detail::WinnersTable{}, winners);
     write(detail::TrialsTable{}, trials);
@@ -774,13 +771,13 @@ std::vector<GroupTrialRow> TuningDb::all_group_trials() const {
 namespace {
 
 /// Every winner of WinnersT for @p arch and @p dtype, fresh ones only when @p current is given,
-/// in key order with the last recorded first among equal keys.
+/// the last recorded first (the nearest rules keep the first of equally good rows).
 template <class WinnersT>
 std::vector<typename WinnersT::Row> candidates(const TuningDb::Impl& im, std::string_view arch, DType dtype,
                                                const Provenance* current) {
   std::string cond = "arch = ? AND dtype = ?";
   if (current) cond += " AND " + detail::provenance_where(kStale);
-  return select_rows<WinnersT>(im, cond, detail::field_columns(*std::get<0>(WinnersT::parts).fields) + ", id DESC",
+  return select_rows<WinnersT>(im, cond, "id DESC",
                                [&](SQLite::Statement& q) {
                                  q.bind(1, std::string(arch));
                                  q.bind(2, std::string(to_string(dtype)));

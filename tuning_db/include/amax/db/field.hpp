@@ -1,5 +1,5 @@
-// amax-tune tuning database: field descriptors. Every stored struct (TuningKey, Provenance,
-// Trial, Winner) lists its members exactly once in a constexpr tuple of Field values; the SQL
+// amax-tune tuning database: field descriptors. Every stored struct (TuningKey, GroupKey,
+// Provenance, Trial, Winner) lists its members exactly once in a constexpr tuple of Field values; the SQL
 // columns, row binding and reading, JSON/CSV/text export and equality are all derived from that
 // list, and a static_assert next to each list fails to compile when a member is added to the
 // struct but not to its list.

@@ -297,8 +297,9 @@ class TuningDb {
   /// all_trials() / group_winners() / all_group_trials(), provenance as a nested object. Winners
   /// writes winners (and group_winners), Trials trials (and group_trials), All all of them,
   /// GroupWinners / GroupTrials only that array. The group arrays appear only when they hold
-  /// rows (or were asked for alone), so a database without group rows exports what schema 3
-  /// did. @throws DbError.
+  /// rows (or were asked for alone). V is the oldest schema version that has every table and
+  /// column written (3, or 4 with a group array), so a database without group rows exports
+  /// exactly what schema 3 did. @throws DbError.
   void export_json(std::ostream& out, ExportTable table = ExportTable::Winners) const;
 
   /// Writes one CSV table (RFC 4180: header row, "\n" line ends, fields holding a comma,
@@ -312,7 +313,9 @@ class TuningDb {
   /// provenance identity) its winner line(s) ("row":"winner") and its trial lines
   /// ("row":"trial", sorted by label); after all of them the group keys in the same way
   /// ("row":"group_winner", "row":"group_trial"). Columns in list order (provenance as prov_*);
-  /// doubles round-trip exactly. load_text() of the output rebuilds an equal database.
+  /// doubles round-trip exactly. V is the oldest schema version that has every column written: 3
+  /// without group lines (the dump is then byte for byte what schema 3 wrote, and loads in builds
+  /// of schema 3), 4 with them. load_text() of the output rebuilds an equal database.
   /// @throws DbError.
   void dump_text(std::ostream& out) const;
 
