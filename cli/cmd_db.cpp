@@ -102,10 +102,10 @@ int run_show(const DbArgs& a) {
                              db::describe_device(r.provenance), r.provenance.timestamp);
   if (!groups.empty()) {  // multi-tensor winners: a second table, only when there are any
     std::cout << fmt::format("{} multi-tensor group winners\n", groups.size());
-    std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<28} {:>9} {:>8}  {}\n", "arch", "dtype", "tensors",
+    std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<40} {:>9} {:>8}  {}\n", "arch", "dtype", "tensors",
                              "total bytes", "largest bytes", "winner", "us", "GB/s", "device, measured");
     for (const auto& r : groups)
-      std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<28} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
+      std::cout << fmt::format("{:<10} {:<5} {:>8} {:>14} {:>13} {:<40} {:>9.2f} {:>8.0f}  {}, {}\n", r.key.arch,
                                to_string(r.key.dtype), r.key.tensors, r.key.total_bytes, r.key.largest_bytes,
                                r.winner.label, r.winner.median_us, r.winner.gbps, db::describe_device(r.provenance),
                                r.provenance.timestamp);

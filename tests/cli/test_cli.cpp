@@ -246,14 +246,25 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   const std::string key =
       R"("arch":"sm_90","dtype":"bf16","tensors":4096,"total_bytes":134217728,"largest_bytes":32768,)";
   const std::string winner = R"({"row":"group_winner",)" + key +
-                             R"("label":"multi.t512.v8.u4.c32k.warp","median_us":60.5,"gbps":2218.25,)" + prov + "\n";
+                             R"("label":"multi.t512.v8.u4.c32k.b4cu.warp","median_us":60.5,"gbps":2218.25,)" + prov + "\n";
   const std::string trial = R"({"row":"group_trial",)" + key +
-                            R"("label":"multi.t512.v8.u4.c32k.warp","status":"ok","reason":"","median_us":60.5,)"
+                            R"("label":"multi.t512.v8.u4.c32k.b4cu.warp","status":"ok","reason":"","median_us":60.5,)"
                             R"("spread_us":0.5,"samples":15,"gbps":2218.25,"registers":32,"spill_bytes":0,"tie_rank":0,)"
                             R"("confirm_median_us":61.0,)" + prov + "\n";
   std::string single = slurp(AMAX_SYSTEM_DB_TEXT);
   single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","schema_version":4})");
   const std::string text = single + winner + trial;
+  // The shipped file's own rows: the added winner is the line after them; its group winners add up.
+  const std::string winner_line = "multi.jsonl line " + std::to_string(std::count(single.begin(), single.end(), '\n') + 1);
+  auto rows = [&](const char* kind) {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = single.find(std::string("\"row\":\"") + kind + "\"", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const std::size_t shipped_groups = rows("group_winner");
+  const std::string counts = "78 winners, " + std::to_string(rows("trial")) + " trials, " +
+                             std::to_string(shipped_groups + 1) + " group winners, " +
+                             std::to_string(rows("group_trial") + 1) + " group trials\n";
   std::ofstream(dir / "multi.jsonl") << text;
   const auto db = dir / "m.db";
   CmdResult r = run("import " + (dir / "multi.jsonl").string() + " -o " + db.string());
@@ -261,20 +272,20 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   r = run("show --db " + db.string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "78 winners in ")) << r.out;
-  EXPECT_TRUE(has(r.out, "1 multi-tensor group winners\n")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90      bf16      4096      134217728         32768 multi.t512.v8.u4.c32k.warp       60.50 "
-                         "    2218  'NVIDIA H200' (sm_90, 132 CUs), 2026-12-02T00:00:00Z")) << r.out;
+  EXPECT_TRUE(has(r.out, std::to_string(shipped_groups + 1) + " multi-tensor group winners\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90      bf16      4096      134217728         32768 multi.t512.v8.u4.c32k.b4cu.warp         "
+                         "     60.50     2218  'NVIDIA H200' (sm_90, 132 CUs), 2026-12-02T00:00:00Z")) << r.out;
   r = run("show --db " + db.string() + " --dtype fp32");
   EXPECT_FALSE(has(r.out, "multi-tensor")) << r.out;
   r = run("show --integrity --db " + db.string());
-  EXPECT_TRUE(has(r.out, ", 78 winners, 78 trials, 1 group winners, 1 group trials\n")) << r.out;
+  EXPECT_TRUE(has(r.out, ", " + counts)) << r.out;
   r = run("export --format text --db " + db.string() + " -o " + (dir / "round.jsonl").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(slurp(dir / "round.jsonl"), text);
   fs::copy_file(db, dir / "m2.db");
   r = run("merge " + db.string() + " " + (dir / "m2.db").string() + " -o " + (dir / "mm.db").string());
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, ": 78 winners, 78 trials, 1 group winners, 1 group trials\n")) << r.out;
+  EXPECT_TRUE(has(r.out, ": " + counts)) << r.out;
 
   // Labels of the wrong family or invalid variants are refused naming the line (158: the group winner).
   struct Bad {
@@ -284,16 +295,16 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   for (const Bad& b : std::vector<Bad>{
            {single + winner.substr(0, winner.find("multi.")) + "two_stage.t512.v8.u2.b16cu" +
                 winner.substr(winner.find("\",\"median_us")) + trial,
-            "multi.jsonl line 158: a multi-tensor row needs a multi-tensor (multi.*) variant, not "
+            winner_line + ": a multi-tensor row needs a multi-tensor (multi.*) variant, not "
             "'two_stage.t512.v8.u2.b16cu'"},
            {single + winner.substr(0, winner.find("c32k")) + "c3k" + winner.substr(winner.find("c32k") + 4) + trial,
-            "multi.jsonl line 158: variant not valid: multi.t512.v8.u4.c3k.warp: chunk of 3 KiB is not a power of two"},
+            winner_line + ": variant not valid: multi.t512.v8.u4.c3k.b4cu.warp: chunk of 3 KiB is not a power of two"},
            {[&] {
               std::string t = text;
-              t.replace(t.find(first_label), first_label.size(), "multi.t512.v8.u4.c32k.warp");
+              t.replace(t.find(first_label), first_label.size(), "multi.t512.v8.u4.c32k.b4cu.warp");
               return t;
             }(),
-            "multi.jsonl line 2: a single-tensor row needs a single-tensor variant, not 'multi.t512.v8.u4.c32k.warp'"},
+            "multi.jsonl line 2: a single-tensor row needs a single-tensor variant, not 'multi.t512.v8.u4.c32k.b4cu.warp'"},
        }) {
     std::ofstream(dir / "multi.jsonl", std::ios::trunc) << b.text;
     r = run("import " + (dir / "multi.jsonl").string() + " -o " + (dir / "bad.db").string());
