@@ -10,8 +10,13 @@ set -uo pipefail
 OUT=${OUT:-out}; R="$OUT/r-final"; mkdir -p "$R" "$OUT/data"
 B=build-device; T=$B/tuner/amax-tune
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
+# The Python package is built where the interpreter has pybind11 (its CMake directory named explicitly).
+py=()
+if pbd=$(python3 -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null); then
+  py=(-Dpybind11_DIR="$pbd" -DPython3_EXECUTABLE="$(command -v python3)")
+fi
 build() {
-  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
+  cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${py[@]}" > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
   cmake --build $B -j"$(nproc)" > "$R/build$1.log" 2>&1 || { grep -E "error|FAILED" "$R/build$1.log" | head -30; exit 1; }
 }
 export AMAX_TUNE_CACHE_DIR=/tmp/amax-kernel-cache

@@ -9,11 +9,7 @@ set -uo pipefail
 OUT=${OUT:-out}; R="$OUT/r-multi"; mkdir -p "$R"
 B=build-device; T=$B/tuner/amax-tune
 log() { echo "== $*"; }
-shim=()
-for deb in .device/hipshim/libamdhip64-dev_*.deb; do
-  [ -f "$deb" ] && mkdir -p /tmp/hipshim-root && dpkg -x "$deb" /tmp/hipshim-root &&
-    shim=(-DAMAX_HIP_SHIM_INCLUDE=/tmp/hipshim-root/usr/include)
-done
+source scripts/hipshim-flags.sh
 s=$SECONDS
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${shim[@]}" > "$R/configure.log" 2>&1 || { tail "$R/configure.log"; exit 1; }
 cmake --build $B -j"$(nproc)" > "$R/build.log" 2>&1 || { grep -E "error|FAILED" "$R/build.log" | head -30; exit 1; }

@@ -16,11 +16,7 @@ B=build-device; T=$B/tuner/amax-tune
 log() { echo "== $*"; }
 # The HIP backend's host code runs on this NVIDIA GPU through tests/hipshim when ROCm's HIP
 # headers are carried (.device/hipshim/libamdhip64-dev_*.deb; see the README's hipshim section).
-shim=()
-for deb in .device/hipshim/libamdhip64-dev_*.deb; do
-  [ -f "$deb" ] && mkdir -p /tmp/hipshim-root && dpkg -x "$deb" /tmp/hipshim-root &&
-    shim=(-DAMAX_HIP_SHIM_INCLUDE=/tmp/hipshim-root/usr/include)
-done
+source scripts/hipshim-flags.sh
 build() {
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${shim[@]}" > "$R/configure$1.log" 2>&1 || { tail "$R/configure$1.log"; exit 1; }
   cmake --build $B -j"$(nproc)" > "$R/build$1.log" 2>&1 || { tail -30 "$R/build$1.log"; exit 1; }
@@ -55,7 +51,7 @@ if [[ $phase == bench || $phase == all ]]; then
   grep -E "amax =|explain:|all amax|WRONG|tests passed|first call|bundle" "$R/install.log" | head -12
   s=$SECONDS; $T bench --db "" --system-db $B/share/amax-tune/system.db -o "$R/bench" > "$R/bench.txt" 2> "$R/bench.err"
   log "bench rc=$? in $((SECONDS-s)) s"; sed -n '1,40p' "$R/bench.txt"
-  s=$SECONDS; $T bench-multi --db "" --system-db "" -o "$R/bench-multi" > "$R/bench-multi.txt" 2> "$R/bench-multi.err"
+  s=$SECONDS; $T bench-multi --db "" --system-db $B/share/amax-tune/system.db -o "$R/bench-multi" > "$R/bench-multi.txt" 2> "$R/bench-multi.err"
   log "bench-multi rc=$? in $((SECONDS-s)) s"; sed -n '1,30p' "$R/bench-multi.txt"
   s=$SECONDS; OUT="$R" timeout ${PY_TIMEOUT:-300} bash scripts/device-python.sh $B > "$R/python.log" 2>&1
   log "python package rc=$? in $((SECONDS-s)) s"; grep -E "^== |bit-exact|^Ran|^OK|FAILED|target" "$R/python.log" | head -20

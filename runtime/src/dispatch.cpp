@@ -59,6 +59,14 @@ void DispatchTables::warn(std::string m) {
   warnings_.push_back(std::move(m));
 }
 
+std::vector<std::string_view> DispatchTables::stale_fields_of(const db::Provenance& row,
+                                                              const db::Provenance& current) const {
+  auto f = db::stale_fields(row, current);
+  if (!bundle_compiler_.empty() && row.compiler == bundle_compiler_)  // its kernels come from the bundle
+    f.erase(std::remove(f.begin(), f.end(), std::string_view("compiler")), f.end());
+  return f;
+}
+
 const std::vector<TableEntry>& DispatchTables::table(Source which, DType d) const {
   return (which == Source::user_db ? user_ : system_)[index(d)];
 }
@@ -111,10 +119,7 @@ std::size_t DispatchTables::load_groups(Source which, const std::string& path, d
       if (invalid++ == 0) first_invalid = fmt::format("{}: {}", db::to_string(r.key), *why);
       continue;
     }
-    auto f = db::stale_fields(r.provenance, current);
-    if (!bundle_compiler_.empty() && r.provenance.compiler == bundle_compiler_)
-      f.erase(std::remove(f.begin(), f.end(), std::string_view("compiler")), f.end());
-    if (!f.empty()) {
+    if (!stale_fields_of(r.provenance, current).empty()) {
       ++stale;
       continue;
     }
@@ -169,9 +174,7 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
       if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
       continue;
     }
-    auto f = db::stale_fields(r.provenance, current_);
-    if (!bundle_compiler_.empty() && r.provenance.compiler == bundle_compiler_)
-      f.erase(std::remove(f.begin(), f.end(), std::string_view("compiler")), f.end());
+    const auto f = stale_fields_of(r.provenance, current_);
     if (!f.empty()) {
       ++stale;
       for (auto s : f) stale_fields.insert(std::string(s));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace amax::db {
@@ -129,6 +130,10 @@ class DispatchTables {
   std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
   std::array<std::vector<GroupEntry>, kDTypeCount> user_groups_{}, system_groups_{};
   std::size_t load_groups(Source which, const std::string& path, db::TuningDb& tdb);
+  /// db::stale_fields of a row against `current`, less the compiler when the row was compiled by
+  /// the bundle's compiler (its kernels are served from the bundle): the one freshness rule of both
+  /// tables.
+  std::vector<std::string_view> stale_fields_of(const db::Provenance& row, const db::Provenance& current) const;
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;
   std::vector<std::string> warnings_;
