@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "amax/multi_config.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 
@@ -252,6 +253,52 @@ TEST_P(JitCompile, TemplateChecksPointIntoTheTemplate) {
       EXPECT_NE(e.log().find("AMAX_THREADS must be"), std::string::npos) << e.log();
     }
   }
+}
+
+// The multi-tensor family (templates/amax_multi_kernels.h) for every target: every dtype, every
+// descriptor capacity of the arch (NVIDIA sm_70+: 192 and 1600, i.e. 32 KB of kernel parameters;
+// AMD: 192), both combines, both epilogues, the smallest and largest block of the pruned space with
+// the fewest and most loads in flight (64 KiB chunks; the grid cap is not compiled in); each code
+// object names its kernel, with registers read back and no spills; on AMD the code object's target
+// ID, wave size and launch bound are checked as for the single-tensor kernels.
+TEST_P(JitCompile, MultiTensorSpreadCompilesWithoutSpills) {
+  const Target t = GetParam();
+  SKIP_UNLESS_COMPILABLE(t);
+  const auto compiler = make_compiler(t.vendor);
+  const ArchInfo arch = ArchInfo::parse(t.arch);
+  const std::uint32_t most = arch.vendor == Vendor::nvidia ? 1024 : 512;  // the space's largest block
+  int compiled = 0;
+  for (const auto& d : all_dtypes())
+    for (std::uint32_t k : multi_capacities(arch))
+      for (auto c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned))
+        for (const EpilogueInfo& ep : kEpilogues) {
+          if (!((c.threads == 256 && c.unroll == 2) || (c.threads == most && c.unroll == 8)) || c.chunk_kib != 64 ||
+              c.max_blocks != BlockCap::per_cu(4))
+            continue;
+          c.epilogue = ep.value;
+          CompiledProgram p;
+          try {
+            p = compiler->compile(render_multi_source(c, d.dtype, arch, k), c.kernel_label() + ".src", arch);
+          } catch (const CompileError& e) {
+            FAIL() << c.label() << " " << d.name << " k" << k << ": " << e.what();
+          }
+          const auto usage = usage_of(p, t.vendor);
+          const std::string name = multi_kernel_name(c, d.dtype, k);
+          ASSERT_TRUE(usage.count(name)) << name << " missing from the resource report";
+          const ResourceUsage& u = usage.at(name);
+          EXPECT_GT(u.registers, 0) << name;
+          EXPECT_EQ(u.spill_stores, 0) << name << " spills";
+          EXPECT_EQ(u.spill_loads, 0) << name << " spills";
+          if (t.vendor == Vendor::amd) {
+            EXPECT_EQ(amdgpu_target(p.binary), "amdgcn-amd-amdhsa--" + arch.name) << name;
+            EXPECT_EQ(u.wave_size, 64) << name;
+            EXPECT_EQ(u.max_block, static_cast<int>(c.threads)) << name;
+          }
+          ++compiled;
+        }
+  // 3 dtypes x capacities x 2 (threads, unroll) pairs x 2 combines x 2 epilogues
+  EXPECT_EQ(compiled, 3 * static_cast<int>(multi_capacities(arch).size()) * 2 * 2 * 2);
+  std::printf("[ multi ] %s: %d multi-tensor kernels compiled, no spills\n", t.arch, compiled);
 }
 
 TEST_P(JitCompile, VersionNamesTheCompiler) {
