@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "amax/bench_multi.hpp"
+#include "amax/multi_config.hpp"
 #include "commands.hpp"
 
 namespace amax::cli {
@@ -13,13 +14,14 @@ namespace {
 
 struct Args {
   std::string groups, db, system_db, out = "amax-tune-bench";
+  bool groups_given = false;
   int device = 0, rounds = 15;
   bool quiet = false;
 };
 
 int run(const Args& a) {
   bench::MultiBenchOptions o;
-  if (!a.groups.empty()) o.groups = parse_multi_groups(a.groups);
+  if (a.groups_given) o.groups = parse_multi_groups(a.groups);
   if (a.rounds < 3) throw UsageError(fmt::format("--rounds must be at least 3, got {}", a.rounds));
   if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
   o.user_db = a.db;
@@ -57,6 +59,7 @@ int run(const Args& a) {
 }  // namespace
 
 std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
+  if (text.empty()) throw UsageError("--groups is empty (expected TENSORSxN:DTYPE,..., e.g. 500x4096:fp32)");
   std::vector<tune::GroupSpec> out;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -82,6 +85,14 @@ std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
     if (t.size() != 1 || n.size() != 1) throw bad("one count of tensors and one element count");
     g.tensors = t[0];
     g.n = n[0];
+    // The limits of one call (amax_tune.h): 2^24 - 1 tensors, 2^40 - 1 elements each.
+    if (g.tensors > kMultiMaxTensors)
+      throw bad(fmt::format("{} tensors exceed the limit of {} (2^24 - 1) per call", g.tensors, kMultiMaxTensors));
+    if (g.n > kMultiMaxElements)
+      throw bad(fmt::format("{} elements per tensor exceed the limit of 2^40 - 1", g.n));
+    __extension__ using u128 = unsigned __int128;
+    if (u128{g.tensors} * g.n * info(g.dtype).bytes > u128{1} << 62)
+      throw bad(fmt::format("{} x {} elements of {} is more than 2^62 bytes", g.tensors, g.n, to_string(g.dtype)));
     out.push_back(g);
     start = end + 1;
   }
@@ -91,7 +102,9 @@ std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
 void add_bench_multi(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand("bench-multi", "Benchmark many tensors per call against one call per tensor and TE");
-  sub->add_option("--groups", a->groups, "Groups TENSORSxN:DTYPE, comma-separated (default: 500x4096:fp32, "
+  sub->add_option_function<std::string>(
+      "--groups", [a](const std::string& v) { a->groups = v, a->groups_given = true; },
+      "Groups TENSORSxN:DTYPE, comma-separated (default: 500x4096:fp32, "
                                          "4096x16384:bf16, 64x4096:fp32, 512x65536:bf16, 64x1M:bf16, 128x1M:bf16, 8x16M:bf16)");
   sub->add_option("--db", a->db, "User tuning database the dispatch reads (default: the library's)");
   sub->add_option("--system-db", a->system_db, "System database the dispatch reads (default: the installed one)");

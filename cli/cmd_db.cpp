@@ -21,7 +21,7 @@ namespace amax::cli {
 namespace {
 struct DbArgs {
   std::string db, format = "table", arch, dtype, out, a, b;
-  bool trials = false, allow_devices = false, overwrite = false, integrity = false;
+  bool trials = false, allow_devices = false, overwrite = false, integrity = false, groups = false;
 };
 
 // The built-in default that serves `arch` where no entry does, per dtype, with where it comes from.
@@ -117,16 +117,23 @@ int run_show(const DbArgs& a) {
 int run_export(const DbArgs& a) {
   if (a.format != "json" && a.format != "csv" && a.format != "text")
     throw UsageError("unknown --format '" + a.format + "' (expected json, csv or text)");
+  if (a.groups && a.format != "csv") throw UsageError("--groups selects the CSV table; json and text hold every table");
   const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
   if (!a.out.empty() && a.out != "-") refuse_same_file(a.out, path, "the database being exported");
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
   auto write = [&](std::ostream& os) {
     if (a.format == "json") db.export_json(os, a.trials ? db::ExportTable::All : db::ExportTable::Winners);
-    else if (a.format == "csv") db.export_csv(os, a.trials ? db::ExportTable::Trials : db::ExportTable::Winners);
+    else if (a.format == "csv")
+      db.export_csv(os, a.groups ? (a.trials ? db::ExportTable::GroupTrials : db::ExportTable::GroupWinners)
+                                 : (a.trials ? db::ExportTable::Trials : db::ExportTable::Winners));
     else db.dump_text(os);
   };
   if (a.out.empty() || a.out == "-") write(std::cout);
   else write_file_atomically(a.out, write);
+  // One table per CSV file: say so when the other family's rows are left out.
+  if (a.format == "csv" && !a.groups)
+    if (const std::size_t n = db.group_winners().size())
+      std::cerr << fmt::format("note: {} multi-tensor group winners are not in this CSV; export them with --groups\n", n);
   return kExitOk;
 }
 
@@ -182,6 +189,17 @@ void validate_dump_rows(const std::string& path) {
                                      group ? "multi-tensor (multi.*)" : "single-tensor", label));
       const auto why = group ? MultiConfig::parse(label).validate(arch, *dtype) : KernelConfig::parse(label).validate(arch, *dtype);
       if (why) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
+      if (group)
+        for (const char* f : {"largest_bytes", "total_bytes"})
+          if (row.contains(f) && row[f].is_number_unsigned() && row[f].get<std::uint64_t>() % info(*dtype).bytes)
+            throw UsageError(fmt::format("{}: {} = {} is not a whole number of {}-byte {} elements", where, f,
+                                         row[f].get<std::uint64_t>(), info(*dtype).bytes, to_string(*dtype)));
+      // The tuner records amax-only variants; the runtime adds the epilogue a call asks for.
+      const bool fused = group ? MultiConfig::parse(label).epilogue != Epilogue::amax
+                               : KernelConfig::parse(label).epilogue != Epilogue::amax;
+      if (fused)
+        throw UsageError(fmt::format("{}: '{}' is a fused (.scale) variant; databases hold amax-only variants (the "
+                                     "runtime adds the scale epilogue to the entry it chooses)", where, label));
     } catch (const std::invalid_argument& e) {
       throw UsageError(fmt::format("{}: {}", where, e.what()));
     } catch (const nlohmann::json::exception& e) {
@@ -205,6 +223,7 @@ void add_db_commands(CLI::App& app) {
   exp->add_option("--db", e->db, "Database (default: the per-user one)");
   exp->add_option("--format", e->format, "json, csv or text (one JSON row per line)")->required();
   exp->add_flag("--trials", e->trials, "Include every trial (json) / export the trial table (csv)");
+  exp->add_flag("--groups", e->groups, "csv: export the multi-tensor group tables (group winners; with --trials group trials)");
   exp->add_option("-o,--out", e->out, "Output file (default: stdout)");
   exp->final_callback([e] { throw CLI::RuntimeError(run_export(*e)); });
 
@@ -218,7 +237,8 @@ void add_db_commands(CLI::App& app) {
     std::ifstream in(im->a);
     db::TuningDb::load_text(in, im->out);
     auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
-    std::cout << fmt::format("imported {} winners into {}\n", db.winners().size(), im->out);
+    std::cout << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n", db.winners().size(),
+                             db.group_winners().size(), im->out);
     throw CLI::RuntimeError(kExitOk);
   });
 

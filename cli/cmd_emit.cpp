@@ -69,12 +69,13 @@ int run_emit_multi(const EmitOptions& o, const ArchInfo& arch, DType dtype) {
   if (!o.out_dir.empty()) {
     make_out_dir(o.out_dir);
     std::set<std::string> kernels;  // variants that differ only in the grid cap share one kernel
-    for (const auto& c : space) {
-      const std::string name = multi_kernel_name(c, dtype, k);
-      if (kernels.insert(name).second)
-        std::ofstream(std::filesystem::path(o.out_dir) / (name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip")))
-            << render_multi_source(c, dtype, arch, k);
-    }
+    for (std::uint32_t cap : multi_capacities(arch))  // every descriptor capacity the runtime launches
+      for (const auto& c : space) {
+        const std::string name = multi_kernel_name(c, dtype, cap);
+        if (kernels.insert(name).second)
+          std::ofstream(std::filesystem::path(o.out_dir) / (name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip")))
+              << render_multi_source(c, dtype, arch, cap);
+      }
     std::cerr << fmt::format("wrote {} multi-tensor kernel sources ({} variants) to {}\n", kernels.size(), space.size(),
                              o.out_dir);
     return kExitOk;

@@ -35,7 +35,8 @@ struct TuneArgs {
   double budget = 0;
   bool retune = false, stale = false, rebuild = false, full = false, warm = false, quiet = false;
   bool sizes_given = false;
-  std::string groups;  // "" = the default grid, "none" = no multi-tensor groups
+  std::string groups;  // "none" = no multi-tensor groups; not given: the default grid
+  bool groups_given = false;
   std::string device = "0";  // an ordinal, a list N,M,... or all (a node tune: cli/cmd_node.cpp)
   std::string json;
 };
@@ -206,7 +207,9 @@ int run_tune(const TuneArgs& a) {
     throw UsageError(e.what());
   }
   if (a.groups == "none") o.groups = std::vector<tune::GroupSpec>{};
-  else if (!a.groups.empty()) o.groups = parse_multi_groups(a.groups);
+  else if (a.groups_given) o.groups = parse_multi_groups(a.groups);
+  if (!o.tune_sizes && o.groups && o.groups->empty())
+    throw UsageError("nothing to tune: --sizes none and --groups none");
   if (!(a.budget >= 0) || !std::isfinite(a.budget))
     throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
   int present = 0;
@@ -223,7 +226,7 @@ int run_tune(const TuneArgs& a) {
     if (!a.arch.empty()) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
     req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
     if (!a.sizes.empty()) req.forwarded.insert(req.forwarded.end(), {"--sizes", a.sizes});
-    if (!a.groups.empty()) req.forwarded.insert(req.forwarded.end(), {"--groups", a.groups});
+    if (a.groups_given) req.forwarded.insert(req.forwarded.end(), {"--groups", a.groups});
     if (a.budget > 0) req.forwarded.insert(req.forwarded.end(), {"--time-budget", fmt::format("{}", a.budget)});
     for (auto [on, flag] : {std::pair{a.retune, "--retune"}, {a.stale, "--stale-only"}, {a.full, "--full"},
                             {a.warm, "--warm"}})
@@ -277,7 +280,8 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
          "--sizes", [&a](const std::string& v) { a.sizes = v, a.sizes_given = true; },
                  "Element counts: 1048576, 2^20, 1M, ranges 2^10..2^30 (default: 2^10..2^30 and 5 non-powers), or none "
                  "(multi-tensor groups only)");
-  app.add_option("--groups", a.groups,
+  app.add_option_function<std::string>(
+         "--groups", [&a](const std::string& v) { a.groups = v, a.groups_given = true; },
                  "Multi-tensor groups TENSORSxN:DTYPE, comma-separated, or none (default: 64/512/4096 x 4k/16k/64k, "
                  "8/128 x 1M, 8/32 x 16M of each --dtypes)");
   app.add_option("--db", a.db, "Tuning database (default: $AMAX_TUNE_DB, else ~/.local/share/amax-tune/tuning.db)");

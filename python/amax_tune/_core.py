@@ -153,7 +153,7 @@ def explain_code(ctx, code, n):
 class MultiExplanation(_Described):
     """What amax_multi_explain reports for the tensors of one dtype of a list: ``source``
     ('override', 'user_db', 'system_db' or 'default'), ``label`` (the multi-tensor variant, e.g.
-    ``multi.t512.v8.u4.c32k.warp``), ``tensors``, ``total_bytes`` and ``largest_bytes`` (the
+    ``multi.t512.v8.u4.c32k.b4cu.thread``), ``tensors``, ``total_bytes`` and ``largest_bytes`` (the
     group's shape), ``launches`` (kernel launches for them), ``tensors_per_launch`` (descriptors per
     launch of the kernel used), ``workspace_bytes``, ``detail`` (which entry, or why the default).
     ``str()`` gives label, source and detail."""

@@ -166,6 +166,7 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
     try {
       c = KernelConfig::parse(r.winner.label);
       why = c.validate(arch_, d);
+      if (!why && c.epilogue != Epilogue::amax) why = "a fused (.scale) label: the tables hold amax-only winners";
     } catch (const std::invalid_argument& e) {
       why = e.what();
     }

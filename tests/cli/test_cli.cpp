@@ -109,6 +109,17 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"bench-multi --groups 500x4096:fp32,8x1M:fp64", "invalid group '8x1M:fp64' in --groups '500x4096:fp32,8x1M:fp64': unknown dtype 'fp64'"},
       {"bench-multi --groups 5x12q:bf16", "invalid group '5x12q:bf16'"},
       {"bench-multi --rounds 2", "--rounds must be at least 3, got 2"},
+      {"bench-multi --groups ''", "--groups is empty"},
+      {"bench-multi --groups 20000000x4096:bf16",
+       "invalid group '20000000x4096:bf16' in --groups '20000000x4096:bf16': 20000000 tensors exceed the limit of "
+       "16777215 (2^24 - 1) per call"},
+      {"--arch sm_90 --groups 4x2^41:fp32 --db " + (dir / "a.db").string(),
+       "invalid group '4x2^41:fp32' in --groups '4x2^41:fp32': 2199023255552 elements per tensor exceed the limit of "
+       "2^40 - 1"},
+      {"--arch sm_90 --groups 16000000x2^39:fp32 --db " + (dir / "a.db").string(), "is more than 2^62 bytes"},
+      {"--arch sm_90 --sizes none --groups none --db " + (dir / "a.db").string(),
+       "nothing to tune: --sizes none and --groups none"},
+      {"export --format json --groups --db " + (dir / "a.db").string(), "--groups selects the CSV table"},
       {"check --dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64' in --dtypes 'fp64'"},
       {"check --sizes 0 --db " + (dir / "a.db").string(), "invalid size '0' in --sizes '0': sizes must be at least 1"},
       {"check --sizes 2^10..2^5 --db " + (dir / "a.db").string(), "a range needs a power of two A <= B"},
@@ -289,6 +300,14 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   EXPECT_FALSE(has(r.out, "multi.t512.v8.u4.c32k.b4cu.warp")) << r.out;  // the bf16 row is not shown
   r = run("show --integrity --db " + db.string());
   EXPECT_TRUE(has(r.out, ", " + counts)) << r.out;
+  // CSV is one table per file: the group winners with --groups; without it a note says they are left out.
+  r = run("export --format csv --groups --db " + db.string() + " -o " + (dir / "g.csv").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(slurp(dir / "g.csv"), ",multi.t512.v8.u4.c32k.b4cu.warp,")) << slurp(dir / "g.csv");
+  r = run("export --format csv --db " + db.string() + " -o " + (dir / "w.csv").string());
+  EXPECT_TRUE(has(r.out, "note: " + std::to_string(shipped_groups + 1) +
+                             " multi-tensor group winners are not in this CSV; export them with --groups")) << r.out;
+  EXPECT_FALSE(has(slurp(dir / "w.csv"), "multi.t512")) << slurp(dir / "w.csv");
   r = run("export --format text --db " + db.string() + " -o " + (dir / "round.jsonl").string());
   EXPECT_EQ(r.code, 0) << r.out;
   // The dump sorts rows by key: the added rows land among the shipped ones; every line comes back.
@@ -317,6 +336,12 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
             "'two_stage.t512.v8.u2.b16cu'"},
            {single + winner.substr(0, winner.find("c32k")) + "c3k" + winner.substr(winner.find("c32k") + 4) + trial,
             winner_line + ": variant not valid: multi.t512.v8.u4.c3k.b4cu.warp: chunk of 3 KiB is not a power of two"},
+           {single + winner.substr(0, winner.find("b4cu.warp")) + "b4cu.warp.scale" +
+                winner.substr(winner.find("b4cu.warp") + 9) + trial,
+            winner_line + ": 'multi.t512.v8.u4.c32k.b4cu.warp.scale' is a fused (.scale) variant; databases hold "
+                          "amax-only variants"},
+           {single + winner.substr(0, winner.find("1024,")) + "1023," + winner.substr(winner.find("1024,") + 5) + trial,
+            winner_line + ": largest_bytes = 1023 is not a whole number of 2-byte bf16 elements"},
            {[&] {
               std::string t = text;
               t.replace(t.find(first_label), first_label.size(), "multi.t512.v8.u4.c32k.b4cu.warp");
