@@ -93,15 +93,9 @@ int run_bench(const BenchArgs& a, const std::string& command) {
   }
   if (a.regime != "both" && a.regime != "cold" && a.regime != "warm")
     throw UsageError("--regime must be cold, warm or both, got '" + a.regime + "'");
-  if (a.rounds < 3) throw UsageError(fmt::format("--rounds must be at least 3, got {}", a.rounds));
+  set_bench_common(o, a);
   o.cold = a.regime != "warm";
   o.warm = a.regime != "cold";
-  o.user_db = a.db;
-  o.system_db = a.system_db;
-  o.device = a.device;
-  o.rounds = a.rounds;
-  o.out_dir = a.out;
-  o.progress = !a.quiet;
   const auto r = bench::run_bench(o);
   const std::string md = report_markdown(r, command);
   std::ofstream(o.out_dir / "bench.md") << md;

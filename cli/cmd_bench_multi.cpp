@@ -22,14 +22,7 @@ struct Args {
 int run(const Args& a) {
   bench::MultiBenchOptions o;
   if (a.groups_given) o.groups = parse_multi_groups(a.groups);
-  if (a.rounds < 3) throw UsageError(fmt::format("--rounds must be at least 3, got {}", a.rounds));
-  if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
-  o.user_db = a.db;
-  o.system_db = a.system_db;
-  o.device = a.device;
-  o.rounds = a.rounds;
-  o.out_dir = a.out;
-  o.progress = !a.quiet;
+  set_bench_common(o, a);
   const auto r = bench::run_bench_multi(o);
   std::cout << fmt::format("Measured on {} ({}, {} SMs/CUs); {}\n\n", r.device.name, r.device.arch, r.device.cu_count,
                            r.protocol);

@@ -48,6 +48,21 @@ std::vector<DType> parse_dtypes(const std::string& list);
 /// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
 /// naming the bad item.
 std::vector<std::uint64_t> parse_sizes(const std::string& text);
+/// The options `bench` and `bench-multi` share, checked and copied from their arguments (`Args`:
+/// db, system_db, device, rounds, out, quiet) into their options (`Options`: user_db, system_db,
+/// device, rounds, out_dir, progress). Errors: UsageError naming the value (rounds below 3, a
+/// negative device ordinal).
+template <class Options, class Args>
+void set_bench_common(Options& o, const Args& a) {
+  if (a.rounds < 3) throw UsageError("--rounds must be at least 3, got " + std::to_string(a.rounds));
+  if (a.device < 0) throw UsageError("--device must be a device ordinal >= 0, got " + std::to_string(a.device));
+  o.user_db = a.db;
+  o.system_db = a.system_db;
+  o.device = a.device;
+  o.rounds = a.rounds;
+  o.out_dir = a.out;
+  o.progress = !a.quiet;
+}
 
 /// UsageError when `out` exists and is the same file as `in` (also through links).
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what);
