@@ -177,7 +177,7 @@ BenchReport run_bench(const BenchOptions& o) {
                         te.launch_scale(b, out + 4, out + 5, 448.f, false, 0.f, stream);
                       },
                       out + 4, out + 5});
-        cs.push_back({kAmaxTuneScale, std::string(ctx.explain(to_c(d), n).label) + ".scale",
+        cs.push_back({kAmaxTuneScale, ctx.explain_scale(to_c(d), n).label,
                       [&, d, n, ws_bytes](const void* in) {
                         ctx.amax_and_scale(in, to_c(d), n, amax_tune::ScaleOptions{}, out + 10, out + 11, out + 12, ws,
                                            ws_bytes, stream);

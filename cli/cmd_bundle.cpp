@@ -54,20 +54,18 @@ db::Provenance bundle_provenance(const JitCompiler& compiler) {
 // of every dtype (the small-n and the large-n shape of builtin_default) with every strategy: the
 // default itself, the self_reset and other strategies AMAX_TUNE_FORCE_STRATEGY puts on the
 // default's shape, and the atomic variant a failed compile falls back to (amax_context's
-// fallback_for). Each with every epilogue (amax only for amax_compute, scale for amax_and_scale,
-// which reuses amax_compute's choice). One per compiled kernel (max_blocks is a launch
+// fallback_for). A winner is shipped as amax_compute runs it and as amax_and_scale runs it
+// (fused_variant: with the scale epilogue, an atomic winner as self_reset); a default with both
+// epilogues (a forced strategy keeps its own). One per compiled kernel (max_blocks is a launch
 // parameter, not compiled in).
 std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
                                                         const db::Provenance& current, std::size_t* winners,
                                                         std::size_t* stale, std::set<std::string>* stale_why) {
   std::vector<std::pair<KernelConfig, DType>> out;
   std::set<std::string> seen;
-  auto add = [&](KernelConfig c, DType d) {
+  auto add_one = [&](KernelConfig c, DType d) {
     c.max_blocks = BlockCap::uncapped();
-    for (const auto& e : kEpilogues) {
-      c.epilogue = e.value;
-      if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
-    }
+    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
   };
   if (tdb)
     for (const auto& r : tdb->winners(db::WinnerFilter{arch.name, std::nullopt})) {
@@ -77,7 +75,9 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
         continue;
       }
       try {
-        add(KernelConfig::parse(r.winner.label), r.key.dtype);
+        const KernelConfig c = KernelConfig::parse(r.winner.label);
+        add_one(c, r.key.dtype);
+        add_one(fused_variant(c), r.key.dtype);
       } catch (const std::invalid_argument&) {
       }
     }
@@ -87,7 +87,10 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
       for (const Strategy s : all_strategies()) {
         KernelConfig c = builtin_default(arch, d.dtype, n);
         c.strategy = s;
-        add(c, d.dtype);
+        for (const auto& e : kEpilogues) {
+          c.epilogue = e.value;
+          add_one(c, d.dtype);
+        }
       }
   return out;
 }

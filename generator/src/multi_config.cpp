@@ -64,7 +64,7 @@ std::uint32_t multi_max_tensors(const ArchInfo& arch) noexcept {
 std::vector<std::uint32_t> multi_capacities(const ArchInfo& arch) {
   const std::uint32_t most = multi_max_tensors(arch);
   if (most <= 192) return {most};
-  return {192, most};
+  return {192, 512, most};
 }
 
 std::uint32_t multi_capacity_for(const ArchInfo& arch, std::uint64_t tensors) {

@@ -168,8 +168,10 @@ Raises ValueError / TypeError naming a bad argument, amax_tune.Error for a faile
 Thread-safe (each call holds the GIL while it enqueues)."""
 
 
-def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate"):
-    """Which variant serves ``amax(x)`` and why: an :class:`Explanation`.
+def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=False):
+    """Which variant serves ``amax(x)`` and why: an :class:`Explanation`; with ``scale=True``, the
+    fused variant ``amax_and_scale(x)`` runs (amax_explain_scale: label ending in ``.scale``; an
+    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch).
 
     Either a tensor (or array) ``x``, or ``dtype`` ("fp32", "fp16", "bf16" or a torch dtype), ``n``
     (elements) and ``device`` (ordinal, default torch's current device, else 0). Raises as
@@ -182,14 +184,14 @@ def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate"):
             raise ValueError("%s: give either x or dtype/n/device, not both" % fn)
         if _torch is None:
             raise _no_torch(fn + "(x)")
-        return _torch.explain(x, nan_mode)
+        return _torch.explain(x, nan_mode, bool(scale))
     if dtype is None or n is None:
         raise ValueError("%s: give a tensor x, or dtype and n" % fn)
     code = _dtype_code(dtype, fn)
     n = _core.element_count(n, fn)
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
     with _on_device(dev):
-        return _core.explain_code(_core.context_of(dev, nan_mode), code, n)
+        return _core.explain_code(_core.context_of(dev, nan_mode), code, n, bool(scale))
 
 
 def preload(dtypes, sizes, *, device=None, nan="propagate"):

@@ -127,7 +127,8 @@ class Explanation(_Described):
     """What amax_explain reports for (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
     'default'), ``label`` (the variant), ``tuned_n`` (the tuned size of the entry, 0 for defaults),
     ``expected_us`` / ``expected_gbps`` (the entry's measurement at tuned_n, 0 when unknown),
-    ``grid`` (blocks for this n), ``launches`` (1 or 2), ``workspace_bytes``, ``detail`` (a
+    ``grid`` (blocks for this n), ``launches`` (1 or 2; for n = 0 the memsets: 1, or 3 for the
+    fused call), ``workspace_bytes``, ``detail`` (a
     sentence: which entry, measured where and when, or why a fallback). ``str()`` gives label,
     source and detail."""
     dtype: str
@@ -143,8 +144,8 @@ class Explanation(_Described):
     detail: str
 
 
-def explain_code(ctx, code, n):
-    d = ctx.explain(code, n)
+def explain_code(ctx, code, n, scale=False):
+    d = ctx.explain(code, n, scale)
     d["source"] = SOURCES.get(d["source"], str(d["source"]))
     return Explanation(dtype=DTYPE_NAMES[code], n=n, **d)
 

@@ -269,11 +269,11 @@ def _amax_general(x, nan, out):
     return compute(x, nan_mode, out)
 
 
-def explain(x, nan_mode):
+def explain(x, nan_mode, scale=False):
     x = as_tensor(x, "amax_tune.explain")
     dev, code = _check_input(x, "amax_tune.explain")
     with on_device(dev):
-        return _core.explain_code(_core.context_of(dev, nan_mode), code, x.numel())
+        return _core.explain_code(_core.context_of(dev, nan_mode), code, x.numel(), scale)
 
 
 def current_device():

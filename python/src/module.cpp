@@ -306,9 +306,11 @@ class Context {
     check(status, "amax_preload");
   }
 
-  py::dict explain(int dtype, std::uint64_t n) const {
+  // amax_explain, or amax_explain_scale (the fused call's variant) when `scale`.
+  py::dict explain(int dtype, std::uint64_t n, bool scale) const {
     amax_explanation_t e{};
-    check(amax_explain(ctx_, to_dtype(dtype), n, &e), "amax_explain");
+    if (scale) check(amax_explain_scale(ctx_, to_dtype(dtype), n, &e), "amax_explain_scale");
+    else check(amax_explain(ctx_, to_dtype(dtype), n, &e), "amax_explain");
     py::dict d;
     d["source"] = static_cast<int>(e.source);
     d["label"] = std::string(e.label);
@@ -529,7 +531,8 @@ and dtypes (codes, or one code for every tensor), each a list or tuple of ints, 
       .def("workspaces", &Context::workspaces, "{stream handle: workspace bytes held}")
       .def("preload", &Context::preload, py::arg("dtypes"), py::arg("sizes"),
            "amax_preload: load the kernels of every (dtype, size) pair before graph capture")
-      .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), "amax_explain as a dict")
+      .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), py::arg("scale") = false,
+           "amax_explain (amax_explain_scale with scale=True) as a dict")
       .def("multi_workspace_size", &Context::multi_workspace_size, py::arg("counts"), py::arg("dtypes"),
            "amax_multi_workspace_size of the list (counts, dtype codes or one code), never 0")
       .def("multi_compute", &Context::multi_compute, py::arg("pointers"), py::arg("counts"), py::arg("dtypes"),

@@ -300,6 +300,20 @@ class Explain(unittest.TestCase):
             self.assertIn(amax_tune.system_db_path() or "system.db", e.detail)
         print("\nexplain(bf16, 2^20): %s" % e, file=sys.stderr)
 
+    def test_explain_scale(self):
+        # amax_and_scale's variant: the amax-only choice with the scale epilogue, an atomic choice
+        # as self_reset of the same shape (one launch)
+        for n in (1000, 1 << 21, (1 << 22) + 5):
+            x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+            a, f = amax_tune.explain(x), amax_tune.explain(x, scale=True)
+            shape = a.label.split(".", 1)[1]
+            strategy = "self_reset" if a.label.startswith("atomic.") and a.source != "override" else a.label.split(".")[0]
+            self.assertEqual(f.label, "%s.%s.scale" % (strategy, shape))
+            self.assertEqual(f.launches, 1 if strategy in ("self_reset", "one_pass") else a.launches)
+            self.assertEqual((f.source, f.grid, f.tuned_n), (a.source, a.grid, a.tuned_n))
+            self.assertEqual(amax_tune.explain(dtype="bf16", n=n, device=0, scale=True), f)
+            print("explain(bf16, %d, scale=True): %s" % (n, f), file=sys.stderr)
+
 
 @unittest.skipIf(SKIP, SKIP)
 class Streams(unittest.TestCase):

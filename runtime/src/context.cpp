@@ -98,13 +98,16 @@ struct amax_context {
   }
 
   // ---- plans ----
-  // The fused call reuses amax_compute's choice with the scale epilogue: the tuned tables hold
-  // amax-only winners (the epilogue runs once per call, in one thread, after the reduction).
+  // The fused call runs amax_compute's choice as fused_variant maps it (the scale epilogue; atomic's
+  // memset dropped by running it as self_reset): the tuned tables hold amax-only winners (the
+  // epilogue runs once per call, in one thread, after the reduction). A forced variant runs as
+  // forced, with the epilogue of the call.
   std::unique_ptr<Plan> make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
     auto p = std::make_unique<Plan>();
     const Choice c = tables->choose(d, n);
     p->config = c.config;
     p->config.epilogue = epilogue;  // also over a forced label's
+    if (epilogue == Epilogue::scale && c.source != Source::override_env) p->config = fused_variant(c.config);
     p->source = static_cast<amax_source_t>(c.source);
     p->entry = c.entry;
     p->shape = launch_shape(p->config, n, cu);
@@ -722,56 +725,79 @@ AMAX_API amax_status_t amax_preload_scale(amax_context_t c, const amax_dtype_t* 
   });
 }
 
+namespace {
+// What amax_explain_scale adds where fused_variant changed the table's amax-only choice.
+std::string fused_note(const KernelConfig& amax_only) {
+  const KernelConfig f = fused_variant(amax_only);
+  return f.strategy == amax_only.strategy
+             ? std::string()
+             : fmt::format("; fused as {} (the amax-only {} without its memset launch)", f.label(), amax_only.label());
+}
+
+// amax_explain (Epilogue::amax) and amax_explain_scale: the plan of (dtype, n) and where it came from.
+void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue, amax_explanation_t* e) {
+  need(c, "context");
+  need(e, "explanation (out-parameter)");
+  const DType d = need_dtype(dtype);
+  std::memset(e, 0, sizeof *e);
+  const bool fused = epilogue == Epilogue::scale;
+  if (n == 0) {
+    e->source = AMAX_SOURCE_DEFAULT;
+    e->workspace_bytes = 4;
+    std::snprintf(e->detail, sizeof e->detail, "%s",
+                  fused ? "n = 0: amax +0.0 and the rule's scale and scale_inv for it are written with memsets; no "
+                          "kernel is launched"
+                        : "n = 0: +0.0 is written with a memset; no kernel is launched");
+    e->launches = fused ? 3 : 1;
+    return;
+  }
+  const Plan& planned = c->plan(d, n, epilogue);
+  const Plan* replaced = planned.replaced.load(std::memory_order_acquire);
+  const Plan& p = replaced ? *replaced : planned;
+  e->source = p.source;
+  std::snprintf(e->label, sizeof e->label, "%s", p.config.label().c_str());
+  e->grid = p.shape.grid;
+  e->launches = static_cast<std::uint32_t>(p.shape.launches());
+  e->workspace_bytes = p.workspace_bytes;
+  std::string detail, note;  // note: where the fused call runs another strategy than the table's choice
+  if (replaced) {
+    detail = fmt::format("the chosen variant {} failed to compile; the built-in default of the arch family is used",
+                         planned.config.label());
+  } else if (p.entry) {
+    e->tuned_n = p.entry->n;
+    e->expected_us = p.entry->median_us;
+    e->expected_gbps = p.entry->gbps;
+    detail = fmt::format("{} database {}: winner for {} n={} (the nearest tuned size in log2 to n={}), {}: "
+                         "{:.2f} us, {:.0f} GB/s",
+                         p.source == AMAX_SOURCE_USER_DB ? "user" : "system",
+                         p.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, to_string(d), p.entry->n, n,
+                         p.entry->where, p.entry->median_us, p.entry->gbps);
+    if (fused) note = fused_note(p.entry->config);
+  } else if (p.source == AMAX_SOURCE_OVERRIDE) {
+    detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
+                 ? "forced by AMAX_TUNE_FORCE_LABEL"
+                 : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
+  } else {
+    detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default, {}",
+                         c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
+                         c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
+    if (fused) note = fused_note(builtin_default(c->arch, d, n));
+  }
+  const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
+  const std::string origin =
+      !k ? "code object: not loaded yet"
+         : k->origin == KernelOrigin::jit ? fmt::format("code object: JIT ({:.1f} ms)", k->compile_ms)
+                                          : std::string("code object: ") + to_string(k->origin);
+  std::snprintf(e->detail, sizeof e->detail, "%s%s; %s", origin.c_str(), note.c_str(), detail.c_str());
+}
+}  // namespace
+
 AMAX_API amax_status_t amax_explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, amax_explanation_t* e) {
-  return guarded([&] {
-    need(c, "context");
-    need(e, "explanation (out-parameter)");
-    const DType d = need_dtype(dtype);
-    std::memset(e, 0, sizeof *e);
-    if (n == 0) {
-      e->source = AMAX_SOURCE_DEFAULT;
-      e->workspace_bytes = 4;
-      std::snprintf(e->detail, sizeof e->detail, "n = 0: +0.0 is written with a memset; no kernel is launched");
-      e->launches = 1;
-      return;
-    }
-    const Plan& planned = c->plan(d, n);
-    const Plan* replaced = planned.replaced.load(std::memory_order_acquire);
-    const Plan& p = replaced ? *replaced : planned;
-    e->source = p.source;
-    std::snprintf(e->label, sizeof e->label, "%s", p.config.label().c_str());
-    e->grid = p.shape.grid;
-    e->launches = static_cast<std::uint32_t>(p.shape.launches());
-    e->workspace_bytes = p.workspace_bytes;
-    std::string detail;
-    if (replaced) {
-      detail = fmt::format("the chosen variant {} failed to compile; the built-in default of the arch family is used",
-                           planned.config.label());
-    } else if (p.entry) {
-      e->tuned_n = p.entry->n;
-      e->expected_us = p.entry->median_us;
-      e->expected_gbps = p.entry->gbps;
-      detail = fmt::format("{} database {}: winner for {} n={} (the nearest tuned size in log2 to n={}), {}: "
-                           "{:.2f} us, {:.0f} GB/s",
-                           p.source == AMAX_SOURCE_USER_DB ? "user" : "system",
-                           p.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, to_string(d), p.entry->n, n,
-                           p.entry->where, p.entry->median_us, p.entry->gbps);
-    } else if (p.source == AMAX_SOURCE_OVERRIDE) {
-      detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
-                   ? "forced by AMAX_TUNE_FORCE_LABEL"
-                   : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
-    } else {
-      detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default, {}",
-                           c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
-                           c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
-    }
-    const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
-    const std::string origin =
-        !k ? "code object: not loaded yet"
-           : k->origin == KernelOrigin::jit ? fmt::format("code object: JIT ({:.1f} ms)", k->compile_ms)
-                                            : std::string("code object: ") + to_string(k->origin);
-    std::snprintf(e->detail, sizeof e->detail, "%s; %s", origin.c_str(), detail.c_str());
-  });
+  return guarded([&] { explain(c, dtype, n, Epilogue::amax, e); });
+}
+
+AMAX_API amax_status_t amax_explain_scale(amax_context_t c, amax_dtype_t dtype, uint64_t n, amax_explanation_t* e) {
+  return guarded([&] { explain(c, dtype, n, Epilogue::scale, e); });
 }
 
 AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t c, const amax_tensor_t* tensors, size_t count,

@@ -52,6 +52,38 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
     }
 }
 
+// amax_and_scale's variant for a table choice: the scale epilogue on the same variant, except
+// that atomic (memset + kernel) runs as self_reset of the same shape (one launch).
+TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfReset) {
+  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t256.v8.u2.b4cu")).label(), "self_reset.t256.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t512.v4.u4.buncapped")).label(),
+            "self_reset.t512.v4.u4.buncapped.scale");
+  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t128.v2.u1.b65535")).label(), "self_reset.t128.v2.u1.b65535.scale");
+  EXPECT_EQ(fused_variant(KernelConfig::parse("two_stage.t256.v8.u2.buncapped")).label(),
+            "two_stage.t256.v8.u2.buncapped.scale");
+  EXPECT_EQ(fused_variant(KernelConfig::parse("one_pass.t1024.v8.u8.b2cu")).label(), "one_pass.t1024.v8.u8.b2cu.scale");
+  EXPECT_EQ(fused_variant(KernelConfig::parse("self_reset.t512.v8.u2.b16cu")).label(),
+            "self_reset.t512.v8.u2.b16cu.scale");
+  // already fused: unchanged but for atomic's strategy
+  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t256.v8.u2.b4cu.scale")).label(),
+            "self_reset.t256.v8.u2.b4cu.scale");
+  // every variant of the full spaces: valid where the amax-only one is, only strategy and epilogue differ
+  for (const char* a : {"sm_90", "gfx942"}) {
+    const ArchInfo arch = ArchInfo::parse(a);
+    for (DType d : {DType::fp32, DType::bf16})
+      for (const KernelConfig& c : enumerate_space(arch, d, SpaceKind::full)) {
+        const KernelConfig f = fused_variant(c);
+        EXPECT_EQ(f.validate(arch, d), std::nullopt) << c.label();
+        EXPECT_EQ(f.strategy, c.strategy == Strategy::atomic ? Strategy::self_reset : c.strategy) << c.label();
+        EXPECT_EQ(f.epilogue, Epilogue::scale);
+        KernelConfig back = f;
+        back.strategy = c.strategy;
+        back.epilogue = c.epilogue;
+        EXPECT_EQ(back, c);
+      }
+  }
+}
+
 TEST(KernelConfig, LabelRoundTripsOverTheFullSpaces) {
   std::size_t n = 0;
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-", "gfx1100"})

@@ -117,7 +117,7 @@ TEST(MultiConfig, DefaultRuleAndCapacities) {
   EXPECT_EQ(multi_max_tensors(sm90), 1600u);
   EXPECT_EQ(multi_max_tensors(gfx), 192u);
   EXPECT_EQ(multi_max_tensors(sm61), 192u);
-  EXPECT_EQ(multi_capacities(sm90), (std::vector<std::uint32_t>{192, 1600}));
+  EXPECT_EQ(multi_capacities(sm90), (std::vector<std::uint32_t>{192, 512, 1600}));
   EXPECT_EQ(multi_capacities(gfx), (std::vector<std::uint32_t>{192}));
   // 72-byte header, pointers, counts, chunk starts (k + 1), padded to 8: within each target's limit.
   const MultiArgsLayout big = multi_args_layout(1600), small = multi_args_layout(192);
@@ -128,6 +128,15 @@ TEST(MultiConfig, DefaultRuleAndCapacities) {
   EXPECT_LE(big.bytes, 32764u);
   EXPECT_EQ(small.bytes, 3920u);
   EXPECT_LE(small.bytes, 4096u);
+  EXPECT_EQ(multi_args_layout(512).bytes, 10320u);  // 72 + 20 x 512 + 4, padded to 8
+  // the smallest capacity that holds the list, else the largest (several launches)
+  EXPECT_EQ(multi_capacity_for(sm90, 1), 192u);
+  EXPECT_EQ(multi_capacity_for(sm90, 192), 192u);
+  EXPECT_EQ(multi_capacity_for(sm90, 193), 512u);
+  EXPECT_EQ(multi_capacity_for(sm90, 512), 512u);
+  EXPECT_EQ(multi_capacity_for(sm90, 513), 1600u);
+  EXPECT_EQ(multi_capacity_for(sm90, 4096), 1600u);
+  EXPECT_EQ(multi_capacity_for(gfx, 500), 192u);
 }
 
 TEST(MultiConfig, RenderedSourceDefinesEveryFieldAndHasNoSingleTensorEntryPoint) {

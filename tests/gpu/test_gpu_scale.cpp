@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "amax/amax_tune.hpp"
+#include "amax/dispatch.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/reference.hpp"
 #include "amax/scale_rule.hpp"
@@ -310,6 +311,84 @@ TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
         b.destroy_stream(s);
       }
   }
+}
+
+// Where the table's choice is atomic (memset + kernel), amax_and_scale runs self_reset of the same
+// shape with the epilogue, one launch (fused_variant); other choices run as chosen, a forced atomic
+// stays atomic. The built-in default of a large n is atomic on NVIDIA. Bit-exact direct, over
+// repeated calls (the stream slot's words come back to zero) and from a graph replayed with new data.
+TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  const ArchInfo arch = ArchInfo::parse(b.device().arch);
+  const std::uint64_t n = (1ull << 22) + 5, small = 1000;
+  const KernelConfig def = builtin_default(arch, DType::bf16, n), def_small = builtin_default(arch, DType::bf16, small);
+  if (def.strategy != Strategy::atomic)
+    GTEST_SKIP() << "the built-in default of " << arch.name << " for bf16 n=" << n << " is " << def.label()
+                 << ", not atomic";
+  const std::string label = def.label();
+  const std::string want = "self_reset" + label.substr(std::strlen("atomic")) + ".scale";
+  {
+    amax_tune::Context ctx(api_options());
+    const amax_explanation_t amax_only = ctx.explain(AMAX_DTYPE_BF16, n);
+    EXPECT_EQ(std::string(amax_only.label), label);
+    EXPECT_EQ(amax_only.launches, 2u);
+    const amax_explanation_t fused = ctx.explain_scale(AMAX_DTYPE_BF16, n);
+    EXPECT_EQ(std::string(fused.label), want);
+    EXPECT_EQ(fused.launches, 1u);
+    EXPECT_EQ(fused.grid, amax_only.grid);
+    EXPECT_EQ(fused.source, AMAX_SOURCE_DEFAULT);
+    EXPECT_NE(std::string(fused.detail).find("fused as " + want + " (the amax-only " + label + " without its memset launch)"),
+              std::string::npos)
+        << fused.detail;
+    const amax_explanation_t one = ctx.explain_scale(AMAX_DTYPE_BF16, small);
+    EXPECT_EQ(std::string(one.label), def_small.label() + ".scale");
+    EXPECT_EQ(std::string(one.detail).find("fused as"), std::string::npos) << one.detail;
+    EXPECT_EQ(ctx.explain_scale(AMAX_DTYPE_BF16, 0).launches, 3u);
+
+    std::mt19937_64 rng(std::random_device{}());
+    const amax_tune::ScaleOptions o = opts(AMAX_FP8_E5M2, 0.0f, false, false);
+    const ScaleRule r = rule_of(o);
+    const std::size_t wsb = ctx.workspace_size(AMAX_DTYPE_BF16, n);
+    DeviceBuffer in(b, n * 2 + 16), out(b, 12), ws(b, wsb);
+    ctx.preload_scale({AMAX_DTYPE_BF16}, {n});
+    auto expect = [&](const std::vector<std::uint8_t>& host, const std::string& where) {
+      const std::uint32_t ra = reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate);
+      const ScaleBits rs = reference_scale_bits(ra, r);
+      EXPECT_EQ(read_bits(b, out.p), ra) << where;
+      EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
+      EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
+    };
+    int call = 0;
+    for (InputKind kind : {InputKind::random, InputKind::max_last, InputKind::nan_middle, InputKind::random}) {
+      const auto host = make_input(kind, DType::bf16, n, rng());
+      b.copy_to_device(in.p, host.data(), host.size());
+      b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+      ctx.amax_and_scale(in.p, AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
+      b.synchronize(nullptr);
+      expect(host, want + " call " + std::to_string(call++));
+    }
+    StreamHandle st = b.create_stream();
+    b.begin_capture(st);
+    ctx.amax_and_scale(in.p, AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, st);
+    GraphExecHandle g = b.end_capture(st);
+    for (int replay = 0; replay < 3; ++replay) {
+      const auto host = make_input(replay == 1 ? InputKind::nan_middle : InputKind::random, DType::bf16, n, rng());
+      b.copy_to_device(in.p, host.data(), host.size());
+      b.memset32_async(out.p, 0xffffffffu, 3, st);
+      b.launch_graph(g, st);
+      b.synchronize(st);
+      expect(host, want + " replay " + std::to_string(replay));
+    }
+    b.destroy_graph(g);
+    b.destroy_stream(st);
+  }
+  ForceStrategy force(Strategy::atomic);
+  amax_tune::Context forced(api_options());
+  const amax_explanation_t f = forced.explain_scale(AMAX_DTYPE_BF16, n);
+  EXPECT_EQ(std::string(f.label), label + ".scale");
+  EXPECT_EQ(f.launches, 2u);
+  EXPECT_EQ(f.source, AMAX_SOURCE_OVERRIDE);
 }
 
 // Bad input to amax_and_scale on a real context: its own status, a message naming the value, and

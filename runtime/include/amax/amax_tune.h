@@ -122,7 +122,8 @@ typedef struct amax_explanation_t {
   uint32_t grid;               /**< blocks of the launch for this n */
   uint32_t launches;           /**< kernel/memset launches per call: 1 (one_pass, self_reset,
                                     two_stage with one block) or 2 (atomic: memset + kernel;
-                                    two_stage: two kernels) */
+                                    two_stage: two kernels); n = 0: 1 memset (3 for
+                                    amax_explain_scale: amax, scale, scale_inv) */
   uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */
   char detail[512];            /**< "code object: bundle" | "kernel cache" | "JIT (<ms> ms)" | "not loaded yet",
                                     then "; " and a sentence: which entry, measured where and when, or why a fallback */
@@ -230,9 +231,20 @@ AMAX_API amax_status_t amax_and_scale(amax_context_t context, const void* input,
 AMAX_API amax_status_t amax_preload_scale(amax_context_t context, const amax_dtype_t* dtypes, size_t num_dtypes,
                                           const uint64_t* sizes, size_t num_sizes);
 
-/** Which entry or fallback amax_compute uses for (dtype, n), and what it expects. */
+/** Which entry or fallback amax_compute uses for (dtype, n), and what it expects. Loads nothing
+ *  (the detail says "not loaded yet" before the first call). Errors: NULL_POINTER (context,
+ *  explanation), UNKNOWN_DTYPE. Thread-safe. */
 AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, uint64_t n,
                                     amax_explanation_t* explanation);
+
+/** amax_explain for amax_and_scale: the fused variant it runs for (dtype, n) (label ending in
+ *  ".scale"), its launches and grid, and the entry it derives from. The fused call runs amax_compute's
+ *  choice with the scale epilogue, except that an `atomic` choice (memset + kernel) runs as
+ *  `self_reset` of the same shape (one launch; the detail then says so); forced variants run as
+ *  forced. expected_us / expected_gbps are the amax-only entry's. Errors and thread-safety as
+ *  amax_explain. */
+AMAX_API amax_status_t amax_explain_scale(amax_context_t context, amax_dtype_t dtype, uint64_t n,
+                                          amax_explanation_t* explanation);
 
 /* ---- Many tensors per call (docs/DESIGN.md section 6) ----
  *

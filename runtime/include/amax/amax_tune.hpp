@@ -124,6 +124,12 @@ class Context {
     check(amax_explain(ctx_, dtype, n, &e));
     return e;
   }
+  /// Which fused variant amax_and_scale runs for (dtype, n) (amax_explain_scale). Throws Error.
+  amax_explanation_t explain_scale(amax_dtype_t dtype, std::uint64_t n) const {
+    amax_explanation_t e{};
+    check(amax_explain_scale(ctx_, dtype, n, &e));
+    return e;
+  }
   /// Workspace bytes for a multi-tensor call on `tensors` (see amax_multi_workspace_size).
   std::size_t multi_workspace_size(const amax_tensor_t* tensors, std::size_t count) const {
     std::size_t b = 0;
