@@ -38,7 +38,7 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
         "(DeviceReduce::TransformReduce); **stream read** (only loads the bytes: the ceiling); **empty launch** (the "
         "floor); and, for FP8 current scaling, **TE amax+scale (3 launches)** (TE's zero kernel, amax "
         "kernel and compute_scale_from_amax kernel for e4m3) against **amax-tune amax+scale** (amax_and_scale: "
-        "amax, scale and scale_inv in the reduction's launch; variant label + `.scale`), neither an amax-only "
+        "amax, scale and scale_inv in the reduction's launch; the fused variant amax_explain_scale names, an atomic choice run as self_reset), neither an amax-only "
         "contender. torch is measured from "
         "Python (python/bench/bench_torch.py), not here. Every result was checked bit-exact against the CPU "
         "reference before timing.\n\n";

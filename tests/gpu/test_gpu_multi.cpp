@@ -134,11 +134,16 @@ TEST(GpuMulti, ListsOf1To10000TensorsAreBitExactPerTensor) {
   std::printf("multi: %d lists (1 to 10000 tensors, mixed dtypes, n = 0 with NULL, odd offsets) bit-exact\n", cases);
 }
 
-TEST(GpuMulti, ForcedVariantsBothCombinesEveryGridCapBothCapacities) {
+TEST(GpuMulti, ForcedVariantsBothCombinesEveryGridCapEveryCapacity) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   std::mt19937_64 rng(std::random_device{}());
   const ArchInfo arch = ArchInfo::parse(b.device().arch);
+  // One list per descriptor capacity (192, 512 and 1600 on NVIDIA sm_70+): 5 tensors, then one more
+  // than each smaller capacity holds, so that each kernel is the one launched.
+  const std::vector<std::uint32_t> caps = multi_capacities(arch);
+  std::vector<std::size_t> counts{5};
+  for (std::size_t i = 1; i < caps.size(); ++i) counts.push_back(caps[i - 1] + 1);
   int cases = 0;
   for (const auto& d : all_dtypes())
     for (const MultiConfig& c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned)) {
@@ -147,7 +152,7 @@ TEST(GpuMulti, ForcedVariantsBothCombinesEveryGridCapBothCapacities) {
       ForceMulti force(c.label());
       for (amax_nan_mode_t m : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
         amax_tune::Context ctx(options(m));
-        for (std::size_t count : {5, 300}) {  // capacity 192 and 1600 on NVIDIA sm_70+
+        for (std::size_t count : counts) {
           std::vector<Spec> specs = random_specs(rng, count, 19, false);
           for (Spec& s : specs) s.dtype = d.dtype;
           auto g = make_group(b, specs, rng());
@@ -302,7 +307,7 @@ TEST(GpuMulti, GraphCapturedOnceAndReplayedWithNewData) {
   Backend& b = *env->backend;
   std::mt19937_64 rng(std::random_device{}());
   amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
-  for (std::size_t count : {3, 500, 2000}) {  // one launch at capacity 192; 1600; two launches
+  for (std::size_t count : {3, 500, 1000, 2000}) {  // one launch at capacity 192; 512; 1600; two launches
     auto g = make_group(b, random_specs(rng, count, 18, true), rng());
     ctx.multi_preload(g->tensors);
     StreamHandle s = b.create_stream();

@@ -324,7 +324,7 @@ typedef struct amax_multi_explanation_t {
   uint64_t total_bytes;       /**< their bytes */
   uint64_t largest_bytes;     /**< the largest one's bytes */
   uint32_t launches;          /**< kernel launches for them */
-  uint32_t tensors_per_launch;/**< descriptors per launch of the kernel used (192 or 1600 on NVIDIA sm_70+) */
+  uint32_t tensors_per_launch;/**< descriptors per launch of the kernel used (192, 512 or 1600 on NVIDIA sm_70+) */
   uint64_t workspace_bytes;   /**< what they need of the workspace */
   char detail[512];           /**< a sentence: which entry, or why the default */
 } amax_multi_explanation_t;
