@@ -155,13 +155,21 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     // served prepared), and one fused call per slice prepares its fused list, so both eager
     // contenders are timed as a training step repeats its list (the first call of a list also
     // validates, splits and packs it: README "Repeated lists are served prepared").
-    for (std::set<const void*> seen;;) {
+    std::set<const void*> seen;
+    for (;;) {
       const void* in = inputs.next(g.bytes(), false);
       if (!seen.insert(in).second) break;
       graph_for(in);
       cs[2].call(in);
     }
     b.synchronize(stream);
+    // Two lists per slice (multi, fused): past the prepared-list limit the rotation evicts each
+    // list before its next use, and every eager call of this group is validated and packed anew.
+    const bool unprepared = 2 * seen.size() > AMAX_MULTI_PREPARED_LISTS;
+    if (unprepared)
+      std::fprintf(stderr, "bench-multi: %s rotates over %zu input slices, more than the %d lists a thread keeps "
+                   "prepared hold for two eager contenders: its eager calls are timed unprepared (every call "
+                   "validates, splits and packs its list)\n", g.name().c_str(), seen.size(), AMAX_MULTI_PREPARED_LISTS);
     // Host time per call of the eager multi calls: enqueueing runs ahead of the GPU.
     auto host_us = [&](const C& c) {
       constexpr int kCalls = 20;
@@ -177,7 +185,10 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     for (const auto& c : cs) timed.push_back({c.call});
     const auto samples = tune::Runner(b, stream, inputs, proto).interleaved(timed, g.bytes(), o.rounds);
     for (std::size_t i = 0; i < cs.size(); ++i)
-      rep.rows.push_back({g, cs[i].name, tune::Stats::of(samples[i]), cs[i].detail,
+      rep.rows.push_back({g, cs[i].name, tune::Stats::of(samples[i]),
+                          cs[i].detail + (unprepared && (i == 0 || i == 2)
+                                              ? fmt::format("; unprepared: {} input slices", seen.size())
+                                              : std::string()),
                           i == 0 ? host_multi : i == 2 ? host_scale : 0.0});
     for (auto& [in, graph] : graphs) b.destroy_graph(graph);
     b.release(ws);

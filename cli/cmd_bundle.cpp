@@ -17,6 +17,7 @@
 #include "amax/dispatch.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/render.hpp"
+#include "amax/search_space.hpp"
 #include "commands.hpp"
 
 namespace amax::cli {
@@ -77,7 +78,7 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
       try {
         const KernelConfig c = KernelConfig::parse(r.winner.label);
         add_one(c, r.key.dtype);
-        add_one(fused_variant(c), r.key.dtype);
+        add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
       } catch (const std::invalid_argument&) {
       }
     }

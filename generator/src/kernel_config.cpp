@@ -15,12 +15,6 @@ std::optional<Strategy> parse_strategy(std::string_view s) noexcept { return det
 std::string_view to_string(Epilogue e) noexcept { return detail::enum_name(kEpilogues, e); }
 std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept { return detail::enum_parse(kEpilogues, s); }
 
-KernelConfig fused_variant(KernelConfig c) noexcept {
-  if (c.strategy == Strategy::atomic) c.strategy = Strategy::self_reset;
-  c.epilogue = Epilogue::scale;
-  return c;
-}
-
 std::uint64_t BlockCap::max_blocks(std::uint32_t cu_count) const noexcept {
   // 2^31 - 1 is the grid.x limit on both vendors.
   constexpr std::uint64_t kGridLimit = 0x7fffffffu;

@@ -47,6 +47,19 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
   return out;
 }
 
+KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype) {
+  KernelConfig f = amax_only;
+  f.epilogue = Epilogue::amax;
+  if (f.strategy == Strategy::atomic) {
+    KernelConfig s = f;
+    s.strategy = Strategy::self_reset;
+    const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
+    if (std::find(space.begin(), space.end(), s) != space.end()) f = s;
+  }
+  f.epilogue = Epilogue::scale;
+  return f;
+}
+
 std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInfo& arch, DType dtype,
                                                                    SpaceKind kind) {
   std::vector<std::pair<KernelConfig, std::string>> out;

@@ -9,6 +9,7 @@ dtype and size, on torch's current stream.
     print(amax_tune.explain(x))                 # which tuned variant serves this (dtype, n), and why
     amax_tune.preload(["bf16"], [1 << 20])      # load kernels before torch.cuda.graph capture
     a, s, si = amax_tune.amax_and_scale(x, format="e4m3")   # amax, scale, scale_inv from one launch
+    print(amax_tune.explain(x, scale=True))     # the fused variant amax_and_scale runs for x
     amaxes = amax_tune.amax_multi(weights)      # 1-d float32, one amax per tensor, a few launches
     a, s, si = amax_tune.amax_multi_and_scale(weights)      # the same with scale and scale_inv per tensor
     amax_tune.preload_multi(weights)            # load the multi-tensor kernels before capture
@@ -55,8 +56,9 @@ scale_inv per tensor by ``amax_and_scale``'s rule (eager only, as ``amax_and_sca
 ``preload_multi(tensors or (dtype, n) pairs, scale=False)`` loads the kernels of lists of that shape
 before graph capture; ``explain_multi`` names the variant per dtype. The host cost is the list:
 each call reads every tensor's type, device, dtype, contiguity, pointer and element count through
-torch's Python API (a C-level pass per field, no Python bytecode per tensor), then builds the C
-array in one pass; for a hot loop over thousands of tensors, capture the call in a CUDA graph.
+torch's Python API (a C-level pass per field, no Python bytecode per tensor; on an H200 host of
+2026-12-02, 192 us for 500 tensors, 65-100 ns per tensor and field), then builds the C array in one
+pass (7 us); for a hot loop over many tensors, capture the call in a CUDA graph.
 
 ``amax_and_scale(x, format="e4m3", epsilon=0, force_pow2=False)`` -> (amax, scale, scale_inv) is
 the fused amax + FP8 scale call (eager only: not a torch.library op yet).
@@ -171,7 +173,8 @@ Thread-safe (each call holds the GIL while it enqueues)."""
 def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=False):
     """Which variant serves ``amax(x)`` and why: an :class:`Explanation`; with ``scale=True``, the
     fused variant ``amax_and_scale(x)`` runs (amax_explain_scale: label ending in ``.scale``; an
-    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch).
+    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch). Python has no
+    preload for the fused single-tensor kernels (``amax_and_scale`` is eager only).
 
     Either a tensor (or array) ``x``, or ``dtype`` ("fp32", "fp16", "bf16" or a torch dtype), ``n``
     (elements) and ``device`` (ordinal, default torch's current device, else 0). Raises as
@@ -179,19 +182,21 @@ def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=F
     """
     fn = "amax_tune.explain"
     nan_mode = _core.nan_code(nan, fn)
+    if type(scale) is not bool:
+        raise TypeError("%s: scale=%r (expected True or False)" % (fn, scale))
     if x is not None:
         if dtype is not None or n is not None or device is not None:
             raise ValueError("%s: give either x or dtype/n/device, not both" % fn)
         if _torch is None:
             raise _no_torch(fn + "(x)")
-        return _torch.explain(x, nan_mode, bool(scale))
+        return _torch.explain(x, nan_mode, scale)
     if dtype is None or n is None:
         raise ValueError("%s: give a tensor x, or dtype and n" % fn)
     code = _dtype_code(dtype, fn)
     n = _core.element_count(n, fn)
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
     with _on_device(dev):
-        return _core.explain_code(_core.context_of(dev, nan_mode), code, n, bool(scale))
+        return _core.explain_code(_core.context_of(dev, nan_mode), code, n, scale)
 
 
 def preload(dtypes, sizes, *, device=None, nan="propagate"):

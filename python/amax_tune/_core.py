@@ -124,7 +124,8 @@ class _Described:
 
 @dataclasses.dataclass(frozen=True)
 class Explanation(_Described):
-    """What amax_explain reports for (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
+    """What amax_explain (or, with ``explain(..., scale=True)``, amax_explain_scale) reports for
+    (dtype, n): ``source`` ('override', 'user_db', 'system_db' or
     'default'), ``label`` (the variant), ``tuned_n`` (the tuned size of the entry, 0 for defaults),
     ``expected_us`` / ``expected_gbps`` (the entry's measurement at tuned_n, 0 when unknown),
     ``grid`` (blocks for this n), ``launches`` (1 or 2; for n = 0 the memsets: 1, or 3 for the

@@ -6,6 +6,7 @@ AMAX_STATUS_NO_DEVICE with the library's message. Where a GPU is present the no-
 (the GPU suite, test_gpu.py, covers that machine).
 """
 import os
+import re
 import unittest
 
 import amax_tune
@@ -92,6 +93,12 @@ class ArgumentErrors(unittest.TestCase):
             amax_tune.preload(["fp64"], [1024])
         with self.assertRaisesRegex(TypeError, r"amax_tune.explain: dtype 'int8' is not supported"):
             amax_tune.explain(dtype="int8", n=1)
+
+    def test_explain_scale_must_be_a_bool(self):
+        for bad in ("no", 1, None):
+            with self.assertRaisesRegex(TypeError, r"^amax_tune.explain: scale=%s \(expected True or False\)$"
+                                        % re.escape(repr(bad))):
+                amax_tune.explain(dtype="bf16", n=10, scale=bad)
 
     def test_bad_sizes_and_devices(self):
         with self.assertRaisesRegex(ValueError, r"amax_tune.preload: n=-1 is not an element count"):

@@ -82,7 +82,7 @@ struct amax_context {
   std::unique_ptr<DispatchTables> tables;
 
   PlanCache<Plan> plans;        // amax_compute's
-  PlanCache<Plan> scale_plans;  // amax_and_scale's: the same choice with the scale epilogue
+  PlanCache<Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
   std::optional<MultiConfig> force_multi;  // AMAX_TUNE_FORCE_MULTI_LABEL, when it parsed
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
@@ -107,7 +107,7 @@ struct amax_context {
     const Choice c = tables->choose(d, n);
     p->config = c.config;
     p->config.epilogue = epilogue;  // also over a forced label's
-    if (epilogue == Epilogue::scale && c.source != Source::override_env) p->config = fused_variant(c.config);
+    if (epilogue == Epilogue::scale && c.source != Source::override_env) p->config = fused_variant(c.config, arch, d);
     p->source = static_cast<amax_source_t>(c.source);
     p->entry = c.entry;
     p->shape = launch_shape(p->config, n, cu);
@@ -452,7 +452,7 @@ struct PreparedList {
   std::size_t bytes = 0;   // host memory it holds
 };
 /// At most this many prepared lists, and this many bytes of them, per thread.
-constexpr std::size_t kPreparedLists = 256;
+constexpr std::size_t kPreparedLists = AMAX_MULTI_PREPARED_LISTS;
 constexpr std::size_t kPreparedBytes = 64u << 20;
 thread_local std::vector<std::unique_ptr<PreparedList>> t_prepared;
 thread_local std::uint64_t t_prepared_clock = 0;
@@ -727,8 +727,8 @@ AMAX_API amax_status_t amax_preload_scale(amax_context_t c, const amax_dtype_t* 
 
 namespace {
 // What amax_explain_scale adds where fused_variant changed the table's amax-only choice.
-std::string fused_note(const KernelConfig& amax_only) {
-  const KernelConfig f = fused_variant(amax_only);
+std::string fused_note(const KernelConfig& amax_only, const ArchInfo& arch, DType d) {
+  const KernelConfig f = fused_variant(amax_only, arch, d);
   return f.strategy == amax_only.strategy
              ? std::string()
              : fmt::format("; fused as {} (the amax-only {} without its memset launch)", f.label(), amax_only.label());
@@ -772,16 +772,17 @@ void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue
                          p.source == AMAX_SOURCE_USER_DB ? "user" : "system",
                          p.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, to_string(d), p.entry->n, n,
                          p.entry->where, p.entry->median_us, p.entry->gbps);
-    if (fused) note = fused_note(p.entry->config);
+    if (fused) note = fused_note(p.entry->config, c->arch, d);
   } else if (p.source == AMAX_SOURCE_OVERRIDE) {
     detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
                  ? "forced by AMAX_TUNE_FORCE_LABEL"
                  : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
+    if (fused) detail += " (a forced variant runs fused as forced: an atomic one keeps its memset launch)";
   } else {
     detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default, {}",
                          c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
                          c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
-    if (fused) note = fused_note(builtin_default(c->arch, d, n));
+    if (fused) note = fused_note(builtin_default(c->arch, d, n), c->arch, d);
   }
   const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
   const std::string origin =

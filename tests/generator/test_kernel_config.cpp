@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "amax/kernel_config.hpp"
 #include "amax/search_space.hpp"
 
@@ -53,35 +55,53 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
 }
 
 // amax_and_scale's variant for a table choice: the scale epilogue on the same variant, except
-// that atomic (memset + kernel) runs as self_reset of the same shape (one launch).
-TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfReset) {
-  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t256.v8.u2.b4cu")).label(), "self_reset.t256.v8.u2.b4cu.scale");
-  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t512.v4.u4.buncapped")).label(),
-            "self_reset.t512.v4.u4.buncapped.scale");
-  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t128.v2.u1.b65535")).label(), "self_reset.t128.v2.u1.b65535.scale");
-  EXPECT_EQ(fused_variant(KernelConfig::parse("two_stage.t256.v8.u2.buncapped")).label(),
-            "two_stage.t256.v8.u2.buncapped.scale");
-  EXPECT_EQ(fused_variant(KernelConfig::parse("one_pass.t1024.v8.u8.b2cu")).label(), "one_pass.t1024.v8.u8.b2cu.scale");
-  EXPECT_EQ(fused_variant(KernelConfig::parse("self_reset.t512.v8.u2.b16cu")).label(),
-            "self_reset.t512.v8.u2.b16cu.scale");
-  // already fused: unchanged but for atomic's strategy
-  EXPECT_EQ(fused_variant(KernelConfig::parse("atomic.t256.v8.u2.b4cu.scale")).label(),
-            "self_reset.t256.v8.u2.b4cu.scale");
-  // every variant of the full spaces: valid where the amax-only one is, only strategy and epilogue differ
-  for (const char* a : {"sm_90", "gfx942"}) {
-    const ArchInfo arch = ArchInfo::parse(a);
-    for (DType d : {DType::fp32, DType::bf16})
-      for (const KernelConfig& c : enumerate_space(arch, d, SpaceKind::full)) {
-        const KernelConfig f = fused_variant(c);
-        EXPECT_EQ(f.validate(arch, d), std::nullopt) << c.label();
-        EXPECT_EQ(f.strategy, c.strategy == Strategy::atomic ? Strategy::self_reset : c.strategy) << c.label();
-        EXPECT_EQ(f.epilogue, Epilogue::scale);
-        KernelConfig back = f;
-        back.strategy = c.strategy;
-        back.epilogue = c.epilogue;
-        EXPECT_EQ(back, c);
-      }
-  }
+// that atomic (memset + kernel) runs as self_reset of the same shape (one launch) where that
+// self_reset variant is in the pruned space; elsewhere atomic is kept.
+TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThePrunedSpace) {
+  const ArchInfo sm90 = ArchInfo::parse("sm_90"), gfx942 = ArchInfo::parse("gfx942");
+  auto fused = [&](const char* label, const ArchInfo& a = ArchInfo::parse("sm_90")) {
+    return fused_variant(KernelConfig::parse(label), a, DType::bf16).label();
+  };
+  EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu"), "self_reset.t256.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u4.buncapped"), "self_reset.t512.v8.u4.buncapped.scale");
+  EXPECT_EQ(fused("atomic.t1024.v8.u8.b16cu", gfx942), "self_reset.t1024.v8.u8.b16cu.scale");
+  // outside the pruned self_reset space (threads < 256, 2 blocks per CU, nvec not 16 bytes, an
+  // absolute cap): atomic kept
+  EXPECT_EQ(fused("atomic.t128.v8.u2.b4cu"), "atomic.t128.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t256.v8.u2.b2cu"), "atomic.t256.v8.u2.b2cu.scale");
+  EXPECT_EQ(fused("atomic.t256.v4.u2.b4cu"), "atomic.t256.v4.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u2.b65535"), "atomic.t512.v8.u2.b65535.scale");
+  // the other strategies: the epilogue only
+  EXPECT_EQ(fused("two_stage.t256.v8.u2.buncapped"), "two_stage.t256.v8.u2.buncapped.scale");
+  EXPECT_EQ(fused("one_pass.t1024.v8.u8.b2cu"), "one_pass.t1024.v8.u8.b2cu.scale");
+  EXPECT_EQ(fused("self_reset.t512.v8.u2.b16cu"), "self_reset.t512.v8.u2.b16cu.scale");
+  EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu.scale"), "self_reset.t256.v8.u2.b4cu.scale");  // already fused
+  // every variant of the pruned and full spaces: only strategy and epilogue differ, and a mapped
+  // one is in the pruned space
+  for (const ArchInfo& arch : {sm90, gfx942})
+    for (DType d : {DType::fp32, DType::bf16}) {
+      const auto pruned = enumerate_space(arch, d, SpaceKind::pruned);
+      int mapped = 0;
+      for (SpaceKind kind : {SpaceKind::pruned, SpaceKind::full})
+        for (const KernelConfig& c : enumerate_space(arch, d, kind)) {
+          const KernelConfig f = fused_variant(c, arch, d);
+          EXPECT_EQ(f.validate(arch, d), std::nullopt) << c.label();
+          EXPECT_EQ(f.epilogue, Epilogue::scale);
+          if (f.strategy != c.strategy) {
+            EXPECT_EQ(c.strategy, Strategy::atomic) << c.label();
+            EXPECT_EQ(f.strategy, Strategy::self_reset) << c.label();
+            KernelConfig amax_only = f;
+            amax_only.epilogue = Epilogue::amax;
+            EXPECT_NE(std::find(pruned.begin(), pruned.end(), amax_only), pruned.end()) << c.label();
+            ++mapped;
+          }
+          KernelConfig back = f;
+          back.strategy = c.strategy;
+          back.epilogue = c.epilogue;
+          EXPECT_EQ(back, c);
+        }
+      EXPECT_GT(mapped, 0) << arch.name;
+    }
 }
 
 TEST(KernelConfig, LabelRoundTripsOverTheFullSpaces) {

@@ -17,6 +17,7 @@
 #include "amax/dispatch.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/render.hpp"
+#include "amax/search_space.hpp"
 
 using namespace amax;
 namespace fs = std::filesystem;
@@ -235,7 +236,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
       // as amax_compute runs it, and as amax_and_scale does (fused_variant: an atomic winner as
       // self_reset of the same shape with the epilogue)
       const KernelConfig c = KernelConfig::parse(r.winner.label);
-      for (const KernelConfig& k : {c, fused_variant(c)})
+      for (const KernelConfig& k : {c, fused_variant(c, arch, r.key.dtype)})
         EXPECT_NE(b->find(k, r.key.dtype, arch), nullptr)
             << a << " " << to_string(r.key.dtype) << " n=" << r.key.n << " " << k.label();
       ++fresh;

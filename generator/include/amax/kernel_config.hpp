@@ -175,20 +175,6 @@ struct KernelConfig {
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
 
-/// The variant amax_and_scale runs where amax_compute's table (a tuned winner or the built-in
-/// default) chooses `amax_only`: the same variant with the scale epilogue, except that `atomic`
-/// becomes `self_reset` of the same threads, nvec, unroll and grid cap. With the epilogue, atomic
-/// already counts its blocks on the stream slot to find the last one (the template's atomic
-/// branch); self_reset is that kernel with each block's atomic max going into the slot's
-/// accumulator instead of the memset-zeroed output, so the mapping drops the memset launch
-/// (atomic: 2 launches, self_reset: 1) and changes no other work of the launch. Why: the tables
-/// hold amax-only winners, and where one is atomic (bf16 2^21 on the H200, 2026-12-02: 6.15 us
-/// fused, 1.50x TransformerEngine's three-launch step, against 2.05x and more at the sizes whose
-/// winner is one launch) the memset is the largest cost the epilogue adds. Forced variants
-/// (AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_STRATEGY, NVTE_USE_ATOMIC_AMAX) are not mapped: the
-/// caller runs them as forced. Pure; thread-safe.
-KernelConfig fused_variant(KernelConfig amax_only) noexcept;
-
 namespace detail {
 /// Label tokens: a decimal u32 without leading zeros (nullopt otherwise), and `s` split at `sep`.
 /// Shared by the label codecs of KernelConfig and MultiConfig.

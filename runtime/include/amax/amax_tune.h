@@ -210,14 +210,16 @@ AMAX_API amax_status_t amax_scale_options_check(const amax_scale_options_t* opti
 
 /** Enqueues amax of n elements at `input` into the fp32 at `amax_out` and, from it, the fp32
  *  `scale_out` and `scale_inv_out` by the rule above: all three written by the launch(es) that
- *  compute the amax (the same number of launches as amax_compute: no separate scale kernel; the
- *  atomic strategy also uses the stream's slot to find its last block). Inputs, workspace
+ *  compute the amax (no separate scale kernel; one launch where amax_compute's choice is atomic,
+ *  which runs here as self_reset; a forced atomic keeps its memset and also uses the stream's slot
+ *  to find its last block). Inputs, workspace
  *  (amax_workspace_size bytes: the same as for amax_compute), stream and NaN mode as for
  *  amax_compute; the three outputs are fp32 in device memory, each 4-byte aligned, distinct.
  *  n == 0 writes amax +0.0 and the rule's scale and scale_inv for it with memsets.
  *  Bit-exact with the rule on the CPU (amax::reference_scale_bits) for every variant.
  *  The variant is the one amax_compute dispatches to for (dtype, n), with the scale epilogue
- *  (label ending in `.scale`). Bad input writes nothing and enqueues nothing.
+ *  (label ending in `.scale`), an atomic choice run as self_reset of the same shape where that
+ *  variant is in the pruned space (fused_variant); amax_explain_scale names it. Bad input writes nothing and enqueues nothing.
  *  Errors: those of amax_compute, and INVALID_ARGUMENT (options, as amax_scale_options_check),
  *  NULL_POINTER / MISALIGNED_POINTER naming amax_out, scale_out or scale_inv_out.
  *  Thread-safety: as amax_compute (concurrent calls need their own workspaces and outputs). */
@@ -264,6 +266,12 @@ AMAX_API amax_status_t amax_explain_scale(amax_context_t context, amax_dtype_t d
  * launches, scale and scale_inv per tensor by amax_and_scale's rule. Under graph capture each launch's descriptors are copied
  * into the graph: no host memory outlives the call, and a replay reads whatever the tensors hold
  * then. The rules of streams, slots and workspaces are those of amax_compute. */
+
+/** Lists a thread keeps prepared per process (all contexts together; also at most 64 MiB of them):
+ *  a list it enqueued before (the same pointers, counts and dtypes in the same order, on the same
+ *  context and call kind) reuses its validation, split and packed launch parameters; beyond this
+ *  many the least recently used is dropped and its next call is validated and packed again. */
+#define AMAX_MULTI_PREPARED_LISTS 256
 
 /** One tensor of a multi-tensor call. */
 typedef struct amax_tensor_t {
