@@ -726,12 +726,12 @@ AMAX_API amax_status_t amax_preload_scale(amax_context_t c, const amax_dtype_t* 
 }
 
 namespace {
-// What amax_explain_scale adds where fused_variant changed the table's amax-only choice.
-std::string fused_note(const KernelConfig& amax_only, const ArchInfo& arch, DType d) {
-  const KernelConfig f = fused_variant(amax_only, arch, d);
-  return f.strategy == amax_only.strategy
+// What amax_explain_scale adds where the fused plan runs `fused` for the table's amax-only choice
+// (make_plan's fused_variant changed its strategy).
+std::string fused_note(const KernelConfig& amax_only, const KernelConfig& fused) {
+  return fused.strategy == amax_only.strategy
              ? std::string()
-             : fmt::format("; fused as {} (the amax-only {} without its memset launch)", f.label(), amax_only.label());
+             : fmt::format("; fused as {} (the amax-only {} without its memset launch)", fused.label(), amax_only.label());
 }
 
 // amax_explain (Epilogue::amax) and amax_explain_scale: the plan of (dtype, n) and where it came from.
@@ -772,7 +772,7 @@ void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue
                          p.source == AMAX_SOURCE_USER_DB ? "user" : "system",
                          p.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, to_string(d), p.entry->n, n,
                          p.entry->where, p.entry->median_us, p.entry->gbps);
-    if (fused) note = fused_note(p.entry->config, c->arch, d);
+    if (fused) note = fused_note(p.entry->config, p.config);
   } else if (p.source == AMAX_SOURCE_OVERRIDE) {
     detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
                  ? "forced by AMAX_TUNE_FORCE_LABEL"
@@ -782,7 +782,7 @@ void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue
     detail = fmt::format("no tuned entry for {} {} in the user ({}) or system ({}) database: built-in default, {}",
                          c->arch.name, to_string(d), c->user_db.empty() ? "disabled" : c->user_db,
                          c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
-    if (fused) note = fused_note(builtin_default(c->arch, d, n), c->arch, d);
+    if (fused) note = fused_note(builtin_default(c->arch, d, n), p.config);
   }
   const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
   const std::string origin =
