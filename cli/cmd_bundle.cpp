@@ -1,13 +1,21 @@
 // amax-tune bundle: compile a database's winners and the built-in defaults for a list of arches
-// into a release bundle of code objects (amax/bundle.hpp), on a machine without those GPUs.
+// into a release bundle of code objects (amax/bundle.hpp), on a machine without those GPUs; or copy
+// arches' entries from a bundle another compiler made (--from), keeping the others (--update).
+// The bundle is written to a temporary directory and put in place only when the run succeeds.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -27,7 +35,9 @@ struct BundleOptions {
   std::string db;
   std::string arch = "sm_80,sm_90,sm_100,gfx90a,gfx942,gfx950";
   std::string out;
+  std::string from;
   bool strict = false;
+  bool update = false;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -96,60 +106,167 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   return out;
 }
 
-// Whether `compiler` can compile `c` for `arch`, tried in a child process: hipRTC 5.2 crashes
-// (SIGSEGV) instead of failing for targets newer than its LLVM (gfx942). "" when it can, else why.
-std::string probe(const JitCompiler& compiler, const ArchInfo& arch, const KernelConfig& c, DType d) {
+// Child exit statuses of compile_arch.
+constexpr int kChildOk = 0, kChildFailed = 1, kChildCannotTarget = 3;
+
+// Compiles `kernels` for `arch` into the bundle directory `sub` (a complete bundle of its own),
+// in a child process: a compiler that crashes (hipRTC's comgr aborts on targets it does not know)
+// takes only the child down. The first kernel is compiled alone: when it fails, the compiler
+// cannot target the arch (kChildCannotTarget, its error printed); the rest in parallel on every
+// hardware thread. Prints the arch's summary line. Returns "" on success, "skip: <why>" when the
+// compiler cannot target the arch, else why the child failed (an error).
+std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch,
+                         const std::vector<std::pair<KernelConfig, DType>>& kernels, std::size_t winners,
+                         const std::filesystem::path& sub) {
   std::cout.flush();
+  std::cerr.flush();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    const BinaryCache no_cache{std::filesystem::path{}};
+    std::vector<KernelBinary> built(kernels.size());
     try {
-      (void)build_kernel(compiler, BinaryCache{std::filesystem::path{}}, arch, c, d);
-      ::_exit(0);
+      built[0] = build_kernel(compiler, no_cache, arch, kernels[0].first, kernels[0].second);
     } catch (const std::exception& e) {
       std::string why = e.what();
       if (auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
       std::fprintf(stderr, "%s\n", why.c_str());
-      ::_exit(1);
+      std::fflush(stderr);
+      ::_exit(kChildCannotTarget);
+    }
+    try {
+      std::atomic<std::size_t> next{1};
+      std::mutex mu;
+      std::string first_error;
+      auto work = [&] {
+        for (std::size_t i; (i = next++) < kernels.size();) {
+          try {
+            built[i] = build_kernel(compiler, no_cache, arch, kernels[i].first, kernels[i].second);
+          } catch (const std::exception& e) {
+            std::lock_guard lock(mu);
+            if (first_error.empty()) first_error = e.what();
+          }
+        }
+      };
+      std::vector<std::thread> pool;
+      for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) pool.emplace_back(work);
+      for (auto& t : pool) t.join();
+      if (!first_error.empty()) throw std::runtime_error(first_error);
+      BundleWriter writer(sub);
+      std::uint64_t bytes = 0;
+      for (std::size_t i = 0; i < kernels.size(); ++i) {
+        writer.add(kernels[i].first, kernels[i].second, arch, compiler.version(), built[i].binary);
+        bytes += built[i].binary.size();
+      }
+      writer.finish(std::string(generator_version()));
+      std::cout << fmt::format("{}: {} kernels ({} for database winners, {} for built-in defaults; amax-only and "
+                               "scale epilogue), {} bytes, {}\n",
+                               arch.name, kernels.size(), winners, kernels.size() - winners, bytes, compiler.version());
+      std::cout.flush();
+      ::_exit(kChildOk);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "amax-tune: error: %s: %s\n", arch.name.c_str(), e.what());
+      std::fflush(stderr);
+      ::_exit(kChildFailed);
+    } catch (...) {
+      ::_exit(kChildFailed);
     }
   }
   int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return "cannot start the probe compile";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (pid < 0) return std::string("cannot start the compile process: ") + std::strerror(errno);
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return std::string("waiting for the compile process failed: ") + std::strerror(errno);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kChildOk) return "";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kChildCannotTarget)
+    return "skip: " + compiler.version() + " cannot compile for it (its error is printed above)";
   if (WIFSIGNALED(status))
-    return compiler.version() + " crashed compiling for it (" + ::strsignal(WTERMSIG(status)) + ")";
-  return compiler.version() + " cannot compile for it (its error is printed above)";
+    return compiler.version() + " crashed compiling for " + arch.name + " (" + ::strsignal(WTERMSIG(status)) + ")";
+  return "compiling for " + arch.name + " failed (its error is printed above)";
 }
 
 int run_bundle(const BundleOptions& o) {
   if (o.out.empty()) throw UsageError("bundle needs -o DIR (the bundle directory to write)");
+  // Every name is checked before any work: a processor this tool does not know is a usage error
+  // (a typo, or one a compiler would crash on), never a compile.
   std::vector<ArchInfo> arches;
   for (const auto& a : split(o.arch)) {
     try {
-      arches.push_back(ArchInfo::parse(a));
+      arches.push_back(ArchInfo::parse_known(a));
     } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
+      throw UsageError(std::string(e.what()) + " in --arch '" + o.arch + "'");
     }
   }
   if (arches.empty()) throw UsageError("--arch lists no arch");
+  const auto opened = [](const std::string& dir, const char* what) {
+    std::string warning;
+    auto b = Bundle::open(dir, &warning);
+    if (!b)
+      throw std::runtime_error(fmt::format("{} {}: {}", what, dir,
+                                           warning.empty() ? "no kernel bundle there (no index.json)" : warning));
+    return b;
+  };
+  std::unique_ptr<Bundle> from, existing;
+  if (!o.from.empty()) from = opened(o.from, "--from");
+  if (o.update && std::filesystem::exists(std::filesystem::path(o.out) / "index.json"))
+    existing = opened(o.out, "--update: the bundle");
   std::unique_ptr<db::TuningDb> tdb;
-  if (!o.db.empty()) tdb = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, db::OpenMode::ReadOnly));
-  BundleWriter writer(o.out);
-  const BinaryCache no_cache{std::filesystem::path{}};
+  if (!o.db.empty() && !from)
+    tdb = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, db::OpenMode::ReadOnly));
+  // Writes a temporary directory, put in place by finish(); destroyed without it: removed. A -o
+  // that is not a bundle (nor absent or empty) is refused here, before any compile.
+  std::optional<BundleWriter> w;
+  try {
+    w.emplace(o.out);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string(e.what()) + " (-o)");
+  }
+  BundleWriter& writer = *w;
+  // Why each arch cannot be compiled here, known before any compile ("" when it may be): no
+  // backend, no compiler library, a compiler too old for the processor. --strict fails on one now.
   std::map<Vendor, std::unique_ptr<JitCompiler>> compilers;
-  std::size_t built_arches = 0, skipped = 0;
-  for (const auto& arch : arches) {
+  std::vector<std::string> cannot(arches.size());
+  for (std::size_t ai = 0; ai < arches.size() && !from; ++ai) {
+    const ArchInfo& arch = arches[ai];
     if (!have_compiler(arch.vendor)) {
-      std::cout << fmt::format("{}: skipped: this build has no {} backend\n", arch.name, to_string(arch.vendor));
-      ++skipped;
+      cannot[ai] = fmt::format("this build has no {} backend", to_string(arch.vendor));
       continue;
     }
     auto& compiler = compilers[arch.vendor];
     if (!compiler) compiler = make_compiler(arch.vendor);
-    if (!compiler->available()) {
-      std::cout << fmt::format("{}: skipped: {}\n", arch.name, compiler->unavailable_reason());
+    if (!compiler->available())
+      cannot[ai] = compiler->unavailable_reason();
+    else if (const auto why = compiler->unsupported(arch))
+      cannot[ai] = *why;
+    if (o.strict && !cannot[ai].empty())
+      throw std::runtime_error(fmt::format("--strict: {} cannot be compiled here: {}; nothing was written to {}",
+                                           arch.name, cannot[ai], o.out));
+  }
+  std::set<std::string> built;
+  std::size_t skipped = 0;
+  for (std::size_t ai = 0; ai < arches.size(); ++ai) {
+    const ArchInfo& arch = arches[ai];
+    if (from) {  // entries compiled elsewhere (another ROCm), verified and copied
+      std::size_t n = 0;
+      std::uint64_t bytes = 0;
+      std::set<std::string> used;
+      for (const auto& e : from->entries())
+        if (e.arch == arch.name) {
+          writer.add_copy(*from, e);
+          ++n, bytes += e.size, used.insert(e.compiler);
+        }
+      if (n == 0) throw std::runtime_error(fmt::format("--from {} holds no entries for {}", o.from, arch.name));
+      std::string compilers_used;
+      for (const auto& c : used) compilers_used += (compilers_used.empty() ? "" : ", ") + c;
+      std::cout << fmt::format("{}: {} kernels copied from {}, {} bytes, {}\n", arch.name, n, o.from, bytes,
+                               compilers_used);
+      built.insert(arch.name);
+      continue;
+    }
+    if (const std::string& why = cannot[ai]; !why.empty()) {
+      std::cout << fmt::format("{}: skipped: {}\n", arch.name, why);
       ++skipped;
       continue;
     }
+    const auto& compiler = compilers.at(arch.vendor);
     std::size_t winners = 0, stale = 0;
     std::set<std::string> stale_why;
     const auto kernels = kernels_for(arch, tdb.get(), bundle_provenance(*compiler), &winners, &stale, &stale_why);
@@ -160,33 +277,47 @@ int run_bundle(const BundleOptions& o) {
                                "template hash {}, tool {}); the runtime does not use them: re-tune\n",
                                arch.name, stale, fields, compiler->version(), template_hash(), generator_version());
     }
-    if (const std::string why = probe(*compiler, arch, kernels.front().first, kernels.front().second); !why.empty()) {
-      std::cout << fmt::format("{}: skipped: {}\n", arch.name, why);
+    const auto sub = writer.staging() / ("arch-" + std::to_string(ai));
+    if (const std::string why = compile_arch(*compiler, arch, kernels, winners, sub); why.rfind("skip: ", 0) == 0) {
+      std::cout << fmt::format("{}: skipped: {}\n", arch.name, why.substr(6));
       ++skipped;
       continue;
+    } else if (!why.empty()) {
+      std::cerr << fmt::format("amax-tune: error: {}; nothing was written to {}\n", why, o.out);
+      return kExitFailed;
     }
-    std::uint64_t bytes = 0;
-    std::size_t done = 0;
-    for (const auto& [c, d] : kernels) {
-      const KernelBinary b = build_kernel(*compiler, no_cache, arch, c, d);
-      writer.add(c, d, arch, compiler->version(), b.binary);
-      bytes += b.binary.size();
-      ++done;
+    writer.absorb(sub);
+    built.insert(arch.name);
+  }
+  if (built.empty()) {
+    std::cerr << fmt::format("amax-tune: error: no arch could be built; nothing was written to {}\n", o.out);
+    return kExitFailed;
+  }
+  if (o.strict && skipped) {
+    std::cerr << fmt::format("amax-tune: error: --strict: {} arch(es) skipped; nothing was written to {}\n", skipped,
+                             o.out);
+    return kExitFailed;
+  }
+  if (existing) {  // --update: the existing bundle's entries of the arches not built now are kept
+    std::size_t kept = 0, dropped = 0;
+    for (const auto& e : existing->entries()) {
+      if (built.count(e.arch)) continue;
+      try {
+        writer.add_copy(*existing, e);
+        ++kept;
+      } catch (const std::runtime_error& x) {
+        if (dropped++ == 0) std::cout << fmt::format("--update: not kept: {}\n", x.what());
+      }
     }
-    ++built_arches;
-    std::cout << fmt::format("{}: {} kernels ({} for database winners, {} for built-in defaults; amax-only and scale epilogue), {} bytes, {}\n", arch.name,
-                             done, winners, done - winners, bytes, compiler->version());
+    std::cout << fmt::format("--update: kept {} entries of the existing bundle for other arches{}\n", kept,
+                             dropped ? fmt::format(", dropped {} it cannot serve", dropped) : "");
   }
   writer.finish(std::string(generator_version()));
   std::uint64_t total = 0;
   for (const auto& e : writer.entries()) total += e.size;
   std::cout << fmt::format("wrote {} code objects ({} bytes) for {} of {} arches to {}\n", writer.entries().size(),
-                           total, built_arches, arches.size(), o.out);
-  if (built_arches == 0) {
-    std::cerr << "amax-tune: error: no arch could be built\n";
-    return kExitFailed;
-  }
-  return o.strict && skipped ? kExitFailed : kExitOk;
+                           total, built.size(), arches.size(), o.out);
+  return kExitOk;
 }
 
 }  // namespace
@@ -199,6 +330,11 @@ void add_bundle(CLI::App& app) {
   sub->add_option("--arch", o->arch, "Comma-separated arches / AMD target IDs")->capture_default_str();
   sub->add_option("-o,--out", o->out, "Bundle directory to write (index.json + one file per code object)");
   sub->add_flag("--strict", o->strict, "Fail when an arch is skipped (no compiler can target it)");
+  sub->add_flag("--update", o->update,
+                "Keep the entries the bundle at -o already holds for the arches not built now (replace the others)");
+  sub->add_option("--from", o->from,
+                  "Copy the --arch entries from this bundle (made by another compiler, e.g. in the ROCm 6.4 root) "
+                  "instead of compiling them");
   sub->final_callback([o] { throw CLI::RuntimeError(run_bundle(*o)); });
 }
 

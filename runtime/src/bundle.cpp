@@ -1,10 +1,14 @@
 #include "amax/bundle.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -49,11 +53,85 @@ std::string sha256_hex(std::string_view bytes) {
   return out;
 }
 
-BundleWriter::BundleWriter(fs::path dir) : dir_(std::move(dir)) {
+namespace {
+nlohmann::json to_json(const BundleEntry& e) {
+  return {{"kernel", e.kernel}, {"label", e.label}, {"dtype", e.dtype}, {"arch", e.arch},
+          {"template_hash", e.template_hash}, {"compiler", e.compiler}, {"sha256", e.sha256},
+          {"size", e.size}, {"file", e.file}};
+}
+
+// The entries of an index.json's text. Errors: std::exception (nlohmann's or runtime_error)
+// naming the problem.
+std::vector<BundleEntry> parse_index(const std::string& text) {
+  const auto j = nlohmann::json::parse(text);
+  if (j.at("format").get<std::string>() != kFormat || j.at("version").get<int>() != kVersion)
+    throw std::runtime_error("format " + j.at("format").dump() + " version " + j.at("version").dump() +
+                             " (expected \"" + kFormat + "\" version " + std::to_string(kVersion) + ")");
+  std::vector<BundleEntry> out;
+  for (const auto& x : j.at("entries")) {
+    BundleEntry e;
+    e.kernel = x.at("kernel").get<std::string>();
+    e.label = x.at("label").get<std::string>();
+    e.dtype = x.at("dtype").get<std::string>();
+    e.arch = x.at("arch").get<std::string>();
+    e.template_hash = x.at("template_hash").get<std::string>();
+    e.compiler = x.at("compiler").get<std::string>();
+    e.sha256 = x.at("sha256").get<std::string>();
+    e.size = x.at("size").get<std::uint64_t>();
+    e.file = x.at("file").get<std::string>();
+    if (e.file.empty() || e.file.find('/') != std::string::npos || e.file[0] == '.')
+      throw std::runtime_error("entry " + e.kernel + " names the file '" + e.file + "' (expected <sha256>.bin)");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+bool is_bundle_file(const fs::path& name) { return name == kIndex || name.extension() == ".bin"; }
+
+// Removes a bundle directory: its index.json and *.bin files, then the directory if that left it
+// empty (anything else in it is kept, never deleted).
+void remove_bundle_dir(const fs::path& dir) {
   std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) throw std::runtime_error("cannot create bundle directory " + dir_.string() + ": " + ec.message());
-  fs::remove(dir_ / kIndex, ec);
+  for (const auto& f : fs::directory_iterator(dir, ec))
+    if (is_bundle_file(f.path().filename())) fs::remove(f.path(), ec);
+  fs::remove(dir, ec);  // fails (and keeps it) when something else is left
+}
+}  // namespace
+
+BundleWriter::BundleWriter(fs::path dir) : dir_(std::move(dir)) {
+  if (dir_.filename().empty()) dir_ = dir_.parent_path();  // "out/" -> "out"
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir_, ec))) {
+    if (!fs::is_directory(fs::symlink_status(dir_, ec)))
+      throw std::runtime_error("cannot write the bundle directory " + dir_.string() +
+                               ": it exists and is not a directory (choose another output)");
+    for (const auto& f : fs::directory_iterator(dir_, ec))
+      if (!is_bundle_file(f.path().filename()) || !f.is_regular_file())
+        throw std::runtime_error("cannot write the bundle directory " + dir_.string() +
+                                 ": it exists and is not a kernel bundle (it holds " + f.path().filename().string() +
+                                 "); choose another output or remove it");
+  }
+  tmp_ = dir_.parent_path() / ("." + dir_.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(tmp_, ec);
+  fs::create_directories(tmp_, ec);
+  if (ec) throw std::runtime_error("cannot create the bundle directory " + tmp_.string() + ": " + ec.message());
+  fs::permissions(tmp_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec, ec);
+}
+
+BundleWriter::~BundleWriter() {
+  if (finished_) return;
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+}
+
+void BundleWriter::add_entry(BundleEntry e) {
+  for (auto& old : entries_)
+    if (old.kernel == e.kernel && old.arch == e.arch) {
+      old = std::move(e);
+      return;
+    }
+  entries_.push_back(std::move(e));
 }
 
 void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
@@ -68,23 +146,72 @@ void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& 
   e.sha256 = sha256_hex(std::string_view(binary.data(), binary.size()));
   e.size = binary.size();
   e.file = e.sha256 + ".bin";
-  write_file(dir_ / e.file, std::string_view(binary.data(), binary.size()));
-  for (auto& old : entries_)
-    if (old.kernel == e.kernel && old.arch == e.arch) {
-      old = std::move(e);
-      return;
+  write_file(tmp_ / e.file, std::string_view(binary.data(), binary.size()));
+  add_entry(std::move(e));
+}
+
+void BundleWriter::add_copy(const Bundle& from, const BundleEntry& e) {
+  std::string why;
+  const ArchInfo arch = [&] {
+    try {
+      return ArchInfo::parse(e.arch);
+    } catch (const std::invalid_argument& x) {
+      throw std::runtime_error("bundle " + from.path().string() + ": entry " + e.kernel + ": " + x.what());
     }
-  entries_.push_back(std::move(e));
+  }();
+  const auto bytes = from.read(e, arch, &why);
+  if (!bytes) throw std::runtime_error(why);
+  write_file(tmp_ / e.file, std::string_view(bytes->data(), bytes->size()));
+  add_entry(e);
+}
+
+void BundleWriter::absorb(const fs::path& other) {
+  std::ifstream in(other / kIndex, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  std::vector<BundleEntry> got;
+  try {
+    got = parse_index(text);
+  } catch (const std::exception& x) {
+    throw std::runtime_error("cannot read " + (other / kIndex).string() + ": " + x.what());
+  }
+  for (auto& e : got) {
+    std::error_code ec;
+    fs::rename(other / e.file, tmp_ / e.file, ec);  // the same name is the same bytes (SHA-256)
+    if (ec && !fs::exists(tmp_ / e.file))
+      throw std::runtime_error("cannot move " + (other / e.file).string() + " into " + tmp_.string() + ": " +
+                               ec.message());
+    add_entry(std::move(e));
+  }
+  std::error_code ec;
+  fs::remove_all(other, ec);
 }
 
 void BundleWriter::finish(const std::string& tool_version) {
   nlohmann::json j{{"format", kFormat}, {"version", kVersion}, {"tool_version", tool_version}};
   auto& list = j["entries"] = nlohmann::json::array();
-  for (const auto& e : entries_)
-    list.push_back({{"kernel", e.kernel}, {"label", e.label}, {"dtype", e.dtype}, {"arch", e.arch},
-                    {"template_hash", e.template_hash}, {"compiler", e.compiler}, {"sha256", e.sha256},
-                    {"size", e.size}, {"file", e.file}});
-  write_file(dir_ / kIndex, j.dump(1) + "\n");
+  for (const auto& e : entries_) list.push_back(to_json(e));
+  write_file(tmp_ / kIndex, j.dump(1) + "\n");
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir_, ec))) {
+    fs::rename(tmp_, dir_, ec);
+    if (ec) throw std::runtime_error("cannot rename " + tmp_.string() + " to " + dir_.string() + ": " + ec.message());
+  } else if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) == 0) {
+    remove_bundle_dir(tmp_);  // the bundle that was there
+  } else {
+    // A file system without RENAME_EXCHANGE (NFS): the old bundle aside, the new one in place.
+    const fs::path old = dir_.parent_path() / ("." + dir_.filename().string() + ".old-" + std::to_string(::getpid()));
+    fs::rename(dir_, old, ec);
+    if (ec) throw std::runtime_error("cannot move the bundle " + dir_.string() + " aside: " + ec.message());
+    fs::rename(tmp_, dir_, ec);
+    if (ec) {
+      std::error_code back;
+      fs::rename(old, dir_, back);
+      throw std::runtime_error("cannot rename " + tmp_.string() + " to " + dir_.string() + ": " + ec.message());
+    }
+    remove_bundle_dir(old);
+  }
+  finished_ = true;
+  tmp_ = dir_;
 }
 
 struct Bundle::Dir {
@@ -110,25 +237,7 @@ std::unique_ptr<Bundle> Bundle::open(const fs::path& dir, std::string* warning) 
   }
   auto b = std::unique_ptr<Bundle>(new Bundle);
   try {
-    const auto j = nlohmann::json::parse(*text);
-    if (j.at("format").get<std::string>() != kFormat || j.at("version").get<int>() != kVersion)
-      throw std::runtime_error("format " + j.at("format").dump() + " version " + j.at("version").dump() +
-                               " (expected \"" + kFormat + "\" version " + std::to_string(kVersion) + ")");
-    for (const auto& x : j.at("entries")) {
-      BundleEntry e;
-      e.kernel = x.at("kernel").get<std::string>();
-      e.label = x.at("label").get<std::string>();
-      e.dtype = x.at("dtype").get<std::string>();
-      e.arch = x.at("arch").get<std::string>();
-      e.template_hash = x.at("template_hash").get<std::string>();
-      e.compiler = x.at("compiler").get<std::string>();
-      e.sha256 = x.at("sha256").get<std::string>();
-      e.size = x.at("size").get<std::uint64_t>();
-      e.file = x.at("file").get<std::string>();
-      if (e.file.empty() || e.file.find('/') != std::string::npos || e.file[0] == '.')
-        throw std::runtime_error("entry " + e.kernel + " names the file '" + e.file + "' (expected <sha256>.bin)");
-      b->entries_.push_back(std::move(e));
-    }
+    b->entries_ = parse_index(*text);
   } catch (const std::exception& ex) {
     *warning = "kernel bundle " + dir.string() + " is not used (its kernels will be JIT-compiled): " + kIndex +
                " is damaged: " + ex.what();
@@ -139,16 +248,29 @@ std::unique_ptr<Bundle> Bundle::open(const fs::path& dir, std::string* warning) 
   return b;
 }
 
+bool bundle_serves(std::string_view entry_arch, const ArchInfo& device) {
+  if (entry_arch == device.name) return true;
+  try {
+    return ArchInfo::parse(entry_arch).accepts(device);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
 const BundleEntry* Bundle::find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const {
   const std::string k = kernel_name(config, dtype);
-  for (const auto& e : entries_)
-    if (e.kernel == k && e.arch == arch.name) return &e;
-  return nullptr;
+  const BundleEntry* serving = nullptr;
+  for (const auto& e : entries_) {
+    if (e.kernel != k) continue;
+    if (e.arch == arch.name) return &e;
+    if (!serving && bundle_serves(e.arch, arch)) serving = &e;
+  }
+  return serving;
 }
 
 std::optional<std::vector<char>> Bundle::read(const BundleEntry& e, const ArchInfo& arch, std::string* why) const {
   const std::string what = "bundled kernel " + e.kernel + " (" + e.arch + ") in " + path_.string();
-  if (e.arch != arch.name) {
+  if (!bundle_serves(e.arch, arch)) {
     *why = what + " was compiled for " + e.arch + ", not for this device's " + arch.name;
     return std::nullopt;
   }
@@ -178,6 +300,8 @@ std::optional<std::vector<char>> Bundle::read(const BundleEntry& e, const ArchIn
 std::string Bundle::compiler_for(const ArchInfo& arch) const {
   for (const auto& e : entries_)
     if (e.arch == arch.name) return e.compiler;
+  for (const auto& e : entries_)
+    if (bundle_serves(e.arch, arch)) return e.compiler;
   return "";
 }
 

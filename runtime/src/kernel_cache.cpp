@@ -89,7 +89,18 @@ const LoadedKernel* KernelCache::get_bundled(const KernelConfig& config, DType d
   b.dtype = dtype;
   b.binary = std::move(*bytes);
   b.origin = KernelOrigin::bundle;
-  return &load(std::move(b));
+  try {
+    return &load(std::move(b));
+  } catch (const BackendError& x) {
+    // A code object the driver refuses (e.g. a code-object version older runtimes cannot load):
+    // the entry is not used again and the kernel is JIT-compiled, as for a damaged entry.
+    std::lock_guard lock(refused_mu_);
+    if (refused_.insert(e->kernel).second)
+      log().warn("bundled kernel {} ({}) in {} could not be loaded on this device: {}; it is not used and is "
+                 "JIT-compiled instead",
+                 e->kernel, e->arch, bundle_->path().string(), x.what());
+    return nullptr;
+  }
 }
 
 const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) const noexcept {

@@ -128,6 +128,9 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"check --rounds 3 --db " + (dir / "a.db").string(), "--rounds"},
       {"bundle --arch sm_90", "bundle needs -o DIR"},
       {"bundle --arch sm_9x -o " + (dir / "b").string(), "invalid arch 'sm_9x'"},
+      {"bundle --arch sm_90,gfx9422 -o " + (dir / "b").string(),
+       "unknown arch 'gfx9422': processor gfx9422 is not one this tool knows (known: sm_70, "},
+      {"bundle --arch sm_91 -o " + (dir / "b").string(), "unknown arch 'sm_91'"},
       {"bundle --arch , -o " + (dir / "b").string(), "--arch lists no arch"},
   };
   for (const auto& c : cases) {
@@ -450,7 +453,76 @@ TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   EXPECT_EQ(r.code, 0) << r.out;
   r = run("bundle --strict --arch sm_90,gfx942 -o " + out.string());
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_TRUE(has(r.out, "gfx942: skipped: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "--strict: gfx942 cannot be compiled here: ")) << r.out;
+}
+
+// Issue 24 item 4: an unknown processor is refused before any compile (exit 2, the known ones
+// listed, no hipRTC crash printed), and a refused or failed run leaves no output behind: no
+// directory, no temporary one, and an existing bundle at -o untouched.
+TEST_F(Cli, BundleRefusesUnknownProcessorsBeforeAnyCompileAndLeavesNothingBehind) {
+  const auto out = dir / "k.bundle";
+  CmdResult r = run("bundle --arch sm_90,gfx9422 -o " + out.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: unknown arch 'gfx9422': processor gfx9422 is not one this tool knows "
+                         "(known: sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_100, sm_101, "
+                         "sm_103, sm_110, sm_120, sm_121, gfx900, gfx906, gfx908, gfx90a, gfx940, gfx941, gfx942, "
+                         "gfx950, gfx1030, gfx1100, gfx1101, gfx1102, gfx1200, gfx1201;"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "in --arch 'sm_90,gfx9422'")) << r.out;
+  EXPECT_FALSE(has(r.out, "munmap_chunk")) << r.out;
+  EXPECT_FALSE(has(r.out, "sm_90: ")) << "compiled before refusing: " << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(fs::is_empty(dir)) << "left behind in " << dir;
+  // A run that fails (--strict with an arch no compiler here targets) writes nothing, and an
+  // existing bundle at -o stays byte for byte as it was.
+  fs::create_directories(out);
+  std::ofstream(out / "index.json") << "{\"format\": \"amax-tune-bundle\", \"version\": 1, \"entries\": []}\n";
+  const std::string before = slurp(out / "index.json");
+  r = run("bundle --strict --arch sm_90,gfx950 -o " + out.string());
+  if (r.code == 0) GTEST_SKIP() << "a compiler here targets gfx950: " << r.out;
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: --strict: gfx950 cannot be compiled here: ")) << r.out;
+  EXPECT_TRUE(has(r.out, "; nothing was written to " + out.string())) << r.out;
+  EXPECT_FALSE(has(r.out, "sm_90: ")) << "compiled before failing: " << r.out;
+  EXPECT_EQ(slurp(out / "index.json"), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator{}), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1) << "a temporary directory is left";
+  // -o naming a directory that is not a bundle is refused before any compile, its files kept.
+  fs::create_directories(dir / "notes");
+  std::ofstream(dir / "notes" / "todo.txt") << "mine\n";
+  r = run("bundle --arch sm_90 -o " + (dir / "notes").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "it exists and is not a kernel bundle (it holds todo.txt)")) << r.out;
+  EXPECT_EQ(slurp(dir / "notes" / "todo.txt"), "mine\n");
+}
+
+// --update keeps the other arches' entries of the bundle at -o; --from copies an arch's entries
+// from another bundle (verified) instead of compiling them: how the release adds the entries
+// of the ROCm 5.7 / 6.4 compilers to the build's bundle.
+TEST_F(Cli, BundleUpdateKeepsOtherArchesAndFromCopiesEntries) {
+  const auto a = dir / "a", b = dir / "b";
+  CmdResult r = run("bundle --arch sm_90 -o " + a.string());
+  if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("bundle --arch sm_80 -o " + b.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  // b gets a's sm_90 entries, keeping its own sm_80 ones.
+  r = run("bundle --update --from " + a.string() + " --arch sm_90 -o " + b.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels copied from " + a.string())) << r.out;
+  EXPECT_TRUE(has(r.out, "--update: kept 48 entries of the existing bundle for other arches")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 96 code objects")) << r.out;
+  const std::string index = slurp(b / "index.json");
+  EXPECT_TRUE(has(index, "\"arch\": \"sm_80\"")) << index;
+  EXPECT_TRUE(has(index, "\"arch\": \"sm_90\"")) << index;
+  // Without --update the bundle holds only what this run made; an arch --from lacks is an error.
+  r = run("bundle --from " + a.string() + " --arch sm_80 -o " + (dir / "c").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--from " + a.string() + " holds no entries for sm_80")) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "c"));
+  r = run("bundle --from " + (dir / "absent").string() + " --arch sm_80 -o " + (dir / "c").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "no kernel bundle there (no index.json)")) << r.out;
 }
 
 // The shipped winners go into the bundle when they are fresh, and are left out (reported) when

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 
 namespace amax {
@@ -31,6 +32,12 @@ struct ArchInfo {
   /// value, the bad feature (`gfx942:foo+`, `gfx942:xnack`, an empty feature) and the expected forms.
   static ArchInfo parse(std::string_view arch);
 
+  /// parse(), then refuses a processor this tool does not know (known_processors(): `sm_91`,
+  /// `gfx9422`, `gfx1`), which a compiler might crash on or a typo would silently key. For names a
+  /// user types (--arch); a device's own arch goes through parse() (a new GPU still runs).
+  /// Errors: std::invalid_argument naming the value and listing the known processors.
+  static ArchInfo parse_known(std::string_view arch);
+
   /// The setting of target feature `f` ("xnack", "sramecc") in this target ID: true (+), false (-),
   /// nullopt when the ID leaves it unspecified ("any").
   std::optional<bool> feature(std::string_view f) const;
@@ -40,6 +47,14 @@ struct ArchInfo {
   /// `gfx942:sramecc+:xnack-`; `gfx942:xnack-` does not accept `gfx942:xnack+`). NVIDIA: equal names.
   bool accepts(const ArchInfo& device) const;
 };
+
+/// The processors this tool knows, in order: NVIDIA compute capabilities as `sm_XY` (each also
+/// with NVRTC's `a` / `f` suffix from sm_90 on) and AMD gfx processors (which take target features).
+/// Thread-safe (static table).
+std::span<const std::string_view> known_processors() noexcept;
+
+/// known_processors() joined by ", " for messages.
+std::string known_processors_list();
 
 /// What the timing protocol and the resource rules need to know about one AMD processor that the
 /// device does not report (hipDeviceProp_t::l2CacheSize is the L2 only). One row per processor;

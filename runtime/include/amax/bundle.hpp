@@ -44,24 +44,50 @@ struct BundleEntry {
   std::string file;           ///< file name inside the bundle directory
 };
 
-/// Writes a bundle directory. Not thread-safe (one writer per directory).
+class Bundle;
+
+/// Writes a bundle directory as a whole: code objects and the index go to a temporary sibling
+/// directory (".<name>.tmp-<pid>"), which finish() puts in the place of `dir`; a writer destroyed
+/// without finish() (an error, a failed compile) removes it, so a failed run leaves `dir` as it was
+/// and never a half-written bundle. Not thread-safe (one writer per directory).
 class BundleWriter {
  public:
-  /// Creates `dir` (mode 0755 directories: a bundle is installed for every user) and removes an
-  /// index.json left there. Errors: std::runtime_error naming the directory.
+  /// Checks that `dir` is absent, empty or a bundle (index.json and *.bin files only: what
+  /// finish() may replace) and creates the temporary directory (mode 0755: a bundle is installed
+  /// for every user). Errors: std::runtime_error naming the directory and, for a directory that
+  /// is not a bundle, the first file that is not a bundle's.
   explicit BundleWriter(std::filesystem::path dir);
+  /// Removes the temporary directory unless finish() put it in place.
+  ~BundleWriter();
+  BundleWriter(const BundleWriter&) = delete;
+  BundleWriter& operator=(const BundleWriter&) = delete;
+
   /// Adds a code object for (config, dtype) compiled for `arch` by `compiler`; the file is written
   /// now (mode 0644). A second entry for the same kernel and arch replaces the first.
   /// Errors: std::runtime_error naming the file.
   void add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
            const std::vector<char>& binary);
-  /// Writes index.json (to a temporary file, then renamed into place). Errors: std::runtime_error.
+  /// Adds entry `e` of the opened bundle `from` unchanged, with its code object read and verified
+  /// (Bundle::read: size, SHA-256, template hash of this build). Errors: std::runtime_error with
+  /// Bundle::read's reason.
+  void add_copy(const Bundle& from, const BundleEntry& e);
+  /// Adds the entries of `other`, a bundle directory another BundleWriter of this process (or a
+  /// child of it) has just finished (its index is trusted, not checked under the trust rule),
+  /// moving its code objects here; `other` is removed. Errors: std::runtime_error naming the file.
+  void absorb(const std::filesystem::path& other);
+  /// Writes index.json and puts the bundle in the place of `dir` (an existing bundle there is
+  /// swapped out atomically with renameat2(RENAME_EXCHANGE), then deleted). Errors:
+  /// std::runtime_error naming the path; `dir` is then as it was.
   void finish(const std::string& tool_version);
   const std::vector<BundleEntry>& entries() const noexcept { return entries_; }
+  /// The directory being written (the temporary one until finish(), then `dir`).
+  const std::filesystem::path& staging() const noexcept { return tmp_; }
 
  private:
-  std::filesystem::path dir_;
+  void add_entry(BundleEntry e);
+  std::filesystem::path dir_, tmp_;
   std::vector<BundleEntry> entries_;
+  bool finished_ = false;
 };
 
 /// A bundle opened for reading. Thread-safety: all const methods may be called concurrently.
@@ -73,15 +99,19 @@ class Bundle {
   static std::unique_ptr<Bundle> open(const std::filesystem::path& dir, std::string* warning);
   ~Bundle();
 
-  /// The entry for (config's kernel, dtype) on `arch` (matched on the arch name; features of a
-  /// target ID must match too), or nullptr.
+  /// The entry for (config's kernel, dtype) that device `arch` can load, or nullptr: the entry
+  /// compiled for exactly `arch` (an AMD device's full target ID, e.g. `gfx942:sramecc+:xnack-`)
+  /// first, else one whose target ID serves it (bundle_serves: `gfx942` compiled with xnack and
+  /// sramecc "any" serves `gfx942:sramecc+:xnack+`).
   const BundleEntry* find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const;
   /// The verified code object of `e` for `arch`: nullopt with *why naming the entry and the
-  /// problem when the arch or template hash differs from this build's, or the file is missing,
-  /// refused by the trust rule, truncated or modified (size or SHA-256 mismatch).
+  /// problem when `e` cannot serve `arch` (bundle_serves) or its template hash differs from this
+  /// build's, or the file is missing, refused by the trust rule, truncated or modified (size or
+  /// SHA-256 mismatch).
   std::optional<std::vector<char>> read(const BundleEntry& e, const ArchInfo& arch, std::string* why) const;
-  /// The compiler of this bundle's entries for `arch` ("" when it has none): the identity the
-  /// database's rows are checked against when the JIT compiler is not installed.
+  /// The compiler of this bundle's entries for `arch` ("" when it has none; the entries for
+  /// exactly `arch` first, else those that serve it): the identity the database's rows are
+  /// checked against when the JIT compiler is not installed.
   std::string compiler_for(const ArchInfo& arch) const;
   const std::vector<BundleEntry>& entries() const noexcept { return entries_; }
   const std::filesystem::path& path() const noexcept { return path_; }
@@ -93,6 +123,12 @@ class Bundle {
   std::vector<BundleEntry> entries_;
   std::unique_ptr<Dir> dir_;
 };
+
+/// Whether a code object compiled for `entry_arch` (a bundle entry's arch) loads on a device of
+/// `device`: equal names, or an AMD target ID whose processor is the device's and whose specified
+/// features (sramecc, xnack) the device has (ArchInfo::accepts: `gfx942` serves every gfx942,
+/// `gfx942:sramecc+:xnack-` only a device reporting those). False for an unparsable name. Pure.
+bool bundle_serves(std::string_view entry_arch, const ArchInfo& device);
 
 /// The bundle the runtime uses: $AMAX_TUNE_BUNDLE when set ("" disables: returns nullopt), else
 /// the bundle installed with the library (<prefix>/share/amax-tune/kernels.bundle, found relative

@@ -98,7 +98,10 @@ class KernelCache {
   /// Errors: CompileError, BackendError.
   const LoadedKernel& get(const KernelConfig& config, DType dtype);
   /// The loaded kernel if it is loaded or can be loaded from the bundle (no compile, no kernel-cache
-  /// read: usable during graph capture), else nullptr. Errors: BackendError.
+  /// read: usable during graph capture), else nullptr. The bundle entry is the one for the device's
+  /// exact arch (AMD: its full target ID) or else one that serves it (Bundle::find); an entry that
+  /// is refused (Bundle::read) or that the driver cannot load gives one warning and nullptr (the
+  /// caller compiles instead). Errors: none beyond bad_alloc.
   const LoadedKernel* get_bundled(const KernelConfig& config, DType dtype);
   /// Loads a binary built elsewhere (e.g. compiled in parallel by build_kernel); returns the
   /// existing entry when that kernel is already loaded. Errors: BackendError.
