@@ -59,7 +59,7 @@ configure_and_build() {  # $1: the log suffix
   if pbd=$("$PY" -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null); then
     py=(-Dpybind11_DIR="$pbd" -DPython3_EXECUTABLE="$(command -v "$PY")")
   else
-    say "no pybind11 for $PY: the Python extension is not built"
+    say "$PY cannot import pybind11: configuring without -Dpybind11_DIR (configure.log says whether the Python package is built)"
   fi
   cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release "${shim[@]}" "${py[@]}" > "$R/configure$1.log" 2>&1 ||
     { tail -20 "$R/configure$1.log"; return 1; }
