@@ -136,12 +136,7 @@ try:
     print("pybind11", pybind11.__version__)
 except ImportError:
     problems.append("pybind11 is not importable (pip install pybind11, or Debian python3-pybind11)")
-try:
-    import setuptools
-    if tuple(int(p) for p in setuptools.__version__.split(".")[:2]) < (70, 1):
-        import wheel  # older setuptools build wheels through the wheel package
-except ImportError as e:
-    problems.append("setuptools (>= 70.1, or older with wheel) is missing: %s" % e)
+# (no setuptools / wheel check: python/amax_tune_build.py, pip's backend, needs neither)
 try:
     import torch
     print("torch", torch.__version__, "cuda", torch.version.cuda, "device:",
