@@ -21,8 +21,9 @@ struct CmdResult {
   std::string out;  // stdout and stderr together
 };
 
-CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1";
+// Runs amax-tune with `args` (and `env`, "NAME=value ...", before it), stdout and stderr together.
+CmdResult run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -494,6 +495,22 @@ TEST_F(Cli, BundleRefusesUnknownProcessorsBeforeAnyCompileAndLeavesNothingBehind
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_TRUE(has(r.out, "it exists and is not a kernel bundle (it holds todo.txt)")) << r.out;
   EXPECT_EQ(slurp(dir / "notes" / "todo.txt"), "mine\n");
+}
+
+// A compiler that crashes while compiling (hipRTC 5.2's comgr aborts on processors it does not
+// know; here a library in NVRTC's shape that aborts in nvrtcCompileProgram) is a failed run: exit 1
+// naming the compiler and the signal, and no output (no directory, no temporary one).
+TEST_F(Cli, BundleWithACrashingCompilerFailsAndWritesNothing) {
+  const auto out = dir / "k.bundle";
+  const CmdResult r = run("bundle --arch sm_90 -o " + out.string(),
+                          "AMAX_TUNE_NVRTC_LIBRARY=" + std::string(AMAX_TEST_CRASHING_NVRTC));
+  if (has(r.out, "this build has no nvidia backend")) GTEST_SKIP() << r.out;
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: nvrtc 13.0 crashed compiling for sm_90 (Aborted); nothing was written to " +
+                         out.string()))
+      << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(fs::is_empty(dir)) << "left behind in " << dir;
 }
 
 // --update keeps the other arches' entries of the bundle at -o; --from copies an arch's entries
