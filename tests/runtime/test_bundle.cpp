@@ -5,12 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <span>
+#include <stdexcept>
+#include <utility>
+
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "amax/backend.hpp"
 #include "amax/bundle.hpp"
 #include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
@@ -204,6 +211,14 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
   std::vector<std::string> expected;
   if (have_compiler(Vendor::nvidia)) expected = {"sm_80", "sm_90", "sm_100"};
   if (have_compiler(Vendor::amd)) expected.push_back("gfx90a");
+  // and every arch the report lists as compiled or copied (gfx942 with ROCm 5.7's hipRTC, gfx950
+  // from the ROCm 6.4 root: scripts/bundle-amd.sh)
+  std::istringstream lines(report);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto colon = line.find(": "); colon != std::string::npos && line.find(" kernels ", colon) != std::string::npos &&
+                                            std::isdigit(static_cast<unsigned char>(line[colon + 2])) &&
+                                            std::find(expected.begin(), expected.end(), line.substr(0, colon)) == expected.end())
+      expected.push_back(line.substr(0, colon));
   const auto tdb = db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly);
   for (const auto& a : expected) {
     const auto arch = ArchInfo::parse(a);
@@ -257,5 +272,148 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
   for (const auto& e : b->entries()) bytes += e.size;
   std::printf("release bundle: %zu code objects, %llu bytes\n%s", b->entries().size(),
               static_cast<unsigned long long>(bytes), report.c_str());
+}
+#endif
+
+#ifdef AMAX_TEST_BUNDLE
+namespace {
+
+// Stands in for HipBackend where no AMD GPU is: reports `arch` as the device's target ID (what
+// HipBackend reads from hipDeviceProp_t::gcnArchName) and records the code objects and entry
+// points the kernel cache asks for; with `refuse`, loading fails as hipModuleLoadData does for a
+// code object the runtime cannot load. The kernel cache calls nothing else.
+class ModuleRecordingBackend final : public Backend {
+ public:
+  ModuleRecordingBackend(std::string arch, bool refuse) : refuse_(refuse) {
+    info_.arch = std::move(arch);
+    info_.name = "AMD Instinct MI300X (no device: test backend)";
+    info_.wave_size = 64;
+  }
+  std::vector<std::vector<char>> loaded;
+  std::vector<std::string> functions;
+
+  Vendor vendor() const noexcept override { return Vendor::amd; }
+  const DeviceInfo& device() const noexcept override { return info_; }
+  std::unique_ptr<Module> load_module(std::span<const char> binary) override {
+    if (refuse_) throw BackendError("hipModuleLoadData", 209, "hipModuleLoadData failed: no kernel image is available");
+    loaded.emplace_back(binary.begin(), binary.end());
+    return std::make_unique<Recorded>(this);
+  }
+  void launch(FunctionHandle, std::uint32_t, std::uint32_t, StreamHandle, void**) override { unused(); }
+  void memset32_async(void*, std::uint32_t, std::size_t, StreamHandle) override { unused(); }
+  void* allocate(std::size_t) override { unused(); }
+  void release(void*) noexcept override {}
+  void copy_to_device(void*, const void*, std::size_t) override { unused(); }
+  void copy_to_host(void*, const void*, std::size_t) override { unused(); }
+  void copy_device_async(void*, const void*, std::size_t, StreamHandle) override { unused(); }
+  StreamOwner stream_owner(StreamHandle) override { unused(); }
+  int memory_device(const void*) noexcept override { return -1; }
+  StreamHandle create_stream() override { unused(); }
+  void destroy_stream(StreamHandle) noexcept override {}
+  void synchronize(StreamHandle) override { unused(); }
+  bool is_capturing(StreamHandle) override { unused(); }
+  EventHandle create_event() override { unused(); }
+  void destroy_event(EventHandle) noexcept override {}
+  void record(EventHandle, StreamHandle) override { unused(); }
+  float elapsed_ms(EventHandle, EventHandle) override { unused(); }
+  void begin_capture(StreamHandle) override { unused(); }
+  GraphExecHandle end_capture(StreamHandle) override { unused(); }
+  void launch_graph(GraphExecHandle, StreamHandle) override { unused(); }
+  void destroy_graph(GraphExecHandle) noexcept override {}
+
+ private:
+  struct Recorded final : Module {
+    explicit Recorded(ModuleRecordingBackend* b) : b(b) {}
+    FunctionHandle function(const std::string& name) const override {
+      b->functions.push_back(name);
+      return reinterpret_cast<FunctionHandle>(b->functions.size());
+    }
+    ModuleRecordingBackend* b;
+  };
+  [[noreturn]] static void unused() { throw std::logic_error("the kernel cache does not launch or allocate"); }
+  DeviceInfo info_;
+  bool refuse_;
+};
+
+}  // namespace
+
+// The runtime's choice between the bundle and JIT for an MI300X (gfx942), made by the kernel
+// cache from the device's target ID as the HIP backend reports it, with the build's real release
+// bundle (its gfx942 entries compiled by ROCm 5.7's hipRTC) and this process's real hipRTC:
+// - the MI300X default `gfx942:sramecc+:xnack-` gets the entry compiled for exactly that ID;
+// - `gfx942:sramecc+:xnack+` (HSA_XNACK=1) and `gfx942:sramecc-:xnack-` get the plain `gfx942`
+//   entry (xnack and sramecc "any": it loads on both);
+// - a kernel the bundle lacks, and a bundled one the driver refuses, are JIT-compiled (here with a
+//   hipRTC that knows gfx942: origin JIT; with ROCm 5.2's: its refusal naming gfx942).
+TEST(BundleLookup, Gfx942DeviceGetsTheEntryOfItsTargetIdElseThePlainOneElseJit) {
+  std::string warning;
+  const std::shared_ptr<const Bundle> b = Bundle::open(AMAX_TEST_BUNDLE, &warning);
+  ASSERT_TRUE(b) << warning;
+  const auto mi300x = ArchInfo::parse("gfx942:sramecc+:xnack-");
+  const KernelConfig def = builtin_default(mi300x, DType::bf16, std::uint64_t{1} << 20);
+  ASSERT_EQ(def.strategy, Strategy::two_stage);
+  const BundleEntry* exact = b->find(def, DType::bf16, mi300x);
+  if (!exact || exact->arch != mi300x.name)
+    GTEST_SKIP() << "the build's bundle has no gfx942:sramecc+:xnack- entries: they are compiled with the ROCm 5.7 "
+                    "hipRTC (bash scripts/fetch-rocm.sh, then reconfigure); "
+                 << AMAX_TEST_BUNDLE;
+  const auto compiler = std::shared_ptr<const JitCompiler>(make_compiler(Vendor::amd));
+  struct Case {
+    const char* device;
+    const char* entry_arch;
+  } cases[] = {{"gfx942:sramecc+:xnack-", "gfx942:sramecc+:xnack-"},
+               {"gfx942:sramecc+:xnack+", "gfx942"},
+               {"gfx942:sramecc-:xnack-", "gfx942"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.device);
+    ModuleRecordingBackend be(c.device, false);
+    KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
+    const LoadedKernel& k = kc.get(def, DType::bf16);
+    EXPECT_EQ(k.origin, KernelOrigin::bundle);
+    const BundleEntry* e = b->find(def, DType::bf16, ArchInfo::parse(c.device));
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->arch, c.entry_arch);
+    EXPECT_EQ(e->compiler.rfind("hiprtc 5.7.", 0), 0u) << e->compiler;
+    std::string why;
+    const auto bytes = b->read(*e, ArchInfo::parse(c.device), &why);
+    ASSERT_TRUE(bytes) << why;
+    ASSERT_EQ(be.loaded.size(), 1u);
+    EXPECT_EQ(be.loaded[0], *bytes);
+    EXPECT_EQ(be.functions, (std::vector<std::string>{kernel_name(def, DType::bf16),
+                                                      finish_kernel_name(def, DType::bf16)}));
+    std::printf("[ lookup ] device %s: %s from the bundle entry for %s (%s)\n", c.device, def.label().c_str(),
+                e->arch.c_str(), e->compiler.c_str());
+  }
+  // A gfx950 device is never served a gfx942 entry.
+  const BundleEntry* other = b->find(def, DType::bf16, ArchInfo::parse("gfx950:sramecc+:xnack-"));
+  EXPECT_TRUE(!other || ArchInfo::parse(other->arch).processor == "gfx950") << other->arch;
+  // JIT: a kernel of the space the bundle lacks, and the bundled default when the driver refuses it.
+  KernelConfig lacking = def;
+  lacking.threads = 128;
+  lacking.unroll = 1;
+  ASSERT_EQ(b->find(lacking, DType::bf16, mi300x), nullptr) << lacking.label();
+  for (const auto& [config, refuse] : {std::pair{lacking, false}, std::pair{def, true}}) {
+    SCOPED_TRACE(config.label() + (refuse ? " (driver refuses the bundled code object)" : " (not bundled)"));
+    ModuleRecordingBackend be(mi300x.name, refuse);
+    KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
+    EXPECT_EQ(kc.get_bundled(config, DType::bf16), nullptr);
+    if (compiler->unsupported(mi300x)) {
+      // ROCm 5.2's hipRTC (the build's own): the JIT is tried and refuses gfx942 by name.
+      try {
+        (void)kc.get(config, DType::bf16);
+        ADD_FAILURE() << "compiled for gfx942 with " << compiler->version();
+      } catch (const std::invalid_argument& x) {
+        EXPECT_NE(std::string(x.what()).find("cannot compile for gfx942"), std::string::npos) << x.what();
+      }
+    } else if (!refuse) {
+      const LoadedKernel& k = kc.get(config, DType::bf16);
+      EXPECT_EQ(k.origin, KernelOrigin::jit);
+      EXPECT_GT(k.compile_ms, 0);
+      std::printf("[ lookup ] %s not bundled: JIT-compiled for %s by %s in %.0f ms\n", config.label().c_str(),
+                  mi300x.name.c_str(), compiler->version().c_str(), k.compile_ms);
+      ASSERT_EQ(be.loaded.size(), 1u);
+      EXPECT_EQ(std::string(be.loaded[0].data(), 4), "\x7f" "ELF");
+    }
+  }
 }
 #endif
