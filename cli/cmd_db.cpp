@@ -164,7 +164,7 @@ int run_merge(const DbArgs& a) {
 // Every row of a text dump names a real variant: its arch parses and its label is valid for that
 // arch and dtype (the database layer treats both as opaque text): a KernelConfig for single-tensor
 // rows, a MultiConfig ("multi.*") for the multi-tensor rows "group_winner" / "group_trial".
-// UsageError naming the line.
+// std::runtime_error naming the file and line (a bad input file is a failed run, exit 1).
 void validate_dump_rows(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -185,25 +185,25 @@ void validate_dump_rows(const std::string& path) {
       const std::string label = row["label"].get<std::string>();
       const bool group = row.contains("row") && row["row"].is_string() && row["row"].get<std::string>().starts_with("group_");
       if (group != MultiConfig::is_multi_label(label))
-        throw UsageError(fmt::format("{}: a {} row needs a {} variant, not '{}'", where, group ? "multi-tensor" : "single-tensor",
+        throw std::runtime_error(fmt::format("{}: a {} row needs a {} variant, not '{}'", where, group ? "multi-tensor" : "single-tensor",
                                      group ? "multi-tensor (multi.*)" : "single-tensor", label));
       const auto why = group ? MultiConfig::parse(label).validate(arch, *dtype) : KernelConfig::parse(label).validate(arch, *dtype);
-      if (why) throw UsageError(fmt::format("{}: variant not valid: {}", where, *why));
+      if (why) throw std::runtime_error(fmt::format("{}: variant not valid: {}", where, *why));
       if (group)
         for (const char* f : {"largest_bytes", "total_bytes"})
           if (row.contains(f) && row[f].is_number_unsigned() && row[f].get<std::uint64_t>() % info(*dtype).bytes)
-            throw UsageError(fmt::format("{}: {} = {} is not a whole number of {}-byte {} elements", where, f,
+            throw std::runtime_error(fmt::format("{}: {} = {} is not a whole number of {}-byte {} elements", where, f,
                                          row[f].get<std::uint64_t>(), info(*dtype).bytes, to_string(*dtype)));
       // The tuner records amax-only variants; the runtime adds the epilogue a call asks for.
       const bool fused = group ? MultiConfig::parse(label).epilogue != Epilogue::amax
                                : KernelConfig::parse(label).epilogue != Epilogue::amax;
       if (fused)
-        throw UsageError(fmt::format("{}: '{}' is a fused (.scale) variant; databases hold amax-only variants (the "
+        throw std::runtime_error(fmt::format("{}: '{}' is a fused (.scale) variant; databases hold amax-only variants (the "
                                      "runtime adds the scale epilogue to the entry it chooses)", where, label));
     } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("{}: {}", where, e.what()));
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
     } catch (const nlohmann::json::exception& e) {
-      throw UsageError(fmt::format("{}: {}", where, e.what()));
+      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
     }
   }
 }
@@ -235,7 +235,7 @@ void add_db_commands(CLI::App& app) {
     refuse_same_file(im->out, im->a, "the text dump being imported");
     validate_dump_rows(im->a);
     std::ifstream in(im->a);
-    db::TuningDb::load_text(in, im->out);
+    db::TuningDb::load_text(in, im->out, im->a);
     auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
     std::cout << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n", db.winners().size(),
                              db.group_winners().size(), im->out);

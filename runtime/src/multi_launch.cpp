@@ -10,15 +10,20 @@
 
 namespace amax {
 
-std::optional<MultiListError> sort_multi_list(const amax_tensor_t* t, std::size_t count, bool check_pointers,
-                                              MultiList& out) {
-  for (auto& v : out.tensors) v.clear();
-  out.shapes = {};
+std::optional<MultiListError> check_multi_list_array(const amax_tensor_t* t, std::size_t count) {
   if (count && !t) return MultiListError{AMAX_STATUS_NULL_POINTER, fmt::format("tensors is NULL with count = {}", count)};
   if (count > kMultiMaxTensors)
     return MultiListError{AMAX_STATUS_INVALID_ARGUMENT,
                           fmt::format("count = {} tensors exceeds the limit of {} (2^24 - 1) per call", count,
                                       kMultiMaxTensors)};
+  return std::nullopt;
+}
+
+std::optional<MultiListError> sort_multi_list(const amax_tensor_t* t, std::size_t count, bool check_pointers,
+                                              MultiList& out) {
+  for (auto& v : out.tensors) v.clear();
+  out.shapes = {};
+  if (auto e = check_multi_list_array(t, count)) return e;
   for (std::size_t i = 0; i < count; ++i) {
     const auto d = from_c(t[i].dtype);
     if (!d)

@@ -16,6 +16,23 @@ std::optional<MultiListError> sort(std::vector<amax_tensor_t> t, bool pointers =
 const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 }  // namespace
 
+// The check every multi-tensor entry point makes before anything reads an entry (a prepared-list
+// lookup included): it looks at the array pointer and the count only.
+TEST(MultiList, TheArrayIsCheckedBeforeAnyEntryIsRead) {
+  auto e = check_multi_list_array(nullptr, 8);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(e->message, "tensors is NULL with count = 8");
+  EXPECT_FALSE(check_multi_list_array(nullptr, 0));
+  // One real entry and a count past the limit: refused without reading past the entry.
+  const amax_tensor_t one{at(0x1000), 4, AMAX_DTYPE_FP32};
+  e = check_multi_list_array(&one, kMultiMaxTensors + 1);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(e->message, "count = 16777216 tensors exceeds the limit of 16777215 (2^24 - 1) per call");
+  EXPECT_FALSE(check_multi_list_array(&one, 1));
+}
+
 TEST(MultiList, EachBadInputHasItsStatusAndAMessageNamingIndexAndValue) {
   MultiList l;
   auto e = sort_multi_list(nullptr, 5, true, l);

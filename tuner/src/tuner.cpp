@@ -53,10 +53,9 @@ class Session {
   void run() {
     const auto t0 = Clock::now();
     Vendor vendor = ArchInfo::parse(o_.arch).vendor;
-    // An existing database is checked first (cheap, and a damaged one is reported even where
-    // the device is missing); a new one is only created once there is a device to tune.
-    std::error_code ec;
-    if (std::filesystem::exists(o_.db_path, ec)) open_db();
+    // The database is checked first without changing it (cheap, and a problem is reported even
+    // where the device is missing); it is opened for writing only once the device checks passed.
+    check_db();
     if (device_count(vendor) <= o_.device)
       throw TuneError(fmt::format("no {} device {} to tune for --arch {}: {}", to_string(vendor), o_.device, o_.arch,
                                   device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
@@ -77,7 +76,7 @@ class Session {
     current_.timing_protocol = o_.protocol.describe();
     current_multi_ = current_;
     current_multi_.template_hash = multi_template_hash();
-    if (!db_) open_db();
+    open_db();
     plan_keys();
     plan_groups();
     if (work_.empty() && group_work_.empty()) {
@@ -91,25 +90,55 @@ class Session {
   }
 
  private:
-  void open_db() {
-    // A database that cannot be written (read-only HOME in a container) degrades to an
-    // in-memory copy with one warning: the run still measures and reports (--json keeps it).
-    db::OpenOptions opts;
-    opts.memory_fallback = true;
+  // Read-only checks of the database: nothing is created, moved or written (an existing file is
+  // read as immutable where it has no -wal/-shm beside it, so that none appear). A damaged file
+  // is refused unless --rebuild (then open_db moves it aside), as are a newer schema and, unless
+  // db_in_memory, a file or directory this process cannot write.
+  void check_db() {
+    const std::string where = o_.db_path.string();
+    if (o_.rebuild_db && o_.db_in_memory)
+      throw TuneError("--rebuild moves a damaged database aside and --db-in-memory never writes it: give one of them");
+    if (!o_.db_in_memory)
+      if (const std::string why = db::TuningDb::write_problem(o_.db_path); !why.empty())
+        throw TuneError(fmt::format(
+            "cannot tune into the tuning database {}: {}; nothing was tuned. Make it writable, name another "
+            "database with --db FILE (or $AMAX_TUNE_DB), or tune without keeping the results with --db-in-memory "
+            "(--json FILE keeps the summary)", where, why));
+    std::error_code ec;
+    if (!std::filesystem::exists(o_.db_path, ec) || std::filesystem::file_size(o_.db_path, ec) == 0) return;
+    db::OpenOptions ro;
+    ro.immutable = !std::filesystem::exists(o_.db_path.string() + "-wal", ec) &&
+                   !std::filesystem::exists(o_.db_path.string() + "-shm", ec);
     try {
-      db_.emplace(db::TuningDb::open(o_.db_path, db::OpenMode::ReadWrite, opts));
+      (void)db::TuningDb::open(o_.db_path, db::OpenMode::ReadOnly, ro);
     } catch (const db::DbError& e) {
       if (e.kind() != db::ErrorKind::Corrupt || !o_.rebuild_db)
-        throw TuneError(fmt::format("cannot use the tuning database {}: {}", o_.db_path.string(), e.what()));
-      std::filesystem::path moved;
-      db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved));
-      progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
+        throw TuneError(fmt::format("cannot use the tuning database {}: {}", where, e.what()));
+      rebuild_ = true;
+    }
+  }
+
+  // Opens the database for the run (after check_db and the device checks): creates or migrates
+  // it, or moves a damaged one aside (--rebuild); with db_in_memory an in-memory copy.
+  void open_db() {
+    db::OpenOptions opts;
+    opts.memory_only = o_.db_in_memory;
+    try {
+      if (rebuild_) {
+        std::filesystem::path moved;
+        db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved, opts));
+        progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
+      } else {
+        db_.emplace(db::TuningDb::open(o_.db_path, db::OpenMode::ReadWrite, opts));
+      }
+    } catch (const db::DbError& e) {
+      throw TuneError(fmt::format("cannot use the tuning database {}: {}", o_.db_path.string(), e.what()));
     }
     if (std::string w = trust::database_warning("tuning database", o_.db_path); !w.empty()) log().warn("{}", w);
     report_.db_in_memory = db_->in_memory();
     if (report_.db_in_memory)
-      progress(fmt::format("{} cannot be written: results are kept in memory only for this run (use --db or "
-                           "$AMAX_TUNE_DB to name a writable file; --json saves the summary)", o_.db_path.string()));
+      progress(fmt::format("--db-in-memory: {} is not written; results are kept in memory only for this run "
+                           "(--json FILE saves the summary)", o_.db_path.string()));
   }
 
   // Which keys to measure, and which are already done (resumed).
@@ -483,6 +512,7 @@ class Session {
   std::optional<GroupTuneContext> group_ctx_;
   std::map<std::string, std::string> multi_build_errors_;
   std::optional<db::TuningDb> db_;
+  bool rebuild_ = false;  // check_db found the file damaged and --rebuild was given
   std::vector<std::pair<DType, std::uint64_t>> work_;
   std::map<DType, std::vector<KernelConfig>> cands_;
   std::map<std::string, std::string> build_errors_;

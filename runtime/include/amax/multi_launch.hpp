@@ -39,8 +39,14 @@ struct MultiList {
   std::array<GroupShape, kDTypeCount> shapes;
 };
 
-/// Checks a C API list and sorts it into `out` (its storage reused): tensors NULL with count > 0
-/// (NULL_POINTER), count above kMultiMaxTensors (INVALID_ARGUMENT), then per tensor in index order
+/// Checks a C API list's array itself, before any of its entries is read: tensors NULL with
+/// count > 0 (NULL_POINTER, "tensors is NULL with count = 8"), count above kMultiMaxTensors
+/// (INVALID_ARGUMENT). Every multi-tensor entry point runs it first, also before a prepared-list
+/// lookup compares the entries. Returns the problem, else nullopt. Thread-safe (pure).
+std::optional<MultiListError> check_multi_list_array(const amax_tensor_t* tensors, std::size_t count);
+
+/// Checks a C API list and sorts it into `out` (its storage reused): check_multi_list_array,
+/// then per tensor in index order
 /// its dtype (UNKNOWN_DTYPE), n above kMultiMaxElements (INVALID_ARGUMENT) and, when
 /// `check_pointers`, data NULL with n > 0 (NULL_POINTER) or not aligned to the element size
 /// (MISALIGNED_POINTER). Returns the first problem, else nullopt. Thread-safe (pure).
