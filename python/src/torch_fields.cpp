@@ -15,6 +15,10 @@
 
 #include <cstdint>
 
+#ifndef AMAX_TORCH_VERSION  // (CMake's compile check builds it without; the package then never uses it)
+#define AMAX_TORCH_VERSION ""
+#endif
+
 namespace {
 
 // The dtype code of a supported scalar type, or -1.
