@@ -33,7 +33,7 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   {
     TuningDb db = TuningDb::open(p);
     EXPECT_EQ(db.schema_version(), 4);
-    EXPECT_EQ(TuningDb::kSchemaVersion, 4);
+    EXPECT_EQ(TuningDb::kSchemaVersion, 5);
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
