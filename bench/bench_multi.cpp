@@ -156,7 +156,7 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     // the multi call also prepares that slice's list for the eager multi call (a repeated list is
     // served prepared), and one fused call per slice prepares its fused list, so both eager
     // contenders are timed as a training step repeats its list (the first call of a list also
-    // validates, splits and packs it: README "Repeated lists are served prepared").
+    // validates, splits and packs it: docs/api.md "Repeated lists are served prepared").
     std::set<const void*> seen;
     for (;;) {
       const void* in = inputs.next(g.bytes(), false);

@@ -285,6 +285,18 @@ class Context {
           "amax_and_scale");
   }
 
+  // amax_and_scale with the caller's workspace (device pointer, bytes): the custom op's body.
+  void amax_and_scale_with_workspace(std::uintptr_t input, int dtype, std::uint64_t n, int format, float max,
+                                     float epsilon, bool force_pow2, bool nan_propagates, std::uintptr_t amax_out,
+                                     std::uintptr_t scale_out, std::uintptr_t scale_inv_out, std::uintptr_t workspace,
+                                     std::size_t workspace_bytes, std::uintptr_t stream) {
+    const amax_scale_options_t o = scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_and_scale");
+    check(::amax_and_scale(ctx_, to_ptr(input), to_dtype(dtype), n, &o, static_cast<float*>(to_ptr(amax_out)),
+                           static_cast<float*>(to_ptr(scale_out)), static_cast<float*>(to_ptr(scale_inv_out)),
+                           to_ptr(workspace), workspace_bytes, to_ptr(stream)),
+          "amax_and_scale");
+  }
+
   void set_workspace_allocator(py::object allocator) { allocator_ = std::move(allocator); }
 
   // Bytes of workspace held per stream handle (what compute() has allocated so far).
@@ -294,16 +306,18 @@ class Context {
     return m;
   }
 
-  void preload(const std::vector<int>& dtypes, const std::vector<std::uint64_t>& sizes) {
+  // amax_preload (scale: amax_preload_scale, amax_and_scale's fused kernels); blocking, without the GIL.
+  void preload(const std::vector<int>& dtypes, const std::vector<std::uint64_t>& sizes, bool scale) {
     std::vector<amax_dtype_t> d;
     d.reserve(dtypes.size());
     for (int code : dtypes) d.push_back(to_dtype(code));
     amax_status_t status;
     {
       py::gil_scoped_release unlocked;
-      status = amax_preload(ctx_, d.data(), d.size(), sizes.data(), sizes.size());
+      status = scale ? amax_preload_scale(ctx_, d.data(), d.size(), sizes.data(), sizes.size())
+                     : amax_preload(ctx_, d.data(), d.size(), sizes.data(), sizes.size());
     }
-    check(status, "amax_preload");
+    check(status, scale ? "amax_preload_scale" : "amax_preload");
   }
 
   // amax_explain, or amax_explain_scale (the fused call's variant) when `scale`.
@@ -365,6 +379,20 @@ class Context {
       return amax_multi_and_scale(ctx_, t_list.data(), t_list.size(), &o, a, s, si, to_ptr(w.ptr), w.bytes,
                                   to_ptr(stream));
     });
+  }
+
+  // amax_multi_and_scale with the caller's workspace (device pointer, bytes): the custom op's body.
+  void multi_and_scale_with_workspace(py::handle pointers, py::handle counts, py::handle dtypes, int format, float max,
+                                      float epsilon, bool force_pow2, bool nan_propagates, std::uintptr_t amax_out,
+                                      std::uintptr_t scale_out, std::uintptr_t scale_inv_out, std::uintptr_t workspace,
+                                      std::size_t workspace_bytes, std::uintptr_t stream) {
+    const amax_scale_options_t o =
+        scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_multi_and_scale");
+    build_list(pointers, counts, dtypes, t_list);
+    check(amax_multi_and_scale(ctx_, t_list.data(), t_list.size(), &o, static_cast<float*>(to_ptr(amax_out)),
+                               static_cast<float*>(to_ptr(scale_out)), static_cast<float*>(to_ptr(scale_inv_out)),
+                               to_ptr(workspace), workspace_bytes, to_ptr(stream)),
+          "amax_multi_and_scale");
   }
 
   // amax_multi_preload (scale: amax_multi_preload_scale) for a list's counts and dtypes; blocking,
@@ -529,8 +557,19 @@ and dtypes (codes, or one code for every tensor), each a list or tuple of ints, 
       .def("set_workspace_allocator", &Context::set_workspace_allocator, py::arg("allocator"),
            "allocator(nbytes, stream) -> (device pointer, None: kept for the context's life | owner: this call only)")
       .def("workspaces", &Context::workspaces, "{stream handle: workspace bytes held}")
-      .def("preload", &Context::preload, py::arg("dtypes"), py::arg("sizes"),
-           "amax_preload: load the kernels of every (dtype, size) pair before graph capture")
+      .def("preload", &Context::preload, py::arg("dtypes"), py::arg("sizes"), py::arg("scale") = false,
+           "amax_preload (scale=True: amax_preload_scale, amax_and_scale's fused kernels): load the kernels of "
+           "every (dtype, size) pair before graph capture")
+      .def("amax_and_scale_with_workspace", &Context::amax_and_scale_with_workspace, py::arg("input"), py::arg("dtype"),
+           py::arg("n"), py::arg("format"), py::arg("max"), py::arg("epsilon"), py::arg("force_pow2"),
+           py::arg("nan_propagates"), py::arg("amax_out"), py::arg("scale_out"), py::arg("scale_inv_out"),
+           py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
+           "amax_and_scale with the caller's workspace (device pointer, bytes); async on stream")
+      .def("multi_and_scale_with_workspace", &Context::multi_and_scale_with_workspace, py::arg("pointers"),
+           py::arg("counts"), py::arg("dtypes"), py::arg("format"), py::arg("max"), py::arg("epsilon"),
+           py::arg("force_pow2"), py::arg("nan_propagates"), py::arg("amax_out"), py::arg("scale_out"),
+           py::arg("scale_inv_out"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
+           "amax_multi_and_scale with the caller's workspace (device pointer, bytes); async on stream")
       .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), py::arg("scale") = false,
            "amax_explain (amax_explain_scale with scale=True) as a dict")
       .def("multi_workspace_size", &Context::multi_workspace_size, py::arg("counts"), py::arg("dtypes"),

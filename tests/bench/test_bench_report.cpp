@@ -1,6 +1,6 @@
 // The bench's host side on the CPU: TE's launch arithmetic, the targets check, the CSV and the
 // plots rendered by scripts/amax-tune-plot (python3 + matplotlib, as installed by
-// scripts/install-deps.sh) from the CSV the bench writes and from the committed docs/bench/bench.csv.
+// scripts/install-deps.sh) from the CSV the bench writes and from the committed docs/results/2026-12-02/bench.csv.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -236,7 +236,7 @@ TEST(RenderPlots, FromTheCsvTheBenchWrites) {
 TEST(RenderPlots, FromTheCommittedBenchCsv) {
   TempDir dir;
   std::string why;
-  const auto files = render_plots(AMAX_SOURCE_DIR "/docs/bench/bench.csv", dir.path, why);
+  const auto files = render_plots(AMAX_SOURCE_DIR "/docs/results/2026-12-02/bench.csv", dir.path, why);
   ASSERT_EQ(files.size(), 4u) << why;
   expect_png(dir.path / "speedup.png");
   expect_svg(dir.path / "stream_read.svg");

@@ -2,7 +2,7 @@
 // `gpu`): bit-exact with the finish kernel launched as a dependent (new data every call, so a
 // finish kernel that read the workspace before stage one wrote it would return the previous
 // call's answer), then the cold time of two_stage with and without it, and of self_reset, in
-// interleaved rounds. Prints the table for README "Programmatic dependent launch"; asserts only
+// interleaved rounds. Prints the table of docs/results/*.md, "Programmatic dependent launch"; asserts only
 // the answers.
 #include <gtest/gtest.h>
 

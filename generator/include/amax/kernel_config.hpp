@@ -142,8 +142,8 @@ struct KernelConfig {
 
   /// The field list: the one place the variant's fields are enumerated. The labels, label
   /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.
-  /// The epilogue is omissible: labels written before it existed (in databases, overrides, the
-  /// README) name the amax-only variant they always named, and a fused variant's label ends in
+  /// The epilogue is omissible: labels written before it existed (in databases, overrides,
+  /// documents) name the amax-only variant they always named, and a fused variant's label ends in
   /// `.scale` (`one_pass.t256.v8.u4.b8cu.scale`). `.amax` is not accepted: one label per variant.
   static constexpr auto fields() {
     return std::make_tuple(

@@ -58,7 +58,7 @@ class Module {
 };
 
 /// Which device (and, on CUDA, which context) a stream was created in: what the C API checks
-/// before it launches on a caller's stream (README "Several GPUs").
+/// before it launches on a caller's stream (docs/api.md, "Several GPUs").
 struct StreamOwner {
   int device = -1;           ///< ordinal of the stream's device; -1 where the API cannot tell
                              ///< (HIP before ROCm 6 has no hipStreamGetDevice)

@@ -106,7 +106,7 @@ std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, cons
 std::vector<std::vector<double>> final_pass(std::vector<VariantResult>& variants, const std::set<std::size_t>& fin,
                                             const TimingProtocol& protocol, SampleSource& source);
 
-/// The statistical tie rule (DESIGN.md section 5; README "Reproducible winners"). Two variants
+/// The statistical tie rule (DESIGN.md section 5; docs/tuning.md "Reproducible winners"). Two variants
 /// with per-call time samples a and b (one per batch) are tied when their medians differ by at
 /// most
 ///     max(margin x min(median_a, median_b),  z x sqrt(se_a^2 + se_b^2)),
