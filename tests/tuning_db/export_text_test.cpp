@@ -117,7 +117,7 @@ TEST_F(ExportTest, DumpTextExact) {
       R"("prov_compiler":"nvrtc 13.0","prov_template_hash":"a1b2c3d4","prov_tool_version":"0.1.0",)"
       R"("prov_timing_protocol":"warmup=10 batches=25 rotate=4xL2","prov_timestamp":"2026-11-30T02:51:00Z"})";
   const std::string expected =
-      std::string(R"({"format":"amax-tune-db","schema_version":5})") + "\n" +
+      std::string(R"({"format":"amax-tune-db","format_version":2,"schema_version":5})") + "\n" +
       R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","median_us":3.5,"gbps":1.25,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"atomic.t64","status":"compile_failed",)"
@@ -127,7 +127,7 @@ TEST_F(ExportTest, DumpTextExact) {
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","status":"ok","reason":"",)"
       R"("median_us":3.5,"spread_us":0.35,"samples":25,"gbps":1.25,"registers":32,"spill_bytes":0,)"
       R"("tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
-      prov + "\n";
+      prov + "\n" + R"({"end":"amax-tune-db","rows":{"winner":1,"trial":2,"group_winner":0,"group_trial":0}})" + "\n";
   EXPECT_EQ(out.str(), expected);
 }
 
@@ -167,7 +167,9 @@ TEST_F(ExportTest, DumpLoadRoundTripIsExact) {
   std::string line;
   std::vector<std::string> all;
   while (std::getline(lines, line)) all.push_back(line);
-  ASSERT_EQ(all.size(), 1u + 9u * (3u + 1u) + 2u);  // header, 9 x (sm_90 winner + 2 trials, gfx942 trial), key 5
+  ASSERT_EQ(all.size(), 1u + 9u * (3u + 1u) + 2u + 1u);  // header, 9 x (sm_90 winner + 2 trials, gfx942 trial), key 5, end
+  EXPECT_EQ(all.back(), R"({"end":"amax-tune-db","rows":{"winner":10,"trial":28,"group_winner":0,"group_trial":0}})");
+  all.pop_back();
   EXPECT_NE(all[1].find(R"({"row":"trial","arch":"gfx942","dtype":"bf16","n":1,)"), std::string::npos) << all[1];
   EXPECT_NE(all[2].find(R"({"row":"trial","arch":"gfx942","dtype":"bf16","n":1048576,)"), std::string::npos) << all[2];
   EXPECT_NE(all.back().find(R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":4611686018427387905,)"),
@@ -215,6 +217,11 @@ struct BadText {
 class LoadTextErrorTest : public TempDirTest, public ::testing::WithParamInterface<BadText> {};
 
 const std::string kHeader = "{\"format\":\"amax-tune-db\",\"schema_version\":3}\n";
+const std::string kHeader2 = "{\"format\":\"amax-tune-db\",\"format_version\":2,\"schema_version\":3}\n";
+std::string kEnd(int winners, int trials) {
+  return R"({"end":"amax-tune-db","rows":{"winner":)" + std::to_string(winners) + R"(,"trial":)" +
+         std::to_string(trials) + R"(,"group_winner":0,"group_trial":0}})" + "\n";
+}
 const std::string kWinner =
     R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"w","median_us":3.5,"gbps":1.25,)"
     R"("prov_device_name":"d","prov_arch":"sm_90","prov_cu_count":1,"prov_driver_version":"v","prov_compiler":"c",)"
@@ -222,6 +229,22 @@ const std::string kWinner =
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   return s.replace(s.find(from), from.size(), to);
+}
+
+// The input's name, when given, is what every message names (not the output).
+TEST_F(ExportTest, LoadTextErrorsNameTheInputFile) {
+  std::istringstream in(kHeader2 + kWinner + "\n");
+  const std::string msg = expect_db_error(ErrorKind::InvalidArgument,
+                                          [&] { TuningDb::load_text(in, file("out.db"), "dumps/in.jsonl"); });
+  EXPECT_EQ(msg.rfind("text dump 'dumps/in.jsonl', line 2: the end line", 0), 0u) << msg;
+  EXPECT_FALSE(fs::exists(file("out.db")));
+}
+
+// A dump with its end line loads; the counts of every row type are checked, the group ones too.
+TEST_F(ExportTest, LoadTextAcceptsTheEndLineWithMatchingCounts) {
+  std::istringstream in(kHeader2 + kWinner + "\n" + kEnd(1, 0));
+  TuningDb::load_text(in, file("ok.db"));
+  EXPECT_EQ(TuningDb::open(file("ok.db"), OpenMode::ReadOnly).winners().size(), 1u);
 }
 
 TEST_P(LoadTextErrorTest, NamesTheLineAndTheProblemAndWritesNothing) {
@@ -256,7 +279,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadText{"Duplicate", kHeader + kWinner + "\n" + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 3: duplicates line 2"},
         BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":6}\n", ErrorKind::FutureSchema,
-                "schema version 6, but this build of amax-tune understands versions 1 to 5"}),
+                "schema version 6, but this build of amax-tune understands versions 1 to 5"},
+        // Text format 2: the end line with the row counts is required and checked.
+        BadText{"CutShort", kHeader2 + kWinner + "\n", ErrorKind::InvalidArgument,
+                "line 2: the end line {\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after 1 rows: the dump is "
+                "cut short"},
+        BadText{"CutShortEmpty", kHeader2, ErrorKind::InvalidArgument, "line 1: the end line"},
+        BadText{"Miscounted", kHeader2 + kWinner + "\n" + kEnd(2, 0), ErrorKind::InvalidArgument,
+                "line 3: the end line states 2 winner rows, but the dump holds 1: rows were lost or added"},
+        BadText{"MiscountedTrials", kHeader2 + kWinner + "\n" + kEnd(1, 1), ErrorKind::InvalidArgument,
+                "line 3: the end line states 1 trial rows, but the dump holds 0"},
+        BadText{"UnknownCount", kHeader2 + kWinner + "\n" + R"({"end":"amax-tune-db","rows":{"winner":1,"loser":0}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: the end line counts an unknown row type \"loser\""},
+        BadText{"BadCount", kHeader2 + kWinner + "\n" + R"({"end":"amax-tune-db","rows":{"winner":-1}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: the end line's count of winner rows is -1 (expected a count)"},
+        BadText{"BadEndLine", kHeader2 + kWinner + "\n" + R"({"end":"other","rows":{}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: expected the end line"},
+        BadText{"RowAfterEnd", kHeader2 + kEnd(0, 0) + kWinner + "\n", ErrorKind::InvalidArgument,
+                "line 3: a line after the end line (line 2)"},
+        BadText{"FutureTextFormat", "{\"format\":\"amax-tune-db\",\"format_version\":3,\"schema_version\":4}\n",
+                ErrorKind::FutureSchema, "line 1: the dump has text format version 3, but this build of amax-tune "
+                "understands versions 1 to 2"},
+        BadText{"BadTextFormat", "{\"format\":\"amax-tune-db\",\"format_version\":\"2\",\"schema_version\":4}\n",
+                ErrorKind::InvalidArgument, "line 1: the header's format_version is \"2\" (expected a positive integer)"}),
     [](const ::testing::TestParamInfo<BadText>& info) { return std::string(info.param.name); });
 
 }  // namespace

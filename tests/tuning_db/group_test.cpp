@@ -360,8 +360,9 @@ TEST_F(GroupExportTest, DumpTextPutsGroupLinesAfterTheSingleOnesAndLoadsBack) {
   std::vector<std::string> lines;
   std::istringstream in(out.str());
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 7u);
-  EXPECT_EQ(lines[0], R"({"format":"amax-tune-db","schema_version":5})");
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], R"({"format":"amax-tune-db","format_version":2,"schema_version":5})");
+  EXPECT_EQ(lines[7], R"({"end":"amax-tune-db","rows":{"winner":1,"trial":2,"group_winner":1,"group_trial":2}})");
   EXPECT_EQ(lines[1].rfind(R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,)", 0), 0u) << lines[1];
   EXPECT_EQ(lines[3].rfind(R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256",)", 0), 0u);
   EXPECT_EQ(lines[4], R"({"row":"group_winner","arch":"sm_90","dtype":"fp16","tensors":4,"total_bytes":4096,)"

@@ -33,6 +33,7 @@ class MigrationTest : public TempDirTest {
   }
 };
 
+
 /// Every query of group rows answers with nothing (not an error).
 void expect_no_group_rows(const TuningDb& db) {
   const GroupKey k{"sm_90", DType::bf16, 4096, 128u << 20, 32u << 10};
