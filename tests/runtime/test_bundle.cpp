@@ -303,6 +303,8 @@ class ModuleRecordingBackend final : public Backend {
   void memset32_async(void*, std::uint32_t, std::size_t, StreamHandle) override { unused(); }
   void* allocate(std::size_t) override { unused(); }
   void release(void*) noexcept override {}
+  MappedHost allocate_mapped_host(std::size_t) override { unused(); }
+  void release_mapped_host(void*) noexcept override {}
   void copy_to_device(void*, const void*, std::size_t) override { unused(); }
   void copy_to_host(void*, const void*, std::size_t) override { unused(); }
   void copy_device_async(void*, const void*, std::size_t, StreamHandle) override { unused(); }
