@@ -372,6 +372,22 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "288 variants (60 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
+  EXPECT_TRUE(has(r.out, "left out: clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space"))
+      << r.out;
+  // clustered variants (issue 27): in sm_90's full space; on AMD the reason is listed
+  r = run("emit --list --full --arch sm_90 --dtype bf16");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "\nself_reset.t512.v8.u2.b4cu.c8\n")) << r.out.substr(0, 200);
+  r = run("emit --list --full --arch gfx942 --dtype bf16");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_FALSE(has(r.out, ".c8\n"));
+  EXPECT_TRUE(has(r.out, "left out: clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
+                         "(distributed shared memory); gfx942 (AMD) has none"))
+      << r.out;
+  r = run("emit --arch sm_90 --dtype bf16 --label self_reset.t512.v8.u2.b4cu.scale.c8");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "#define AMAX_CLUSTER 8\n"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_KERNEL_NAME amax_self_reset_t512_v8_u2_scale_c8_bf16\n"));
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 60);
