@@ -259,7 +259,7 @@ namespace {
 // amax_and_scale through the C++ API of a context created now (under whatever forcing variable
 // the caller set): n = 0, then for bf16 and fp32 one block, many blocks and a capped grid, direct
 // and from a graph captured once and replayed with new data. `what` names the case in failures.
-void api_and_graph_replay(const std::string& what) {
+void api_and_graph_replay(test::GpuEnv* env, const std::string& what) {
   Backend& b = *env->backend;
   std::mt19937_64 rng(std::random_device{}());
   const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
@@ -336,7 +336,7 @@ TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
   AMAX_REQUIRE_GPU();
   for (Strategy st : all_strategies()) {
     ForceStrategy force(st);
-    api_and_graph_replay(std::string(to_string(st)));
+    api_and_graph_replay(env, std::string(to_string(st)));
   }
 }
 
@@ -349,7 +349,7 @@ TEST(GpuScale, ClusteredLabelsThroughTheApiAndGraphReplay) {
   for (Strategy st : all_strategies()) {
     const std::string label = std::string(to_string(st)) + ".t512.v8.u2.b4cu.c8";
     ForceLabel force(label);
-    api_and_graph_replay(label);
+    api_and_graph_replay(env, label);
   }
 }
 
