@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "amax/file_access.hpp"
 #include "amax/paths.hpp"
 #include "commands.hpp"
 
@@ -36,6 +37,15 @@ void refuse_same_file(const std::filesystem::path& out, const std::filesystem::p
   if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))
     throw UsageError("the output " + out.string() + " is " + what + " (" + in.string() +
                      "): choose another output file");
+}
+
+std::string output_file_problem(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return "it is a directory";
+  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::exists(dir, ec)) return "its directory '" + dir.string() + "' does not exist";
+  if (!std::filesystem::is_directory(dir, ec)) return "'" + dir.string() + "' is not a directory";
+  return access_problem(dir, W_OK | X_OK, "its directory");
 }
 
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {

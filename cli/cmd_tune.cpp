@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "amax/db/merge.hpp"
+#include "amax/db/tuning_db.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/paths.hpp"
 #include "amax/render.hpp"
@@ -34,6 +35,7 @@ struct TuneArgs {
   unsigned jobs = 0;
   double budget = 0;
   bool retune = false, stale = false, rebuild = false, full = false, warm = false, quiet = false;
+  bool db_in_memory = false;
   bool sizes_given = false;
   std::string groups;  // "none" = no multi-tensor groups; not given: the default grid
   bool groups_given = false;
@@ -55,9 +57,9 @@ const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
-  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n", "dtype",
-                    "n", "winner", "us", "GB/s", "%ceil", "vs TE-at", "vs TE-2s", "vs atom", "vs 2stg", "vs 1pass",
-                    "vs self", "ties");
+  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+                    "dtype", "n", "winner", "GPU us", "GB/s", "%ceil", "L", "host us", "vs TE-at", "vs TE-2s", "vs atom",
+                    "vs 2stg", "vs 1pass", "vs self", "ties");
   for (const auto& k : r.keys) {
     if (k.resumed) {
       if (k.stored)
@@ -72,10 +74,10 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     }
     const auto& w = k.variants[k.winner];
     const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
-    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
                       to_string(k.dtype), k.n, w.label(), w.stats.median_us,
                       tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
-                      ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
+                      w.launches, w.host_us, ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
                       ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
                       ratio(k.best(Strategy::self_reset), w), fmt::format("{}{}", k.tie_set.size(), conf));
   }
@@ -110,10 +112,14 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                         fmt::format("{}{}", g.tie_set.size(), conf));
     }
     os << "group: TENSORSxN:DTYPE; vs dflt: the built-in multi-tensor default's time / winner's; thrd/warp: best of "
-          "each combine.\n";
+          "each combine ('-': no variant of it timed; where no tensor is cut between blocks the combine never runs\n"
+          "and one variant stands for both, as for variants whose launches are identical on the group).\n";
   }
-  os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
-                    "(below 1.00x: X is statistically tied with the winner, which has fewer launches or less spread).\n"
+  os << fmt::format("GPU us: GPU time per call (batches held behind a gate kernel until fully enqueued); L: launches "
+                    "per call; host us: the host's enqueue cost per call.\n"
+                    "%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
+                    "(below 1.00x: X is statistically tied with the winner, which has fewer launches, less host cost or "
+                    "less spread).\n"
                     "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self: best of "
                     "each strategy (self = self_reset).\nties: size of the winner's tie set; c: confirmed by a second "
                     "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
@@ -144,7 +150,8 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       const auto& w = k.variants[k.winner];
       e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us},
                      {"spread_us", w.stats.spread_us}, {"samples", w.stats.samples},
-                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
+                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}, {"launches", w.launches},
+                     {"host_us", w.host_us}};
       e["ceiling_us"] = k.ceiling.median_us;
       auto add = [&](const char* name, const tune::VariantResult* v) {
         if (v) e["baselines"][name] = {{"label", v->label()}, {"median_us", v->stats.median_us}};
@@ -178,7 +185,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       const auto& w = g.variants[g.winner];
       e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us}, {"spread_us", w.stats.spread_us},
                      {"samples", w.stats.samples}, {"gbps", tune::gbps(g.bytes(), w.stats.median_us)},
-                     {"launches", w.launches}};
+                     {"launches", w.launches}, {"host_us", w.host_us}};
       e["ceiling_us"] = g.ceiling.median_us;
       const auto& base = g.variants[g.baseline];
       if (base.status == db::TrialStatus::ok && base.stats.samples)
@@ -212,6 +219,8 @@ int run_tune(const TuneArgs& a) {
     throw UsageError("nothing to tune: --sizes none and --groups none");
   if (!(a.budget >= 0) || !std::isfinite(a.budget))
     throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
+  if (a.rebuild && a.db_in_memory)
+    throw UsageError("--rebuild moves a damaged database aside and --db-in-memory never writes it: give one of them");
   int present = 0;
   if (a.device == "all" || a.device.find(',') != std::string::npos) {
     for (Vendor v : {Vendor::nvidia, Vendor::amd}) present = std::max(present, device_count(v));
@@ -219,9 +228,14 @@ int run_tune(const TuneArgs& a) {
   const std::vector<int> devices = parse_device_list(a.device, present);
   if (devices.size() > 1) {
     if (!a.json.empty()) throw UsageError("--json is per GPU in a node tune (see <db>.node/); leave it out");
+    if (a.db_in_memory) throw UsageError("--db-in-memory is for one device: a node tune merges its results into --db");
     NodeTuneRequest req;
     req.devices = devices;
     req.db = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+    if (const std::string why = db::TuningDb::write_problem(req.db); !why.empty())
+      throw std::runtime_error(fmt::format("cannot tune into the tuning database {}: {}; nothing was tuned. Make it "
+                                           "writable or name another database with --db FILE (or $AMAX_TUNE_DB)",
+                                           req.db.string(), why));
     req.jobs = a.jobs;
     if (!a.arch.empty()) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
     req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
@@ -252,10 +266,15 @@ int run_tune(const TuneArgs& a) {
   o.retune = a.retune;
   o.stale_only = a.stale;
   o.rebuild_db = a.rebuild;
+  o.db_in_memory = a.db_in_memory;
   o.device = device;
   o.space = a.full ? SpaceKind::full : SpaceKind::pruned;
   o.protocol.warm_cache = a.warm;
   o.progress = !a.quiet;
+  // The summary's file is checked before the work: a run must not end unable to write it.
+  if (!a.json.empty() && a.json != "-")
+    if (const std::string why = output_file_problem(a.json); !why.empty())
+      throw std::runtime_error(fmt::format("--json {}: {}; nothing was tuned", a.json, why));
   if (!a.quiet) std::cerr << fmt::format("amax-tune {}: tuning {} into {}\n", generator_version(), o.arch, o.db_path.string());
   // A TuneError reaches main, which prints it as every command's error (exit 1).
   const tune::TuneReport r = tune::run_tuning(o);
@@ -266,8 +285,7 @@ int run_tune(const TuneArgs& a) {
     if (json_stdout) {
       std::cout << text;
     } else {
-      std::ofstream f(a.json);
-      if (!(f << text)) throw std::runtime_error("cannot write " + a.json);
+      write_file_atomically(a.json, [&](std::ostream& os) { os << text; });
     }
   }
   return kExitOk;
@@ -290,6 +308,9 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_flag("--retune", a.retune, "Re-measure keys that already have a winner for this device and build");
   app.add_flag("--stale-only", a.stale, "Tune exactly the keys whose winner is stale (other templates/compiler/tool)");
   app.add_flag("--rebuild", a.rebuild, "If the database is damaged, move it aside and start a new one");
+  app.add_flag("--db-in-memory", a.db_in_memory,
+               "Never write the database: read it (if present) to resume from and keep this run's results in memory "
+               "only (--json keeps the summary); without it a database that cannot be written is refused");
   app.add_option("--device", a.device,
                  "Device ordinal, or a list N,M,... or all: a node tune, one worker per GPU, results merged "
                  "into --db with a per-key agreement report (per-GPU databases in <db>.node/)")

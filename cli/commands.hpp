@@ -66,6 +66,12 @@ void set_bench_common(Options& o, const Args& a) {
 
 /// UsageError when `out` exists and is the same file as `in` (also through links).
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what);
+/// Why `path` cannot be written as an output file, found before any work and without creating
+/// anything: "" when it can; otherwise the reason, e.g. "its directory 'out' does not exist", "it is a
+/// directory", "its directory '/' is not writable by this user (uid 65534): owned by root (uid 0), mode
+/// 0755 (rwxr-xr-x)". A file is written through a temporary beside it (write_file_atomically), so
+/// the directory must be writable. Thread-safe.
+std::string output_file_problem(const std::filesystem::path& path);
 /// Writes a file through a temporary beside it, renamed into place only after `write` succeeded:
 /// an existing file is never left half-written. Errors name the file and the reason.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);

@@ -1,5 +1,5 @@
-# Sourced by the device scripts: where ROCm's HIP headers are carried (.device/hipshim/
-# libamdhip64-dev_*.deb; see the README's hipshim section), unpacks them and sets `shim` to the CMake
+# Sourced by scripts/gpu.sh: where ROCm's HIP headers are carried (.device/hipshim/
+# libamdhip64-dev_*.deb; see docs/amd.md, "The HIP backend on an NVIDIA GPU"), unpacks them and sets `shim` to the CMake
 # flag that builds tests/hipshim (the HIP backend's host code on the NVIDIA GPU); else `shim` is empty.
 shim=()
 for deb in .device/hipshim/libamdhip64-dev_*.deb; do

@@ -13,8 +13,9 @@ pkgs=(
   libamdhip64-dev libhiprtc-builtins5 hipcc llvm
   # matplotlib renders the bench's plots (scripts/amax-tune-plot; tested on the CPU).
   python3-matplotlib
-  # the amax_tune Python package (python/): pybind11 extension, pip install --no-build-isolation
-  python3-dev python3-pybind11 python3-pip python3-setuptools python3-wheel
+  # the amax_tune Python package (python/): pybind11 extension; pip install ./python (CTest
+  # python.pip_install installs it into a fresh venv)
+  python3-dev python3-pybind11 python3-pip python3-venv
   # The ROCm 6.4 root of scripts/fetch-rocm.sh --sid (CI's gfx942/gfx950 compiles).
   debootstrap
 )

@@ -8,7 +8,9 @@ dtype and size, on torch's current stream.
     amax_tune.amax(x, out=history[i])           # into a 1-element float32 tensor of x's device
     print(amax_tune.explain(x))                 # which tuned variant serves this (dtype, n), and why
     amax_tune.preload(["bf16"], [1 << 20])      # load kernels before torch.cuda.graph capture
+    amax_tune.preload(["bf16"], [1 << 20], scale=True)      # ... and those of amax_and_scale
     a, s, si = amax_tune.amax_and_scale(x, format="e4m3")   # amax, scale, scale_inv from one launch
+    amax_tune.amax_and_scale(x, out=(hist[i], scale, scale_inv))   # into a recipe's own tensors
     print(amax_tune.explain(x, scale=True))     # the fused variant amax_and_scale runs for x
     amaxes = amax_tune.amax_multi(weights)      # 1-d float32, one amax per tensor, a few launches
     a, s, si = amax_tune.amax_multi_and_scale(weights)      # the same with scale and scale_inv per tensor
@@ -41,9 +43,16 @@ on its capture stream.
 torch.compile: ``amax`` is the custom op ``torch.ops.amax_tune.amax`` (and ``amax_out``) with fake
 kernels, so ``torch.compile(fullgraph=True)`` keeps it in the graph; eager calls skip the
 dispatcher. Autograd: the result is a constant (no gradient flows to x), as FP8 recipes treat a
-scale's amax. Without torch, ``import amax_tune`` works, :func:`explain` and :func:`preload` take
-(dtype name, n), and :class:`Context` computes on raw device pointers (e.g. from CuPy); ``amax``
-raises ImportError.
+scale's amax.
+
+Versions: Python >= 3.9 (:data:`PYTHON_MIN`), torch >= 2.4 (:data:`TORCH_MIN`: torch.library.custom_op)
+for the torch calls. Without torch, or with an older torch, ``import amax_tune`` still works:
+:func:`explain` / :func:`preload` / :func:`preload_multi` / :func:`explain_multi` take (dtype name, n),
+:class:`Context` computes on raw device pointers, :func:`cuda_array_fields` reads them from a
+``__cuda_array_interface__`` array (CuPy, Numba); the torch calls raise ImportError naming the reason.
+An older torch, or one that fails to import, is warned about once at import
+(:class:`TorchVersionWarning`, naming the version, the minimum and what is unavailable); torch not
+installed is not (a supported way to use the package).
 
 Many tensors per call: ``amax_multi(tensors)`` (a list or tuple; dtypes may mix; empty tensors
 give +0.0) returns a 1-d float32 tensor of ``len(tensors)`` amaxes on the tensors' device (all on
@@ -52,7 +61,8 @@ one), written by the C API's ``amax_multi_compute`` in a few launches whatever t
 as ``amax`` (strided views copied, NaN modes, bit for bit). It is the custom op
 ``torch.ops.amax_tune.amax_multi`` (and ``amax_multi_out``, Tensor[] inputs, fake kernels), so
 ``torch.compile(fullgraph=True)`` keeps it in the graph. ``amax_multi_and_scale`` adds scale and
-scale_inv per tensor by ``amax_and_scale``'s rule (eager only, as ``amax_and_scale``).
+scale_inv per tensor by ``amax_and_scale``'s rule (the custom ops ``amax_multi_and_scale`` and
+``amax_multi_and_scale_out``).
 ``preload_multi(tensors or (dtype, n) pairs, scale=False)`` loads the kernels of lists of that shape
 before graph capture; ``explain_multi`` names the variant per dtype. The host cost is the list:
 each call reads every tensor's type, device, dtype, contiguity, pointer and element count through
@@ -60,15 +70,17 @@ torch's Python API (a C-level pass per field, no Python bytecode per tensor; on 
 2026-12-02, 192 us for 500 tensors, 65-100 ns per tensor and field), then builds the C array in one
 pass (7 us); for a hot loop over many tensors, capture the call in a CUDA graph.
 
-``amax_and_scale(x, format="e4m3", epsilon=0, force_pow2=False)`` -> (amax, scale, scale_inv) is
-the fused amax + FP8 scale call (eager only: not a torch.library op yet).
+``amax_and_scale(x, format="e4m3", epsilon=0, force_pow2=False, out=None)`` -> (amax, scale,
+scale_inv) is the fused amax + FP8 scale call: the custom ops ``torch.ops.amax_tune.amax_and_scale``
+and ``amax_and_scale_out`` (fake kernels), under graph capture after ``preload(..., scale=True)``.
 """
 import contextlib
 
 from . import _C
 from ._errors import Error, Status
 from . import _core
-from ._core import Explanation, MultiExplanation, context, system_db_path
+from . import _requirements
+from ._core import Explanation, MultiExplanation, context, cuda_array_fields, system_db_path
 
 __version__ = _C.version()
 #: the extension's class over amax_context_t (raw pointers, stream handles and dtype codes as ints)
@@ -77,23 +89,68 @@ DTYPE_FP32, DTYPE_FP16, DTYPE_BF16 = _C.DTYPE_FP32, _C.DTYPE_FP16, _C.DTYPE_BF16
 
 _C._register_error(Error)
 
-try:
-    import torch as _torch_module  # noqa: F401
-except ImportError as e:
-    _torch = None
-    _torch_missing = str(e)
-else:
-    from . import _torch
+
+
+class TorchVersionWarning(UserWarning):
+    """Warned once, at import, when torch is importable but older than
+    :data:`TORCH_MIN` or fails to import or to load the package's torch layer: the message names the
+    torch version, the minimum, what is unavailable (those calls raise ImportError naming the same
+    reason) and what still works."""
+
+
+#: the oldest torch the torch layer (amax, amax_multi, the custom ops, ...) supports, as (major, minor)
+TORCH_MIN = _requirements.TORCH_MIN
+#: the oldest Python the package supports, as (major, minor) (the wheel's Requires-Python)
+PYTHON_MIN = _requirements.PYTHON_MIN
+
+
+def _load_torch():
+    """(the torch layer module or None, why it is unavailable or None, whether to warn). Never raises:
+    torch missing is a supported way to use the package (no warning); an older torch, a torch that
+    fails to import (a broken install) or a torch layer that fails to load is warned about once."""
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        if e.name == "torch":
+            return None, "torch is not installed here", False
+        return None, "importing torch failed (%s: %s)" % (type(e).__name__, e), True
+    except Exception as e:  # noqa: BLE001 (a broken install: a missing shared library, an ABI mismatch, ...)
+        return None, "importing torch failed (%s: %s)" % (type(e).__name__, e), True
+    version = getattr(torch, "__version__", None)
+    parsed = _requirements.version_tuple(version)
+    if parsed is None or parsed < TORCH_MIN:
+        return None, "torch %s is older than %s, the oldest amax_tune supports" % (
+            version, _requirements.dotted(TORCH_MIN)), True
+    try:
+        from . import _torch as layer
+    except Exception as e:  # noqa: BLE001 (a torch build that lacks what the layer needs)
+        return None, "amax_tune's torch layer failed to load with torch %s (%s: %s)" % (
+            version, type(e).__name__, e), True
+    return layer, None, False
+
+
+_torch, _torch_missing, _warn = _load_torch()
+if _warn:
+    import warnings
+    warnings.warn(
+        "amax_tune: %s; unavailable: %s (they raise ImportError); available: Context on raw device pointers, "
+        "cuda_array_fields of __cuda_array_interface__ arrays (CuPy, Numba), explain / preload / preload_multi / "
+        "explain_multi by (dtype, n). torch >= %s gives the rest (pip install 'amax-tune[torch]')"
+        % (_torch_missing, ", ".join(_requirements.TORCH_CALLS), _requirements.dotted(TORCH_MIN)),
+        TorchVersionWarning, stacklevel=2)
+    del warnings
+del _warn
 
 __all__ = ["amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "explain", "explain_multi", "preload",
-           "preload_multi", "context", "system_db_path", "Context", "Error", "Status", "Explanation",
-           "MultiExplanation", "__version__"]
+           "preload_multi", "context", "system_db_path", "cuda_array_fields", "Context", "Error", "Status",
+           "Explanation", "MultiExplanation", "TorchVersionWarning", "TORCH_MIN", "PYTHON_MIN", "__version__"]
 
 
 def _no_torch(fn):
-    return ImportError("%s needs PyTorch (its results are torch tensors and its workspace comes from torch's "
-                       "caching allocator), and torch is not importable here (%s); without torch, "
-                       "amax_tune.Context computes on device pointers you allocate" % (fn, _torch_missing))
+    return ImportError("%s needs PyTorch >= %s (its results are torch tensors and its workspace comes from torch's "
+                       "caching allocator), and %s; without torch, amax_tune.Context computes on device pointers "
+                       "you allocate (amax_tune.cuda_array_fields reads them from CuPy / Numba arrays)"
+                       % (fn, _requirements.dotted(TORCH_MIN), _torch_missing))
 
 
 if _torch is not None:
@@ -109,8 +166,9 @@ else:
         raise _no_torch("amax_tune.amax_and_scale")
 
 amax_and_scale.__doc__ = """amax_and_scale(x, *, format=None, max=None, epsilon=0.0, force_pow2=False,
-nan_propagates=False, nan="propagate") -> (amax, scale, scale_inv), three 0-d torch.float32 tensors on
-x's device, written by the launch that reduces x (the C API's amax_and_scale).
+nan_propagates=False, nan="propagate", out=None) -> (amax, scale, scale_inv), three 0-d torch.float32
+tensors on x's device (views of one new (3,) tensor), written by the launch that reduces x (the C
+API's amax_and_scale).
 
 FP8 current scaling: scale = m / amax with m the format's largest finite value ("e4m3" 448, "e5m2"
 57344, "e4m3fnuz" 240, "e5m2fnuz" 57344; format=None, the default, is "e4m3" unless max= is given) or max= (an explicit numerator,
@@ -118,10 +176,14 @@ format="explicit" or None),
 TransformerEngine's compute_scale_from_amax rules exactly: amax below epsilon raised to it, scale 1 for
 an amax that is 0, infinite or NaN, FLT_MAX for a quotient that overflows, force_pow2 rounds the scale
 down to a power of two, scale_inv = 1 / scale rounded to nearest; nan_propagates=True gives NaN scale
-and scale_inv for a NaN amax (torchao). x and nan as for amax. Eager only: not a torch.library op yet
-(torch.compile graph-breaks on it) and not for torch.cuda.graph capture unless the kernels were run
-once before. Raises ValueError naming a bad format / max / nan, amax_tune.Error for a failed C status
-(e.g. INVALID_ARGUMENT for a negative epsilon, naming it)."""
+and scale_inv for a NaN amax (torchao). x and nan as for amax. out: a tuple of three distinct
+1-element float32 tensors on x's device (amax, scale, scale_inv: e.g. an amax history row and a
+recipe's scale tensors), written and returned. Asynchronous on torch's current stream. It is the
+custom op ``torch.ops.amax_tune.amax_and_scale`` (and ``amax_and_scale_out``, fake kernels, no
+gradient), so torch.compile(fullgraph=True) keeps it in the graph; under torch.cuda.graph capture
+after ``preload(dtypes, sizes, scale=True)``. Raises ValueError / TypeError naming a bad format /
+max / nan / out, amax_tune.Error for a failed C status (e.g. INVALID_ARGUMENT for a negative
+epsilon, naming it). Thread-safe as amax."""
 
 if _torch is not None:
     amax_multi = _torch.amax_multi
@@ -149,15 +211,18 @@ index and value (``tensors[3] is on device 'cpu'``, ``tensors[2] has dtype torch
 is not a list or tuple, amax_tune.Error for a failed C status. No gradient flows (a constant)."""
 
 amax_multi_and_scale.__doc__ = """amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0,
-force_pow2=False, nan_propagates=False, nan="propagate") -> (amax, scale, scale_inv), three 1-d
-torch.float32 tensors of len(tensors) elements (rows of one new (3, len(tensors)) tensor) on the
+force_pow2=False, nan_propagates=False, nan="propagate", out=None) -> (amax, scale, scale_inv), three
+1-d torch.float32 tensors of len(tensors) elements (rows of one new (3, len(tensors)) tensor) on the
 tensors' device, written by the launches that reduce them (the C API's amax_multi_and_scale).
 
 Per tensor, exactly amax_and_scale's rule with one set of options for the whole list (format, max,
 epsilon, force_pow2, nan_propagates and nan as amax_and_scale takes them; tensors as amax_multi).
-Eager only (torch.compile graph-breaks on it); under torch.cuda.graph capture after
-preload_multi(tensors, scale=True). Raises as amax_multi, ValueError naming a bad format / max,
-amax_tune.Error for a failed C status (INVALID_ARGUMENT naming a bad epsilon)."""
+out: a tuple of three distinct contiguous float32 tensors of len(tensors) elements on that device,
+written and returned. It is the custom op ``torch.ops.amax_tune.amax_multi_and_scale`` (and
+``amax_multi_and_scale_out``), so torch.compile(fullgraph=True) keeps it in the graph; under
+torch.cuda.graph capture after preload_multi(tensors, scale=True). Raises as amax_multi, ValueError
+naming a bad format / max / out, amax_tune.Error for a failed C status (INVALID_ARGUMENT naming a
+bad epsilon)."""
 
 amax.__doc__ = """amax(x, *, nan="propagate", out=None) -> 0-d torch.float32 tensor on x's device.
 
@@ -173,8 +238,8 @@ Thread-safe (each call holds the GIL while it enqueues)."""
 def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=False):
     """Which variant serves ``amax(x)`` and why: an :class:`Explanation`; with ``scale=True``, the
     fused variant ``amax_and_scale(x)`` runs (amax_explain_scale: label ending in ``.scale``; an
-    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch). Python has no
-    preload for the fused single-tensor kernels (``amax_and_scale`` is eager only).
+    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch; ``preload(...,
+    scale=True)`` loads it).
 
     Either a tensor (or array) ``x``, or ``dtype`` ("fp32", "fp16", "bf16" or a torch dtype), ``n``
     (elements) and ``device`` (ordinal, default torch's current device, else 0). Raises as
@@ -199,16 +264,20 @@ def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=F
         return _core.explain_code(_core.context_of(dev, nan_mode), code, n, scale)
 
 
-def preload(dtypes, sizes, *, device=None, nan="propagate"):
-    """Compiles (or loads from the kernel cache) every kernel that amax would use for each
-    (dtype, size) pair, so that calls during ``torch.cuda.graph`` capture need no JIT (amax_preload).
+def preload(dtypes, sizes, *, scale=False, device=None, nan="propagate"):
+    """Compiles (or loads from the kernel cache) every kernel that amax (``scale=True``: the fused
+    kernels of amax_and_scale) would use for each (dtype, size) pair, so that calls during
+    ``torch.cuda.graph`` capture need no JIT (amax_preload / amax_preload_scale).
 
-    dtypes: names ("fp32", "fp16", "bf16") or torch dtypes; sizes: element counts; device: ordinal
-    (default torch's current device, else 0); nan: the NaN mode of the calls to prepare. Blocking
-    (releases the GIL). Raises amax_tune.Error (NO_DEVICE, COMPILE_FAILED, ...).
+    dtypes: names ("fp32", "fp16", "bf16") or torch dtypes; sizes: element counts; scale: a bool;
+    device: ordinal (default torch's current device, else 0); nan: the NaN mode of the calls to
+    prepare. Blocking (releases the GIL). Raises TypeError for a scale that is not a bool,
+    amax_tune.Error (NO_DEVICE, COMPILE_FAILED, ...).
     """
     fn = "amax_tune.preload"
     nan_mode = _core.nan_code(nan, fn)
+    if type(scale) is not bool:
+        raise TypeError("%s: scale=%r (expected True or False)" % (fn, scale))
     if isinstance(dtypes, str) or not hasattr(dtypes, "__iter__"):
         dtypes = [dtypes]
     if isinstance(sizes, int):
@@ -217,7 +286,7 @@ def preload(dtypes, sizes, *, device=None, nan="propagate"):
     counts = [_core.element_count(n, fn) for n in sizes]
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
     with _on_device(dev):
-        _core.context_of(dev, nan_mode).preload(codes, counts)
+        _core.context_of(dev, nan_mode).preload(codes, counts, scale)
 
 
 def preload_multi(tensors_or_shapes, scale=False, *, device=None, nan="propagate"):
@@ -269,7 +338,8 @@ def _multi_shapes(items, device, fn):
             codes.append(code)
             counts.append(n)
         else:
-            raise TypeError("%s: %s is a %s; without torch give (dtype, n) pairs" % (fn, name, type(item).__qualname__))
+            raise TypeError("%s: %s is a %s; give (dtype, n) pairs (tensors need torch >= %s, and %s)"
+                            % (fn, name, type(item).__qualname__, _requirements.dotted(TORCH_MIN), _torch_missing))
     if len(devices) > 1:
         raise ValueError("%s: the tensors are on several devices (%s); a list is on one device"
                          % (fn, ", ".join("cuda:%d" % d for d in sorted(devices))))

@@ -1,6 +1,8 @@
 """The torch-free part of the package: dtype and NaN-mode names, the cached contexts, explain and
 preload by (dtype, n)."""
+import collections
 import dataclasses
+import math
 import os
 import threading
 
@@ -17,6 +19,10 @@ DTYPE_CODES = {
 DTYPE_NAMES = {_C.DTYPE_FP32: "fp32", _C.DTYPE_FP16: "fp16", _C.DTYPE_BF16: "bf16"}
 NAN_MODES = {"propagate": _C.NAN_PROPAGATE, "ignore": _C.NAN_IGNORE}
 SOURCES = {0: "override", 1: "user_db", 2: "system_db", 3: "default"}
+#: FP8 format names -> amax_fp8_format_t values, and the explicit-max value: plain Python objects
+#: (not the extension's attributes), which torch.compile traces as constants
+FP8_FORMATS = dict(_C.FP8_FORMATS)
+FP8_EXPLICIT_MAX = int(_C.FP8_EXPLICIT_MAX)
 
 
 def nan_code(nan, fn):
@@ -36,11 +42,11 @@ def scale_format(format, max, fn):
         if format not in (None, "explicit"):
             raise ValueError("%s: max=%r is an explicit numerator; give format='explicit' (or leave format out "
                              "with format=None), not format=%r" % (fn, max, format))
-        return _C.FP8_EXPLICIT_MAX, float(max)
-    code = _C.FP8_FORMATS.get(format) if isinstance(format, str) else None
+        return FP8_EXPLICIT_MAX, float(max)
+    code = FP8_FORMATS.get(format) if isinstance(format, str) else None
     if code is None:
         raise ValueError("%s: format=%r is not an FP8 format; use one of %s, or max=<float>"
-                         % (fn, format, ", ".join(repr(k) for k in _C.FP8_FORMATS)))
+                         % (fn, format, ", ".join(repr(k) for k in FP8_FORMATS)))
     return code, 0.0
 
 
@@ -50,6 +56,57 @@ def multi_list(tensors, fn, name="tensors"):
     if isinstance(tensors, (list, tuple)):
         return tensors
     raise TypeError("%s: %s must be a list or tuple of tensors, got %s" % (fn, name, type(tensors).__qualname__))
+
+
+def is_dense(shape, strides, unit):
+    """True when an array of this shape and strides (in any unit; ``unit`` is one element's stride)
+    covers exactly prod(shape) consecutive elements in some order: contiguous, or a permutation of a
+    contiguous array such as a transpose. amax does not depend on order, so such a view is reduced in
+    place; any other view (a step slice, an expand) is not."""
+    expected = unit
+    for stride, extent in sorted((st, sz) for sz, st in zip(shape, strides) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+#: __cuda_array_interface__ typestr -> (dtype code, bytes per element); bfloat16 has no standard typestr
+_CAI_DTYPES = {"<f4": (_C.DTYPE_FP32, 4), "<f2": (_C.DTYPE_FP16, 2)}
+
+#: what cuda_array_fields returns: the device pointer (int), the dtype code, the element count
+CudaArrayFields = collections.namedtuple("CudaArrayFields", ["pointer", "dtype", "n"])
+
+
+def cuda_array_fields(x):
+    """``(pointer, dtype, n)`` of an array that has ``__cuda_array_interface__`` (CuPy, Numba, ...),
+    without torch: the arguments :class:`amax_tune.Context`'s ``compute_with_workspace`` (and the
+    ``multi_*`` columns) take. ``dtype`` is the package's dtype code (DTYPE_FP32 for typestr
+    ``<f4``, DTYPE_FP16 for ``<f2``), ``n`` the element count.
+
+    The array must be dense: C-contiguous or a permutation of a contiguous array (a transpose);
+    amax does not depend on the order. Raises TypeError for an object without the interface or of
+    another element type, ValueError (naming shape and strides) for a strided view or a masked
+    array. The caller orders the producer's stream before the computing stream. Thread-safe."""
+    fn = "amax_tune.cuda_array_fields"
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        raise TypeError("%s: a %s has no __cuda_array_interface__ (CuPy, Numba and JAX arrays on a GPU have it)"
+                        % (fn, type(x).__qualname__))
+    typestr = cai.get("typestr")
+    code_size = _CAI_DTYPES.get(typestr)
+    if code_size is None:
+        raise TypeError("%s: typestr %r is not supported; supported: '<f4' (float32), '<f2' (float16)" % (fn, typestr))
+    code, size = code_size
+    shape = tuple(cai.get("shape", ()))
+    n = math.prod(shape)
+    strides = cai.get("strides")
+    if cai.get("mask") is not None:
+        raise ValueError("%s: the array has a mask; amax takes every element of a plain array" % fn)
+    if strides is not None and n > 0 and not is_dense(shape, strides, size):
+        raise ValueError("%s: the array is a strided view (shape %s, strides %s bytes); copy it first "
+                         "(cupy.ascontiguousarray(x))" % (fn, shape, tuple(strides)))
+    return CudaArrayFields(int(cai["data"][0]), code, n)
 
 
 def system_db_path():

@@ -42,6 +42,19 @@ except AttributeError:  # pragma: no cover
 
 _is_capturing = torch.cuda.is_current_stream_capturing
 
+# The C++ reader of tensor fields (python/src/torch_fields.cpp), built where torch's headers were
+# found, and used only with the torch it was built against; without it every call reads the fields
+# through torch's Python getters. Both paths give the same results; the reader declines (None) any
+# tensor it does not take, which the Python path then checks and names.
+try:
+    from . import _torch_fields
+    if _torch_fields.TORCH_VERSION != torch.__version__ or _torch_fields.RECORD_BYTES != _C.TENSOR_RECORD_BYTES:
+        _torch_fields = None
+except Exception:  # noqa: BLE001 (not built, or not loadable with this torch)
+    _torch_fields = None
+_tensor_list = _torch_fields.tensor_list if _torch_fields is not None else None
+_amax_args = _torch_fields.amax_args if _torch_fields is not None else None
+
 
 def _install_allocator(ctx):
     """The eager path's workspace (Context.compute) from torch's caching allocator; the custom ops
@@ -119,21 +132,16 @@ def _check_out(out, device, fn):
 
 
 def _dense(x):
-    """True when x's elements are exactly the x.numel() consecutive elements from x.data_ptr() in
-    some order (contiguous, or a permutation of a contiguous tensor such as a transpose): amax does
-    not depend on order, so such a view is reduced in place."""
-    expected = 1
-    for stride, size in sorted((st, sz) for sz, st in zip(x.shape, x.stride()) if sz != 1):
-        if stride != expected:
-            return False
-        expected *= size
-    return True
+    """True when x is reduced in place (contiguous, or a permutation of a contiguous tensor: see
+    _core.is_dense); a strided view is copied first."""
+    return _core.is_dense(x.shape, x.stride(), 1)
 
 
 def _prepare(x, out, fn):
     """(x, device ordinal, dtype code, out) for any torch tensor: x checked (raises naming it) and
     made dense (a strided view such as a step slice or an expand is copied with x.contiguous(), so
-    its elements exactly), out checked or a new 0-d fp32 tensor on x's device."""
+    its elements exactly), out checked or a new 0-d fp32 tensor on x's device (out=False: the
+    caller handles its outputs; returned as is)."""
     dev = x.get_device()
     code = _DTYPES.get(x.dtype)
     if dev < 0 or code is None:
@@ -142,7 +150,7 @@ def _prepare(x, out, fn):
         x = x.contiguous()  # a strided view (a slice with a step, an expand): its elements copied, exact
     if out is None:
         out = _empty((), dtype=_F32, device=x.device)
-    else:
+    elif out is not False:  # False: the caller handles its outputs
         _check_out(out, dev, fn)
     return x, dev, code, out
 
@@ -234,16 +242,20 @@ def amax(x, *, nan="propagate", out=None):
     # eagerly. Each test is one C-level call; the order matters to torch.compile, which folds
     # _is_compiling() to True and must not reach _dispatch_modes().
     if (t is _Tensor or t is _Parameter) and not _is_compiling() and not _dispatch_modes():
+        if out is None and _amax_args is not None:  # one C++ call: checks, fields and the new result
+            a = _amax_args(x)
+            if a is None:  # not a plain contiguous GPU tensor of a supported dtype
+                return _amax_general(x, nan, None)
+            dev, code, ptr, n, out, out_ptr = a
+            if dev != _current_device():
+                return _amax_general(x, nan, out)
+            ctx = _fast_context(dev, nan)
+            ctx.compute(ptr, code, n, out_ptr, _raw_stream(dev))
+            return out
         code = _DTYPES.get(x.dtype)
         dev = x.get_device()
         if code is not None and dev >= 0 and x.is_contiguous() and dev == _current_device():
-            if nan == "propagate":
-                key = dev * 2
-            elif nan == "ignore":
-                key = dev * 2 + 1
-            else:
-                key = dev * 2 + _core.nan_code(nan, "amax_tune.amax")  # raises naming nan
-            ctx = _contexts.get(key) or _core.context_of(dev, key & 1)
+            ctx = _fast_context(dev, nan)
             if out is None:
                 out = _empty((), dtype=_F32, device=_devices.get(dev) or _device(dev))
             elif type(out) is not _Tensor or out.dtype is not _F32 or out.numel() != 1 or out.get_device() != dev:
@@ -251,6 +263,18 @@ def amax(x, *, nan="propagate", out=None):
             ctx.compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
             return out
     return _amax_general(x, nan, out)
+
+
+def _fast_context(dev, nan):
+    """The cached context of (device ordinal, NaN mode name) for amax's fast paths; ValueError naming
+    a bad nan."""
+    if nan == "propagate":
+        key = dev * 2
+    elif nan == "ignore":
+        key = dev * 2 + 1
+    else:
+        key = dev * 2 + _core.nan_code(nan, "amax_tune.amax")  # raises naming nan
+    return _contexts.get(key) or _core.context_of(dev, key & 1)
 
 
 def _amax_general(x, nan, out):
@@ -286,23 +310,109 @@ def on_device(dev):
     return torch.cuda.device(dev)
 
 
+_FN_SCALE = "amax_tune.amax_and_scale"
+
+
+def _check_scale_outs(out, count, device, fn):
+    """The three tensors of out= of the fused calls (amax, scale, scale_inv): each a contiguous fp32
+    tensor of `count` elements on `device`, distinct; TypeError / ValueError naming the bad one."""
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise TypeError("%s: out must be a tuple of three tensors (amax, scale, scale_inv), got %s"
+                        % (fn, type(out).__qualname__ if not isinstance(out, (tuple, list)) else
+                           "%d items" % len(out)))
+    for name, t in zip(("amax", "scale", "scale_inv"), out):
+        if count == 1 and isinstance(t, _Tensor) and t.numel() == 1:
+            _check_out(t, device, "%s: out[%s]" % (fn, name))
+        else:
+            _check_multi_out(t, count, device, "%s: out[%s]" % (fn, name))
+    if set(map(type, out)) <= _PLAIN and len({t.data_ptr() for t in out}) != 3:  # (fake tensors have no pointer)
+        raise ValueError("%s: out's three tensors share memory; amax, scale and scale_inv need distinct tensors" % fn)
+
+
+def _eager(x):
+    """True when a call takes the eager path (a plain tensor, not traced, no dispatch mode)."""
+    t = type(x)
+    return (t is _Tensor or t is _Parameter) and not _is_compiling() and not _dispatch_modes()
+
+
 def amax_and_scale(x, *, format=None, max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
-                   nan="propagate"):
-    """Eager amax_and_scale (amax_tune.amax_and_scale's docstring): three new 0-d fp32 tensors."""
-    fn = "amax_tune.amax_and_scale"
+                   nan="propagate", out=None):
+    """amax_tune.amax_and_scale (its docstring): eagerly one C call with the per-stream workspace;
+    traced (torch.compile), under dispatch modes or for tensor subclasses the custom ops
+    amax_tune::amax_and_scale / amax_and_scale_out."""
+    fn = _FN_SCALE
     nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
     fmt_code, max_value = _core.scale_format(format, max, fn)
+    epsilon, force_pow2, nan_propagates = float(epsilon), bool(force_pow2), bool(nan_propagates)
     if not isinstance(x, _Tensor):
         x = as_tensor(x, fn)
-    x, dev, code, amax_out = _prepare(x, None, fn)
-    scale_out = _empty((), dtype=_F32, device=x.device)
-    scale_inv_out = _empty((), dtype=_F32, device=x.device)
-    with torch.cuda.device(dev):
+    if not _eager(x):
+        args = (fmt_code, max_value, epsilon, force_pow2, nan_propagates, nan_mode == _NAN_IGNORE)
+        if out is None:
+            return torch.ops.amax_tune.amax_and_scale(x, *args).unbind(0)
+        torch.ops.amax_tune.amax_and_scale_out(x, out[0], out[1], out[2], *args)
+        return tuple(out)
+    x, dev, code, outs = _prepare_scale(x, out, fn)
+    with _on_device_of(dev):
         _core.context_of(dev, nan_mode).amax_and_scale(
-            x.data_ptr(), code, x.numel(), fmt_code, max_value, float(epsilon), bool(force_pow2),
-            bool(nan_propagates), amax_out.data_ptr(), scale_out.data_ptr(), scale_inv_out.data_ptr(),
-            _raw_stream(dev))
-    return amax_out, scale_out, scale_inv_out
+            x.data_ptr(), code, x.numel(), fmt_code, max_value, epsilon, force_pow2, nan_propagates,
+            outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(), _raw_stream(dev))
+    return outs
+
+
+def _prepare_scale(x, out, fn):
+    """(x made dense, device ordinal, dtype code, (amax, scale, scale_inv)): out checked, or three
+    0-d views of one new (3,) fp32 tensor on x's device (one allocation)."""
+    x, dev, code, _ = _prepare(x, False, fn)
+    if out is None:
+        return x, dev, code, _empty(3, dtype=_F32, device=_devices.get(dev) or _device(dev)).unbind(0)
+    _check_scale_outs(out, 1, dev, fn)
+    return x, dev, code, tuple(out)
+
+
+def compute_scale_op_local(x, nan_mode, scale_args, outs):
+    """The fused custom ops' body: amax_and_scale with a workspace of this call only (see
+    compute_op_local) into outs (three 1-element fp32 tensors)."""
+    fn = _FN_SCALE
+    x, dev, code, _ = _prepare(x, False, fn)
+    with _on_device_of(dev):
+        ctx = _core.context_of(dev, nan_mode)
+        n = x.numel()
+        ws = _empty(ctx.workspace_size(code, n), dtype=_U8, device=x.device)
+        ctx.amax_and_scale_with_workspace(x.data_ptr(), code, n, *scale_args, outs[0].data_ptr(), outs[1].data_ptr(),
+                                          outs[2].data_ptr(), ws.data_ptr(), ws.numel(), _raw_stream(dev))
+
+
+@torch.library.custom_op("amax_tune::amax_and_scale", mutates_args=())
+def _amax_and_scale_op(x: torch.Tensor, format: int, max: float, epsilon: float, force_pow2: bool,
+                       nan_propagates: bool, nan_ignore: bool) -> torch.Tensor:
+    r = _empty(3, dtype=_F32, device=x.device)
+    compute_scale_op_local(x, int(nan_ignore), (format, max, epsilon, force_pow2, nan_propagates), r.unbind(0))
+    return r
+
+
+@_amax_and_scale_op.register_fake
+def _amax_and_scale_fake(x, format, max, epsilon, force_pow2, nan_propagates, nan_ignore):
+    _check_input(x, _FN_SCALE)
+    return x.new_empty((3,), dtype=_F32)
+
+
+_amax_and_scale_op.register_autograd(lambda ctx, grad: (None,) * 7)  # constants: no gradient to x
+
+
+@torch.library.custom_op("amax_tune::amax_and_scale_out", mutates_args=("amax_out", "scale_out", "scale_inv_out"))
+def _amax_and_scale_out_op(x: torch.Tensor, amax_out: torch.Tensor, scale_out: torch.Tensor,
+                           scale_inv_out: torch.Tensor, format: int, max: float, epsilon: float, force_pow2: bool,
+                           nan_propagates: bool, nan_ignore: bool) -> None:
+    outs = (amax_out, scale_out, scale_inv_out)
+    _check_scale_outs(outs, 1, _check_input(x, _FN_SCALE)[0], _FN_SCALE)
+    compute_scale_op_local(x, int(nan_ignore), (format, max, epsilon, force_pow2, nan_propagates), outs)
+
+
+@_amax_and_scale_out_op.register_fake
+def _amax_and_scale_out_fake(x, amax_out, scale_out, scale_inv_out, format, max, epsilon, force_pow2, nan_propagates,
+                             nan_ignore):
+    _check_scale_outs((amax_out, scale_out, scale_inv_out), 1, _check_input(x, _FN_SCALE)[0], _FN_SCALE)
 
 
 # --- many tensors per call (amax_multi, amax_multi_and_scale) ---
@@ -403,18 +513,37 @@ def amax_multi(tensors, *, nan="propagate", out=None):
     xs = tensors if type(tensors) is list or type(tensors) is tuple else _core.multi_list(tensors, fn)
     if not xs:
         return _empty_multi(out, fn)
-    xs, plain = _as_tensors(xs, fn)
-    if not plain:  # tensor subclasses (FakeTensor, ...): through the op
+    eager = _eager_list(xs, fn)
+    if eager is None:  # tensor subclasses (FakeTensor, ...): through the op
         return _amax_multi_via_op(xs, nan_mode, out)
-    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    xs, dev, columns = eager
     if out is None:
         out = _empty(len(xs), dtype=_F32, device=_devices.get(dev) or _device(dev))
     else:
         _check_multi_out(out, len(xs), dev, fn)
     with _on_device_of(dev):
         ctx = _contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
-        ctx.multi_compute(ptrs, counts, codes, out.data_ptr(), _raw_stream(dev))
+        if len(columns) == 1:
+            ctx.multi_compute_records(columns[0], out.data_ptr(), _raw_stream(dev))
+        else:
+            ctx.multi_compute(*columns, out.data_ptr(), _raw_stream(dev))
     return out
+
+
+def _eager_list(xs, fn):
+    """(tensors, device ordinal, columns) of a non-empty list for an eager multi call, or None when it
+    holds tensor subclasses (those go through the ops). columns: (records,) from the C++ reader, or
+    (pointers, counts, dtypes) read through torch's Python API (see _multi_fields: strided views
+    copied, errors named). Keep the returned tensors alive until the call has been enqueued."""
+    if _tensor_list is not None:
+        r = _tensor_list(xs)
+        if r is not None:
+            return xs, r[0], (r[1],)
+    xs, plain = _as_tensors(xs, fn)
+    if not plain:
+        return None
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    return xs, dev, (ptrs, counts, codes)
 
 
 def _amax_multi_via_op(tensors, nan_mode, out):
@@ -479,26 +608,114 @@ def _amax_multi_out_fake(xs, out, nan_ignore):
     _check_multi_out(out, len(xs), _check_multi_inputs(xs, _FN_MULTI), _FN_MULTI)
 
 
+_FN_MULTI_SCALE = "amax_tune.amax_multi_and_scale"
+
+
 def amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0, force_pow2=False, nan_propagates=False,
-                         nan="propagate"):
-    """Eager amax_multi_and_scale (amax_tune.amax_multi_and_scale's docstring): three 1-d fp32
-    tensors, rows of one new (3, len(tensors)) tensor."""
-    fn = "amax_tune.amax_multi_and_scale"
+                         nan="propagate", out=None):
+    """amax_tune.amax_multi_and_scale (its docstring): eagerly one C call into the rows of one new
+    (3, len(tensors)) tensor (or out); traced, under dispatch modes or for tensor subclasses the
+    custom ops amax_tune::amax_multi_and_scale / amax_multi_and_scale_out."""
+    fn = _FN_MULTI_SCALE
     nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
     fmt_code, max_value = _core.scale_format(format, max, fn)
-    xs = _core.multi_list(tensors, fn)
+    args = (fmt_code, max_value, float(epsilon), bool(force_pow2), bool(nan_propagates))
+    if _is_compiling() or _dispatch_modes():
+        return _amax_multi_and_scale_via_op(tensors, nan_mode, args, out)
+    xs = tensors if type(tensors) is list or type(tensors) is tuple else _core.multi_list(tensors, fn)
     if not xs:
-        return _empty_multi(None, fn, results=3)
-    xs, plain = _as_tensors(xs, fn)
-    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, plain)
+        return _empty_scale_outs(out, fn)
+    eager = _eager_list(xs, fn)
+    if eager is None:
+        return _amax_multi_and_scale_via_op(xs, nan_mode, args, out)
+    xs, dev, columns = eager
     n = len(xs)
-    res = _empty((3, n), dtype=_F32, device=_devices.get(dev) or _device(dev))
-    base = res.data_ptr()
+    if out is None:
+        outs = _empty((3, n), dtype=_F32, device=_devices.get(dev) or _device(dev)).unbind(0)
+    else:
+        _check_scale_outs(out, n, dev, fn)
+        outs = tuple(out)
     with _on_device_of(dev):
-        _core.context_of(dev, nan_mode).multi_and_scale(
-            ptrs, counts, codes, fmt_code, max_value, float(epsilon), bool(force_pow2), bool(nan_propagates),
-            base, base + 4 * n, base + 8 * n, _raw_stream(dev))
-    return res.unbind(0)
+        ctx = _contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
+        if len(columns) == 1:
+            ctx.multi_and_scale_records(columns[0], *args, outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(),
+                                        _raw_stream(dev))
+        else:
+            ctx.multi_and_scale(*columns, *args, outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(),
+                                _raw_stream(dev))
+    return outs
+
+
+def _empty_scale_outs(out, fn):
+    """What the fused multi call returns for an empty list: out (three fp32 tensors of no element,
+    checked) or three new empty fp32 tensors on torch's current CUDA device."""
+    if out is None:
+        return _empty_multi(None, fn, results=3)
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        _check_scale_outs(out, 0, -1, fn)  # raises naming what is wrong
+    return tuple(_empty_multi(o, "%s: out[%s]" % (fn, name)) for name, o in zip(("amax", "scale", "scale_inv"), out))
+
+
+def _amax_multi_and_scale_via_op(tensors, nan_mode, args, out):
+    xs = list(_core.multi_list(tensors, _FN_MULTI_SCALE))
+    if not xs:
+        return _empty_scale_outs(out, _FN_MULTI_SCALE)
+    if out is None:
+        return torch.ops.amax_tune.amax_multi_and_scale(xs, *args, nan_mode == _NAN_IGNORE).unbind(0)
+    torch.ops.amax_tune.amax_multi_and_scale_out(xs, out[0], out[1], out[2], *args, nan_mode == _NAN_IGNORE)
+    return tuple(out)
+
+
+def compute_multi_scale_op_local(xs, nan_mode, scale_args, outs):
+    """The fused multi-tensor custom ops' body: amax_multi_and_scale with a workspace of this call
+    only (see compute_op_local) into outs (three fp32 tensors of len(xs) elements)."""
+    fn = _FN_MULTI_SCALE
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, set(map(type, xs)) <= _PLAIN)
+    with _on_device_of(dev):
+        ctx = _core.context_of(dev, nan_mode)
+        ws = _empty(ctx.multi_workspace_size(counts, codes), dtype=_U8, device=outs[0].device)
+        ctx.multi_and_scale_with_workspace(ptrs, counts, codes, *scale_args, outs[0].data_ptr(), outs[1].data_ptr(),
+                                           outs[2].data_ptr(), ws.data_ptr(), ws.numel(), _raw_stream(dev))
+
+
+@torch.library.custom_op("amax_tune::amax_multi_and_scale", mutates_args=())
+def _amax_multi_and_scale_op(xs: List[torch.Tensor], format: int, max: float, epsilon: float, force_pow2: bool,
+                             nan_propagates: bool, nan_ignore: bool) -> torch.Tensor:
+    if not xs:
+        raise ValueError("%s: the list of tensors is empty" % _FN_MULTI_SCALE)
+    r = _empty((3, len(xs)), dtype=_F32, device=xs[0].device)
+    compute_multi_scale_op_local(xs, int(nan_ignore), (format, max, epsilon, force_pow2, nan_propagates), r.unbind(0))
+    return r
+
+
+@_amax_multi_and_scale_op.register_fake
+def _amax_multi_and_scale_fake(xs, format, max, epsilon, force_pow2, nan_propagates, nan_ignore):
+    _check_multi_inputs(xs, _FN_MULTI_SCALE)
+    return xs[0].new_empty((3, len(xs)), dtype=_F32)
+
+
+def _amax_multi_and_scale_backward(ctx, grad):
+    return [None] * ctx.count, None, None, None, None, None, None  # constants: no gradient to any tensor
+
+
+_amax_multi_and_scale_op.register_autograd(_amax_multi_and_scale_backward, setup_context=_amax_multi_setup_context)
+
+
+@torch.library.custom_op("amax_tune::amax_multi_and_scale_out",
+                         mutates_args=("amax_out", "scale_out", "scale_inv_out"))
+def _amax_multi_and_scale_out_op(xs: List[torch.Tensor], amax_out: torch.Tensor, scale_out: torch.Tensor,
+                                 scale_inv_out: torch.Tensor, format: int, max: float, epsilon: float,
+                                 force_pow2: bool, nan_propagates: bool, nan_ignore: bool) -> None:
+    outs = (amax_out, scale_out, scale_inv_out)
+    _check_scale_outs(outs, len(xs), _check_multi_inputs(xs, _FN_MULTI_SCALE), _FN_MULTI_SCALE)
+    compute_multi_scale_op_local(xs, int(nan_ignore), (format, max, epsilon, force_pow2, nan_propagates), outs)
+
+
+@_amax_multi_and_scale_out_op.register_fake
+def _amax_multi_and_scale_out_fake(xs, amax_out, scale_out, scale_inv_out, format, max, epsilon, force_pow2,
+                                   nan_propagates, nan_ignore):
+    outs = (amax_out, scale_out, scale_inv_out)
+    _check_scale_outs(outs, len(xs), _check_multi_inputs(xs, _FN_MULTI_SCALE), _FN_MULTI_SCALE)
 
 
 def multi_shape(x, fn, name):

@@ -7,6 +7,10 @@ AMAX_STATUS_NO_DEVICE with the library's message. Where a GPU is present the no-
 """
 import os
 import re
+import subprocess
+import sys
+import tempfile
+import textwrap
 import unittest
 
 import amax_tune
@@ -131,7 +135,8 @@ class ArgumentErrors(unittest.TestCase):
 
     @unittest.skipIf(HAS_TORCH, "torch is importable here")
     def test_amax_without_torch_says_so(self):
-        with self.assertRaisesRegex(ImportError, r"amax_tune.amax needs PyTorch .* torch is not importable"):
+        with self.assertRaisesRegex(ImportError, r"^amax_tune.amax needs PyTorch >= 2.4 .*, and torch is not installed "
+                                                 r"here; without torch, amax_tune.Context computes"):
             amax_tune.amax(object())
 
 
@@ -194,6 +199,27 @@ class TensorListColumns(unittest.TestCase):
             _C._tensor_list(None, memoryview(bytes(8)).cast("B", [2, 4]), 0)
 
 
+class TensorRecords(unittest.TestCase):
+    """The records form of a list (amax_tensor_t structs in a buffer, what the C++ reader of torch
+    fields, amax_tune._torch_fields, builds) as the extension reads it."""
+
+    def test_layout_and_round_trip(self):
+        import struct
+        self.assertEqual(_C.TENSOR_RECORD_BYTES, struct.calcsize("PQi4x"))
+        self.assertEqual(_C.TENSOR_RECORD_BYTES, 24)
+        want = [(0x7F0000001000, 5, 2), (0, 0, 0), ((1 << 64) - 1, (1 << 40) - 1, 1)]
+        records = b"".join(struct.pack("PQi4x", *w) for w in want)
+        self.assertEqual(_C._records(records), want)
+        self.assertEqual(_C._records(bytearray(records)), want)
+        self.assertEqual(_C._records(b""), [])
+
+    def test_bad_length_is_named(self):
+        with self.assertRaisesRegex(ValueError, r"^records has 25 bytes, not a multiple of amax_tensor_t's 24$"):
+            _C._records(bytes(25))
+        with self.assertRaises(TypeError):
+            _C._records([1, 2, 3])
+
+
 class MultiArguments(unittest.TestCase):
     """The multi-tensor calls' argument errors that need no GPU (and, where marked, no torch)."""
 
@@ -252,6 +278,154 @@ class MultiArguments(unittest.TestCase):
             amax_tune.amax_multi_and_scale([torch.ones(3)], format="e3m4")
         with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi_and_scale: max=1.0 is an explicit numerator"):
             amax_tune.amax_multi_and_scale([torch.ones(3)], format="e5m2", max=1.0)
+
+
+def _run_with_torch(torch_init, code, warnings="always"):
+    """Runs `code` in a fresh interpreter that finds a stand-in package `torch` (its __init__.py is
+    torch_init; None: no torch at all) before anything else, and amax_tune where this process
+    found it. Returns (exit code, stdout, stderr)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.dirname(os.path.dirname(os.path.abspath(amax_tune.__file__)))]
+        if torch_init is not None:
+            os.mkdir(os.path.join(tmp, "torch"))
+            with open(os.path.join(tmp, "torch", "__init__.py"), "w") as f:
+                f.write(textwrap.dedent(torch_init))
+            paths.insert(0, tmp)
+        else:  # a torch that is not there, even if this interpreter has one: a finder that refuses it
+            with open(os.path.join(tmp, "sitecustomize.py"), "w") as f:
+                f.write("import sys\nclass _NoTorch:\n    def find_spec(self, name, path=None, target=None):\n"
+                        "        if name == 'torch':\n            raise ModuleNotFoundError(\"No module named 'torch'\", "
+                        "name='torch')\nsys.meta_path.insert(0, _NoTorch())\n")
+            paths.insert(0, tmp)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+        r = subprocess.run([sys.executable, "-W", warnings, "-c", textwrap.dedent(code)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout, r.stderr
+
+
+class TorchVersions(unittest.TestCase):
+    """import amax_tune next to an older torch, a broken one or none: no traceback, one warning
+    naming the version, the minimum and what is unavailable (stand-in torch packages)."""
+
+    CHECK = """
+        import amax_tune, warnings
+        print("imported", amax_tune.__version__)
+        print("torch layer", amax_tune._torch is not None)
+        for fn, args in ((amax_tune.amax, (1,)), (amax_tune.amax_multi, ([],)), (amax_tune.amax_and_scale, (1,)),
+                         (amax_tune.amax_multi_and_scale, ([],))):
+            try:
+                fn(*args)
+            except ImportError as e:
+                print("ImportError:", e)
+        print("Context", amax_tune.Context.__name__, "explain", callable(amax_tune.explain))
+        import amax_tune  # a second import says nothing more
+    """
+
+    def assertOneWarning(self, stderr, reason):
+        self.assertNotIn("Traceback", stderr)
+        lines = [l for l in stderr.splitlines() if "TorchVersionWarning" in l]
+        self.assertEqual(len(lines), 1, stderr)
+        self.assertIn("TorchVersionWarning: amax_tune: %s; unavailable: amax, amax_and_scale, amax_multi, "
+                      "amax_multi_and_scale, explain(x) of a tensor, preload_multi / explain_multi of tensors, "
+                      "amax_tune.float8 (they raise ImportError); available: Context on raw device pointers, "
+                      "cuda_array_fields of __cuda_array_interface__ arrays (CuPy, Numba), explain / preload / "
+                      "preload_multi / explain_multi by (dtype, n). torch >= 2.4 gives the rest (pip install "
+                      "'amax-tune[torch]')" % reason, lines[0])
+
+    def assertTorchCallsRaise(self, stdout, reason):
+        self.assertIn("imported " + amax_tune.__version__, stdout)
+        self.assertIn("torch layer False", stdout)
+        for fn in ("amax", "amax_multi", "amax_and_scale", "amax_multi_and_scale"):
+            self.assertIn("ImportError: amax_tune.%s needs PyTorch >= 2.4 (its results are torch tensors and its "
+                          "workspace comes from torch's caching allocator), and %s; without torch" % (fn, reason),
+                          stdout)
+        self.assertIn("Context Context explain True", stdout)
+
+    def test_torch_1_13(self):
+        rc, out, err = _run_with_torch('__version__ = "1.13.1"\n', self.CHECK)
+        self.assertEqual(rc, 0, err)
+        reason = "torch 1.13.1 is older than 2.4, the oldest amax_tune supports"
+        self.assertOneWarning(err, reason)
+        self.assertTorchCallsRaise(out, reason)
+
+    def test_torch_without_a_version(self):
+        rc, out, err = _run_with_torch("", self.CHECK)
+        self.assertEqual(rc, 0, err)
+        self.assertOneWarning(err, "torch None is older than 2.4, the oldest amax_tune supports")
+
+    def test_torch_that_fails_to_import(self):
+        rc, out, err = _run_with_torch('raise OSError("libtorch_cuda.so: cannot open shared object file")\n',
+                                       self.CHECK)
+        self.assertEqual(rc, 0, err)
+        reason = "importing torch failed (OSError: libtorch_cuda.so: cannot open shared object file)"
+        self.assertOneWarning(err, reason)
+        self.assertTorchCallsRaise(out, reason)
+
+    def test_new_enough_torch_without_what_the_layer_needs(self):
+        # a version that passes the check but lacks torch.library.custom_op: the layer's own failure
+        rc, out, err = _run_with_torch('__version__ = "2.4.0"\nclass Tensor: pass\n', self.CHECK)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"TorchVersionWarning: amax_tune: amax_tune's torch layer failed to load with torch "
+                              r"2.4.0 \((AttributeError|ImportError): ")
+        self.assertNotIn("Traceback", err)
+        self.assertIn("torch layer False", out)
+
+    def test_no_torch_imports_without_a_warning(self):
+        rc, out, err = _run_with_torch(None, self.CHECK, warnings="error")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        self.assertTorchCallsRaise(out, "torch is not installed here")
+
+    def test_float8_module_needs_torch(self):
+        rc, out, err = _run_with_torch('__version__ = "2.1.0"\n', """
+            try:
+                import amax_tune.float8
+            except ImportError as e:
+                print("ImportError:", e)
+        """)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.strip(), "ImportError: amax_tune.float8 needs torch >= 2.4, and torch 2.1.0 is older than "
+                                      "2.4, the oldest amax_tune supports")
+
+    def test_minimums_are_exported(self):
+        self.assertEqual(amax_tune.TORCH_MIN, (2, 4))
+        self.assertEqual(amax_tune.PYTHON_MIN, (3, 9))
+        from amax_tune import _requirements
+        self.assertEqual(_requirements.version_tuple("2.11.0+cu130"), (2, 11))
+        self.assertEqual(_requirements.version_tuple("2.5.0a0+git1234"), (2, 5))
+        self.assertEqual(_requirements.version_tuple("1.13.1"), (1, 13))
+        self.assertIsNone(_requirements.version_tuple("nightly"))
+        self.assertIsNone(_requirements.version_tuple(None))
+
+
+class CudaArrayFields(unittest.TestCase):
+    """amax_tune.cuda_array_fields: a __cuda_array_interface__ array's pointer, dtype code and count
+    for Context (no torch, no GPU needed to read the interface)."""
+
+    class Array:
+        def __init__(self, **cai):
+            self.__cuda_array_interface__ = dict({"version": 3, "data": (0x7F0000001000, False)}, **cai)
+
+    def test_fields(self):
+        A = self.Array
+        self.assertEqual(amax_tune.cuda_array_fields(A(shape=(3, 5), typestr="<f4", strides=None)),
+                         (0x7F0000001000, _C.DTYPE_FP32, 15))
+        f = amax_tune.cuda_array_fields(A(shape=(4, 6), typestr="<f2", strides=(2, 8)))  # a transpose
+        self.assertEqual((f.pointer, f.dtype, f.n), (0x7F0000001000, _C.DTYPE_FP16, 24))
+        self.assertEqual(amax_tune.cuda_array_fields(A(shape=(0,), typestr="<f4", strides=(8,))).n, 0)
+        self.assertEqual(amax_tune.cuda_array_fields(A(shape=(), typestr="<f4")).n, 1)
+
+    def test_errors_name_the_problem(self):
+        A = self.Array
+        with self.assertRaisesRegex(TypeError, r"^amax_tune.cuda_array_fields: a list has no __cuda_array_interface__"):
+            amax_tune.cuda_array_fields([1.0])
+        with self.assertRaisesRegex(TypeError, r"typestr '<f8' is not supported; supported: '<f4' \(float32\), '<f2'"):
+            amax_tune.cuda_array_fields(A(shape=(2,), typestr="<f8"))
+        with self.assertRaisesRegex(ValueError, r"the array is a strided view \(shape \(4, 3\), strides \(24, 8\) "
+                                                r"bytes\); copy it first"):
+            amax_tune.cuda_array_fields(A(shape=(4, 3), typestr="<f4", strides=(24, 8)))
+        with self.assertRaisesRegex(ValueError, r"the array has a mask"):
+            amax_tune.cuda_array_fields(A(shape=(2,), typestr="<f4", mask=object()))
 
 
 @unittest.skipIf(HAS_GPU, "a GPU is present (python.gpu covers this machine)")

@@ -7,6 +7,7 @@ tensor: ``torch.amax(x.abs())`` for nan="propagate" (a NaN result must be the li
 0x7fc00000), and the NaN-free maximum (NaNs replaced by +0.0, so all-NaN gives +0.0) for
 nan="ignore". CuPy and JAX inputs are tested where those are importable.
 """
+import math
 import os
 import random
 import sys
@@ -885,6 +886,296 @@ class OtherProducers(unittest.TestCase):
         a = jax.device_put(jnp.arange(-1000, 999, dtype=jnp.bfloat16), gpu[0])
         r = amax_tune.amax(a)
         self.assertEqual(r.item(), 1000.0)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class FusedOps(MultiCase):
+    """amax_and_scale and amax_multi_and_scale as custom ops (issue 28): out=, torch.compile with no
+    graph break, FakeTensorMode, CUDA-graph capture after preload(..., scale=True)."""
+
+    def test_out_single(self):
+        x = make_input("random", torch.bfloat16, 70001)
+        want = [bits(t) for t in amax_tune.amax_and_scale(x, format="e5m2", epsilon=1e-3, force_pow2=True)]
+        self.assertEqual(want[0], reference_bits(x, "propagate"))
+        self.assertEqual(tuple(want[1:]), _scale_reference(want[0], 57344.0, 1e-3, True))
+        hist = torch.zeros(4, device="cuda")
+        scale, scale_inv = torch.zeros((), device="cuda"), torch.zeros(1, device="cuda")
+        r = amax_tune.amax_and_scale(x, format="e5m2", epsilon=1e-3, force_pow2=True, out=(hist[2:3], scale, scale_inv))
+        self.assertIs(r[1], scale)
+        self.assertEqual([bits(hist[2]), bits(scale), bits(scale_inv)], want)
+        self.assertEqual(bits_list(hist)[:2] + bits_list(hist)[3:], [0, 0, 0])
+        a, s, si = amax_tune.amax_and_scale(x)  # three 0-d views of one (3,) tensor
+        self.assertEqual([tuple(t.shape) for t in (a, s, si)], [(), (), ()])
+
+    def test_out_errors(self):
+        x = torch.ones(10, device="cuda")
+        ok = torch.zeros(1, device="cuda")
+        with self.assertRaisesRegex(TypeError, r"^amax_tune.amax_and_scale: out must be a tuple of three tensors "
+                                               r"\(amax, scale, scale_inv\), got 2 items$"):
+            amax_tune.amax_and_scale(x, out=(ok, ok))
+        with self.assertRaisesRegex(TypeError, r"out\[scale\]: out has dtype torch.float16; it must be torch.float32"):
+            amax_tune.amax_and_scale(x, out=(ok, ok.half(), torch.zeros(1, device="cuda")))
+        with self.assertRaisesRegex(ValueError, r"out's three tensors share memory"):
+            amax_tune.amax_and_scale(x, out=(ok, ok, torch.zeros(1, device="cuda")))
+        xs = [x, x[:5]]
+        three = torch.zeros(3, 2, device="cuda")
+        with self.assertRaisesRegex(ValueError, r"amax_tune.amax_multi_and_scale: out\[amax\]: out has 3 elements"):
+            amax_tune.amax_multi_and_scale(xs, out=(torch.zeros(3, device="cuda"), three[1], three[2]))
+        r = amax_tune.amax_multi_and_scale(xs, out=tuple(three))
+        torch.cuda.synchronize()
+        self.assertEqual(bits_list(three[0]), [0x3F800000, 0x3F800000])
+        self.assertEqual(r[0].data_ptr(), three[0].data_ptr())
+
+    def test_out_multi(self):
+        xs = make_list(300, seed=41)
+        want = amax_tune.amax_multi_and_scale(xs, format="e4m3", epsilon=1e-4, nan_propagates=True)
+        table = torch.full((4, len(xs)), 7.0, device="cuda")
+        r = amax_tune.amax_multi_and_scale(xs, format="e4m3", epsilon=1e-4, nan_propagates=True,
+                                           out=(table[0], table[2], table[3]))
+        self.assertEqual(r[1].data_ptr(), table[2].data_ptr())
+        for got, w in zip((table[0], table[2], table[3]), want):
+            self.assertEqual(bits_list(got), bits_list(w))
+        self.assertEqual(bits_list(table[1]), [0x40E00000] * len(xs))  # untouched row
+
+    def test_compile_fullgraph_no_graph_break(self):
+        torch._dynamo.reset()
+
+        def f(x, xs, outs, mouts):
+            a, s, si = amax_tune.amax_and_scale(x * 2, format="e5m2", epsilon=1e-6, force_pow2=True)
+            amax_tune.amax_and_scale(x, nan="ignore", out=outs)
+            ma, ms, msi = amax_tune.amax_multi_and_scale(xs, max=3.5, nan_propagates=True)
+            amax_tune.amax_multi_and_scale(xs, format="e4m3", out=mouts)
+            return a, s, si, ma, ms, msi
+
+        def args(dtype, n):
+            x = make_input("nan_middle", dtype, n)
+            xs = make_list(40, seed=n)
+            outs = tuple(torch.zeros(1, device="cuda") for _ in range(3))
+            return x, xs, outs, tuple(torch.zeros(3, len(xs), device="cuda"))
+
+        explanation = torch._dynamo.explain(f)(*args(torch.float32, 4096))
+        self.assertEqual(explanation.graph_break_count, 0, explanation.break_reasons)
+        cf = torch.compile(f, fullgraph=True)
+        for dtype, n in ((torch.float32, 4096), (torch.bfloat16, 1 << 20)):
+            x, xs, outs, mouts = args(dtype, n)
+            a, s, si, ma, ms, msi = cf(x, xs, outs, mouts)
+            wa = reference_bits(x * 2, "propagate")
+            self.assertEqual([bits(a), bits(s), bits(si)], [wa, *_scale_reference(wa, 57344.0, 1e-6, True)])
+            wi = reference_bits(x, "ignore")
+            self.assertEqual([bits(t) for t in outs], [wi, *_scale_reference(wi, 448.0)])
+            want = [reference_bits(t, "propagate") for t in xs]
+            self.assertBits(ma, want, xs, "compiled amax_multi_and_scale")
+            self.assertBits(ms, [_scale_reference(b, 3.5, nanp=True)[0] for b in want], xs, "compiled scale")
+            self.assertBits(msi, [_scale_reference(b, 3.5, nanp=True)[1] for b in want], xs, "compiled scale_inv")
+            self.assertBits(mouts[0], want, xs, "compiled out=")
+            self.assertBits(mouts[1], [_scale_reference(b, 448.0)[0] for b in want], xs, "compiled out= scale")
+
+    def test_fake_tensor_mode(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        mode = FakeTensorMode()
+        fx = mode.from_tensor(torch.empty(1000, device="cuda", dtype=torch.bfloat16))
+        fxs = [mode.from_tensor(torch.empty(n, device="cuda")) for n in (5, 0, 70)]
+        with mode:
+            a, s, si = amax_tune.amax_and_scale(fx, format="e5m2")
+            ma, ms, msi = amax_tune.amax_multi_and_scale(fxs)
+        self.assertEqual([(tuple(t.shape), t.dtype) for t in (a, s, si)], [((), torch.float32)] * 3)
+        self.assertEqual([(tuple(t.shape), t.dtype) for t in (ma, ms, msi)], [((3,), torch.float32)] * 3)
+        self.assertIsNot(type(a), torch.Tensor)
+
+    def test_requires_grad_gives_constants(self):
+        w = torch.randn(1000, device="cuda", requires_grad=True)
+        torch._dynamo.reset()
+        cf = torch.compile(lambda w: (w * amax_tune.amax_and_scale(w)[1]).sum(), fullgraph=True)
+        cf(w).backward()  # the scale is a constant for autograd: d/dw (w * c).sum() = c
+        _, s, _ = amax_tune.amax_and_scale(w.detach())
+        self.assertEqual(bits(w.grad[0]), bits(s))
+
+    def test_cuda_graph_after_preload_scale(self):
+        for dtype, n, nan in ((torch.bfloat16, (1 << 20) + 3, "propagate"), (torch.float32, 777_777, "ignore")):
+            amax_tune.preload([dtype], [n], scale=True, nan=nan)
+            x = torch.zeros(n, device="cuda", dtype=dtype)
+            outs = tuple(torch.zeros(1, device="cuda") for _ in range(3))
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                a, s, si = amax_tune.amax_and_scale(x, format="e4m3fnuz", epsilon=1e-5, nan=nan)
+                amax_tune.amax_and_scale(x, format="e5m2", force_pow2=True, nan=nan, out=outs)
+            for trial in range(3):
+                x.copy_(make_input(KINDS[trial * 4], dtype, n, seed=trial))
+                g.replay()
+                torch.cuda.synchronize()
+                w = reference_bits(x, nan)
+                self.assertEqual([bits(a), bits(s), bits(si)], [w, *_scale_reference(w, 240.0, 1e-5)], (dtype, trial))
+                self.assertEqual([bits(t) for t in outs], [w, *_scale_reference(w, 57344.0, 0.0, True)],
+                                 (dtype, trial))
+
+    def test_preload_scale_must_be_a_bool(self):
+        with self.assertRaisesRegex(TypeError, r"^amax_tune.preload: scale=1 \(expected True or False\)$"):
+            amax_tune.preload(["bf16"], [10], scale=1)
+
+
+def torchao_scales_reference(weights, float8_dtype, eps=1e-12, reduce_amax=None):
+    """torchao's precompute_float8_dynamic_scale_for_fsdp formula, on plain tensors, in torch (torchao
+    main, torchao/float8/fsdp_utils.py): foreach inf-norm, stack, clamp to eps, fp8 max / amax in
+    float64, the float16 clamp, float32."""
+    amax = torch.stack(torch._foreach_norm(weights, ord=math.inf))
+    if reduce_amax is not None:
+        reduce_amax(amax)
+    amax = torch.clamp(amax, eps)
+    origin = amax.dtype
+    scale = torch.finfo(float8_dtype).max / amax.to(torch.float64)
+    if origin is torch.float16:
+        scale = torch.clamp(scale, max=torch.finfo(torch.float16).max)
+    return scale.to(torch.float32)
+
+
+def nan_as_one(bits):
+    """fp32 bits with every NaN (any sign, any payload) as 0x7fc00000."""
+    return [0x7FC00000 if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF else b for b in bits]
+
+
+def te_scaling_reference(xs, m, eps=0.0, pow2=False):
+    """TransformerEngine current scaling (amax with NaNs skipped, then compute_scale_from_amax), in
+    torch on the GPU: three fp32 tensors (amax, scale, scale_inv) of len(xs) elements."""
+    zero = torch.zeros((), device="cuda")
+    a = torch.stack([torch.where(torch.isnan(t.abs().float()), 0.0, t.abs().float()).amax() if t.numel() else zero
+                     for t in xs])
+    e = torch.where(a < eps, torch.full_like(a, eps), a)
+    scale = torch.where((e == 0) | torch.isinf(e), torch.ones_like(e), torch.full_like(e, m) / e)
+    scale = torch.where(torch.isinf(scale), torch.full_like(scale, torch.finfo(torch.float32).max), scale)
+    if pow2:
+        scale = (scale.view(torch.int32) & -0x800000).view(torch.float32)  # the mantissa bits cleared
+    return a, scale, torch.reciprocal(scale)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Float8DropIns(MultiCase):
+    """amax_tune.float8 against each recipe's formula computed by torch on the GPU, bit for bit."""
+
+    F8 = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]
+
+    def weights(self, dtype, seed, specials=True):
+        """Weights of transformer shapes (smaller), plus the rule's cases: all zeros, +Inf, NaN, denormals."""
+        g = torch.Generator().manual_seed(seed)
+        shapes = [(256, 64), (64, 256), (512, 64), (96, 64), (64, 96), (1000, 3), (1, 7)] * 3
+        ws = [(torch.randn(s, generator=g) * 10.0 ** float(torch.randint(-6, 4, (1,), generator=g))).to(dtype).cuda()
+              for s in shapes]
+        if specials:
+            ws.append(torch.zeros(128, 64, dtype=dtype, device="cuda"))
+            inf = torch.randn(64, 64, generator=g).to(dtype).cuda()
+            inf[3, 5] = float("inf")
+            nan = torch.randn(64, 64, generator=g).to(dtype).cuda()
+            nan[60, 1] = float("nan")
+            ws += [inf, nan, make_input("denormals", dtype, 4097)]
+        return ws
+
+    def test_fsdp_scales_match_torchao(self):
+        from amax_tune import float8
+        for dtype in (torch.bfloat16, torch.float32, torch.float16):
+            ws = self.weights(dtype, seed=3)
+            for f8 in self.F8:
+                got = float8.fsdp_float8_scales(ws, f8)
+                want = torchao_scales_reference(ws, f8)
+                # a NaN's payload is the GPU's (the reference's NaN amax comes from another kernel)
+                self.assertEqual(nan_as_one(bits_list(got)), nan_as_one(bits_list(want)), "%s %s" % (dtype, f8))
+            got = bits_list(float8.fsdp_float8_scales(ws))
+            self.assertEqual(got[-4], bits_list(torchao_scales_reference(ws[-4:-3], torch.float8_e4m3fn))[0])
+            self.assertEqual(got[-3], 0)  # +Inf: 448 / inf = 0 (TE's rule gives 1)
+            self.assertEqual(nan_as_one(got)[-2], 0x7FC00000)  # NaN
+        mixed = self.weights(torch.bfloat16, 5, specials=False) + self.weights(torch.float32, 6, specials=False)
+        self.assertBits(float8.fsdp_float8_scales(mixed), bits_list(torchao_scales_reference(mixed, torch.float8_e4m3fn)),
+                        mixed, "bf16 + fp32 list")
+        self.assertEqual(tuple(float8.fsdp_float8_scales([]).shape), (0,))
+
+    def test_fsdp_scales_reduce_amax(self):
+        from amax_tune import float8
+        ws = self.weights(torch.bfloat16, seed=9, specials=False)
+        calls = []
+
+        def reduce(t):  # stands in for all_reduce(MAX): changes the amax in place, exactly
+            calls.append((t.dtype, tuple(t.shape)))
+            t.mul_(4.0)
+
+        got = float8.fsdp_float8_scales(ws, reduce_amax=reduce)
+        self.assertEqual(calls, [(torch.float32, (len(ws),))])
+        want = torchao_scales_reference(ws, torch.float8_e4m3fn, reduce_amax=lambda t: t.mul_(4.0))
+        self.assertBits(got, bits_list(want), ws, "reduce_amax")
+        with self.assertRaisesRegex(TypeError, r"float8_dtype torch.float16 is not a float8 dtype"):
+            float8.fsdp_float8_scales(ws, torch.float16)
+
+    def test_te_current_scaling_matches_te(self):
+        from amax_tune import float8
+        m = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0, torch.float8_e4m3fnuz: 240.0,
+             torch.float8_e5m2fnuz: 57344.0}
+        for dtype in (torch.bfloat16, torch.float32, torch.float16):
+            xs = self.weights(dtype, seed=11) + [make_input("nan_and_inf", dtype, 999), torch.empty(0, dtype=dtype,
+                                                                                                   device="cuda")]
+            for f8, fmax in m.items():
+                for eps, pow2 in ((0.0, False), (1e-4, True), (1e-30, False)):
+                    want = [bits_list(t) for t in te_scaling_reference(xs, fmax, eps, pow2)]
+                    what = "%s %s eps=%g pow2=%s" % (dtype, f8, eps, pow2)
+                    got = float8.te_current_scaling_multi(xs, f8, amax_epsilon=eps, force_pow_2_scales=pow2)
+                    for g, w, name in zip(got, want, ("amax", "scale", "scale_inv")):
+                        self.assertBits(g, w, xs, "multi %s %s" % (name, what))
+                    for i in (0, len(xs) - 6, len(xs) - 5, len(xs) - 3, len(xs) - 1):
+                        one = float8.te_current_scaling(xs[i], f8, amax_epsilon=eps, force_pow_2_scales=pow2)
+                        self.assertEqual([bits(t) for t in one], [w[i] for w in want], "%s tensor %d" % (what, i))
+        x = self.weights(torch.bfloat16, 12, specials=False)[0]
+        outs = tuple(torch.zeros(1, device="cuda") for _ in range(3))
+        r = float8.te_current_scaling(x, torch.float8_e5m2, amax_epsilon=1e-3, force_pow_2_scales=True, out=outs)
+        self.assertEqual([t.data_ptr() for t in r], [t.data_ptr() for t in outs])
+        self.assertEqual([bits(t) for t in outs], [bits_list(t)[0] for t in te_scaling_reference([x], 57344.0, 1e-3,
+                                                                                                  True)])
+
+
+@unittest.skipIf(SKIP, SKIP)
+class TorchFields(MultiCase):
+    """The C++ reader of tensor fields (amax_tune._torch_fields, issue 28): built and loaded where the
+    package was built against this torch; the same results as the Python path; declines (None) what
+    the Python path must check or copy."""
+
+    def setUp(self):
+        from amax_tune import _torch
+        self.layer = _torch
+        if _torch._torch_fields is None:
+            self.skipTest("amax_tune._torch_fields is not loaded (not built against torch %s): the package reads "
+                          "fields through torch's Python API" % torch.__version__)
+        self.fields = _torch._torch_fields
+
+    def test_same_results_as_the_python_path(self):
+        xs = make_list(500, seed=77)
+        xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
+        with_reader = bits_list(amax_tune.amax_multi(xs))
+        scaled = [bits_list(t) for t in amax_tune.amax_multi_and_scale(xs, format="e5m2", epsilon=1e-5)]
+        saved = self.layer._tensor_list, self.layer._amax_args
+        self.layer._tensor_list = self.layer._amax_args = None
+        try:
+            self.assertEqual(bits_list(amax_tune.amax_multi(xs)), with_reader)
+            self.assertEqual([bits_list(t) for t in amax_tune.amax_multi_and_scale(xs, format="e5m2", epsilon=1e-5)],
+                             scaled)
+            python_path = [bits(amax_tune.amax(x)) for x in xs[:50]]
+        finally:
+            self.layer._tensor_list, self.layer._amax_args = saved
+        self.assertEqual([bits(amax_tune.amax(x)) for x in xs[:50]], python_path)
+        self.assertEqual(with_reader, [reference_bits(x, "propagate") for x in xs])
+
+    def test_records_and_declines(self):
+        x = torch.randn(1000, device="cuda", dtype=torch.bfloat16)
+        e = torch.empty(0, device="cuda")
+        dev, records = self.fields.tensor_list([x, x[1:], e])
+        self.assertEqual(dev, x.get_device())
+        self.assertEqual(amax_tune._C._records(records),
+                         [(x.data_ptr(), 1000, amax_tune.DTYPE_BF16), (x.data_ptr() + 2, 999, amax_tune.DTYPE_BF16),
+                          (e.data_ptr(), 0, amax_tune.DTYPE_FP32)])
+        sub = x.as_subclass(type("Sub", (torch.Tensor,), {}))
+        for bad in ([x, torch.ones(3)], [x[::2]], [x.double()], [sub], [], x, [1], (x, 2)):
+            self.assertIsNone(self.fields.tensor_list(bad), repr(bad)[:80])
+        r = self.fields.amax_args(x)
+        self.assertEqual(r[:4], (x.get_device(), amax_tune.DTYPE_BF16, x.data_ptr(), 1000))
+        self.assertEqual((tuple(r[4].shape), r[4].dtype, r[4].device, r[5]), ((), torch.float32, x.device,
+                                                                               r[4].data_ptr()))
+        for bad in (x[::2], x.cpu(), x.int(), 3):
+            self.assertIsNone(self.fields.amax_args(bad))
+        self.assertEqual(self.fields.TORCH_VERSION, torch.__version__)
 
 
 if __name__ == "__main__":

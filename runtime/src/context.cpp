@@ -516,6 +516,9 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
 void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, float* output,
                    const MultiScaleArgs* scale, void* workspace, std::size_t workspace_bytes, void* stream) {
   const Epilogue e = scale ? Epilogue::scale : Epilogue::amax;
+  // The array itself first: the lookup reads tensors[i]. An entry the lookup matches equals one
+  // of a list validated when it was prepared, so the entries need no second check.
+  check(check_multi_list_array(tensors, count));
   PreparedList* p = count ? find_prepared(c.id, e, tensors, count) : nullptr;
   if (!p) group_multi(c, tensors, count, true, e, t_call);  // the list's own errors come first
   const char* out_name = scale ? "amax_out" : "output";

@@ -10,15 +10,20 @@
 
 namespace amax {
 
-std::optional<MultiListError> sort_multi_list(const amax_tensor_t* t, std::size_t count, bool check_pointers,
-                                              MultiList& out) {
-  for (auto& v : out.tensors) v.clear();
-  out.shapes = {};
+std::optional<MultiListError> check_multi_list_array(const amax_tensor_t* t, std::size_t count) {
   if (count && !t) return MultiListError{AMAX_STATUS_NULL_POINTER, fmt::format("tensors is NULL with count = {}", count)};
   if (count > kMultiMaxTensors)
     return MultiListError{AMAX_STATUS_INVALID_ARGUMENT,
                           fmt::format("count = {} tensors exceeds the limit of {} (2^24 - 1) per call", count,
                                       kMultiMaxTensors)};
+  return std::nullopt;
+}
+
+std::optional<MultiListError> sort_multi_list(const amax_tensor_t* t, std::size_t count, bool check_pointers,
+                                              MultiList& out) {
+  for (auto& v : out.tensors) v.clear();
+  out.shapes = {};
+  if (auto e = check_multi_list_array(t, count)) return e;
   for (std::size_t i = 0; i < count; ++i) {
     const auto d = from_c(t[i].dtype);
     if (!d)
@@ -126,10 +131,11 @@ void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, s
   const MultiArgsLayout layout = multi_args_layout(capacity);
   args.resize(layout.bytes);
   unsigned char* b = args.data();
-  const std::uint32_t header[4] = {l.count, l.spanning, nan_mode == NanMode::ignore ? 1u : 0u, l.chunks_per_block};
+  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
+  const std::uint32_t flags = (nan_mode == NanMode::ignore ? 1u : 0u) | shift << kMultiChunkShiftBit;
+  const std::uint32_t header[4] = {l.count, l.spanning, flags, l.chunks_per_block};
   std::memcpy(b, header, sizeof header);
   patch_multi_args(args, out, workspace, counter, scale);
-  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
   unsigned char* ptrs = b + layout.ptr_offset;
   unsigned char* ns = b + layout.n_offset;
   unsigned char* begins = b + layout.chunk_offset;

@@ -2,10 +2,12 @@
 // input, the database commands on real files, emit. Runs the real binary.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -21,8 +23,9 @@ struct CmdResult {
   std::string out;  // stdout and stderr together
 };
 
-CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1";
+// Runs amax-tune with `args` (through `launcher`, e.g. "setpriv ... ", when given).
+CmdResult run(const std::string& args, const std::string& launcher = "") {
+  const std::string cmd = launcher + std::string(AMAX_TUNE_EXE) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -36,6 +39,24 @@ bool has(const std::string& s, const std::string& sub) { return s.find(sub) != s
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// A dump's text without its last line (the end line {"end":...} of a text format 2 dump).
+std::string without_end_line(const std::string& text) {
+  const auto last = text.rfind('\n', text.size() - 2);
+  EXPECT_EQ(text.compare(last + 1, 7, "{\"end\":"), 0) << "no end line: " << text.substr(last + 1);
+  return text.substr(0, last + 1);
+}
+
+// `rows` (a header and rows) with the end line that states their counts, as `export` writes it.
+std::string with_end_line(const std::string& rows) {
+  auto count = [&](const char* tag) {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = rows.find(std::string("{\"row\":\"") + tag + "\"", at)) != std::string::npos; ++at) ++n;
+    return std::to_string(n);
+  };
+  return rows + R"({"end":"amax-tune-db","rows":{"winner":)" + count("winner") + R"(,"trial":)" + count("trial") +
+         R"(,"group_winner":)" + count("group_winner") + R"(,"group_trial":)" + count("group_trial") + "}}\n";
 }
 
 class Cli : public ::testing::Test {
@@ -250,7 +271,7 @@ TEST_F(Cli, DamagedOrMissingDatabasesAreReportedAndLeftUntouched) {
   dump.replace(at, dump.find('"', at) - at, "two_stage.t2048.v8.u4.b8cu");
   std::ofstream(dir / "badlabel.jsonl") << dump;
   const CmdResult b = run("import " + (dir / "badlabel.jsonl").string() + " -o " + (dir / "b.db").string());
-  EXPECT_EQ(b.code, 2) << b.out;
+  EXPECT_EQ(b.code, 1) << b.out;  // a bad input file is a failed run, not a usage error
   EXPECT_TRUE(has(b.out, "badlabel.jsonl line 2: variant not valid")) << b.out;
   EXPECT_TRUE(has(b.out, "threads 2048 exceeds the block limit 1024")) << b.out;
   EXPECT_FALSE(fs::exists(dir / "b.db"));
@@ -272,9 +293,9 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
                             R"("label":"multi.t512.v8.u4.c32k.b4cu.warp","status":"ok","reason":"","median_us":60.5,)"
                             R"("spread_us":0.5,"samples":15,"gbps":2218.25,"registers":32,"spill_bytes":0,"tie_rank":0,)"
                             R"("confirm_median_us":61.0,)" + prov + "\n";
-  std::string single = slurp(AMAX_SYSTEM_DB_TEXT);
-  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","schema_version":4})");
-  const std::string text = single + winner + trial;
+  std::string single = without_end_line(slurp(AMAX_SYSTEM_DB_TEXT));
+  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","format_version":2,"schema_version":4})");
+  const std::string text = with_end_line(single + winner + trial);
   // The shipped file's own rows: the added winner is the line after them; its group winners add up.
   const std::string winner_line = "multi.jsonl line " + std::to_string(std::count(single.begin(), single.end(), '\n') + 1);
   auto rows = [&](const char* kind) {
@@ -343,15 +364,15 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
            {single + winner.substr(0, winner.find("1024,")) + "1023," + winner.substr(winner.find("1024,") + 5) + trial,
             winner_line + ": largest_bytes = 1023 is not a whole number of 2-byte bf16 elements"},
            {[&] {
-              std::string t = text;
+              std::string t = without_end_line(text);
               t.replace(t.find(first_label), first_label.size(), "multi.t512.v8.u4.c32k.b4cu.warp");
               return t;
             }(),
             "multi.jsonl line 2: a single-tensor row needs a single-tensor variant, not 'multi.t512.v8.u4.c32k.b4cu.warp'"},
        }) {
-    std::ofstream(dir / "multi.jsonl", std::ios::trunc) << b.text;
+    std::ofstream(dir / "multi.jsonl", std::ios::trunc) << with_end_line(b.text);
     r = run("import " + (dir / "multi.jsonl").string() + " -o " + (dir / "bad.db").string());
-    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_EQ(r.code, 1) << r.out;
     EXPECT_TRUE(has(r.out, b.needle)) << r.out;
     EXPECT_FALSE(fs::exists(dir / "bad.db"));
   }
@@ -396,24 +417,24 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
 TEST_F(Cli, EmitTheMultiTensorFamily) {
   CmdResult r = run("emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32k.b4cu.warp");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("// amax-tune generated multi-tensor kernel: multi.t512.v8.u4.c32k.warp bf16 (sm_90, 1600 tensors "
-                        "per launch; the grid cap is not compiled in)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_EQ(r.out.rfind("// amax-tune generated multi-tensor kernel: multi.t512.v8.u4.warp bf16 (sm_90, 1600 tensors "
+                        "per launch; the chunk size and the grid cap are not compiled in)", 0), 0u) << r.out.substr(0, 200);
   EXPECT_FALSE(has(r.out, "#include"));
-  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_c32k_warp_bf16_k1600"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_warp_bf16_k1600"));
   r = run("emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32k.b4cu.warp.scale");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n"));
-  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_c32k_warp_scale_bf16_k1600"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_warp_scale_bf16_k1600"));
   r = run("emit --list --family multi --arch sm_90 --dtype fp32");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "multi.t1024.v4.u8.c256k.buncapped.warp\n")) << r.out;
   EXPECT_TRUE(has(r.out, "360 multi-tensor variants in the pruned space for sm_90 fp32 (1600 tensors per launch at most)")) << r.out;
   r = run("emit --family multi --out-dir " + (dir / "msrc").string() + " --arch gfx90a --dtype fp16");
   EXPECT_EQ(r.code, 0) << r.out;
-  // AMD: threads 256 and 512 x unroll 2/4/8 x chunks 16-256 KiB x 2 combines; the 4 grid caps share kernels.
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "msrc"), fs::directory_iterator{}), 2 * 3 * 5 * 2);
-  EXPECT_TRUE(has(r.out, "wrote 60 multi-tensor kernel sources (240 variants) to ")) << r.out;
-  EXPECT_TRUE(fs::exists(dir / "msrc" / "amax_multi_t256_v8_u2_c16k_thread_fp16_k192.hip"));
+  // AMD: threads 256 and 512 x unroll 2/4/8 x 2 combines; the 5 chunk sizes and 4 grid caps share kernels.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "msrc"), fs::directory_iterator{}), 2 * 3 * 2);
+  EXPECT_TRUE(has(r.out, "wrote 12 multi-tensor kernel sources (240 variants) to ")) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "msrc" / "amax_multi_t256_v8_u2_thread_fp16_k192.hip"));
 }
 
 TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
@@ -502,4 +523,170 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(has(r.out, "stale")) << r.out;
   EXPECT_TRUE(has(r.out, "(91 for database winners, ")) << r.out;
+}
+
+// Issue 24 item 3: a dump ends with a line stating its row counts; a dump cut at a line boundary,
+// or with a row removed, is refused naming the file and what is missing, and nothing is written;
+// a dump of text format 1 (no end line) is imported with one warning.
+TEST_F(Cli, ImportRefusesACutOrMiscountedDumpAndWarnsOnceForAnOldOne) {
+  const std::string shipped = slurp(AMAX_SYSTEM_DB_TEXT);
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(shipped);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_GT(lines.size(), 100u);
+  EXPECT_EQ(lines.front().rfind(R"({"format":"amax-tune-db","format_version":2,)", 0), 0u) << lines.front();
+  auto join = [](auto first, auto last) {
+    std::string t;
+    for (auto it = first; it != last; ++it) t += *it + "\n";
+    return t;
+  };
+  // `head -n 100`: 99 rows and no end line.
+  const fs::path cut = dir / "cut.jsonl";
+  std::ofstream(cut) << join(lines.begin(), lines.begin() + 100);
+  CmdResult r = run("import " + cut.string() + " -o " + (dir / "cut.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: text dump '" + cut.string() + "', line 100: the end line "
+                         "{\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after 99 rows: the dump is cut short"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "cut.db"));
+  // One winner row removed: the end line's count of winners no longer holds.
+  const fs::path less = dir / "less.jsonl";
+  std::ofstream(less) << join(lines.begin(), lines.begin() + 1) + join(lines.begin() + 2, lines.end());
+  ASSERT_EQ(lines[1].rfind(R"({"row":"winner",)", 0), 0u) << lines[1];
+  r = run("import " + less.string() + " -o " + (dir / "less.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "text dump '" + less.string() + "', line " + std::to_string(lines.size() - 1) +
+                         ": the end line states 78 winner rows, but the dump holds 77: rows were lost or added"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "less.db"));
+  // A row after the end line.
+  const fs::path after = dir / "after.jsonl";
+  std::ofstream(after) << shipped + lines[1] + "\n";
+  r = run("import " + after.string() + " -o " + (dir / "after.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "line " + std::to_string(lines.size() + 1) + ": a line after the end line (line " +
+                         std::to_string(lines.size()) + ")")) << r.out;
+  // Text format 1 (the header without format_version, no end line): imported, one warning.
+  const fs::path old = dir / "old.jsonl";
+  std::ofstream(old) << R"({"format":"amax-tune-db","schema_version":4})" "\n" +
+                            join(lines.begin() + 1, lines.end() - 1);
+  r = run("import " + old.string() + " -o " + (dir / "old.db").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::size_t group_winners = 0;
+  for (const auto& l : lines) group_winners += l.rfind(R"({"row":"group_winner",)", 0) == 0;
+  EXPECT_TRUE(has(r.out, "imported 78 winners and " + std::to_string(group_winners) + " multi-tensor group winners into "))
+      << r.out;
+  const std::string warning = "text dump '" + old.string() + "' is of text format version 1 (no end line stating "
+                              "its row counts): its " + std::to_string(lines.size() - 2) + " rows are loaded, but "
+                              "whether rows were lost cannot be checked";
+  EXPECT_TRUE(has(r.out, warning)) << r.out;
+  EXPECT_EQ(r.out.find("warning"), r.out.rfind("warning")) << "more than one warning:\n" << r.out;
+  // Exported again, it carries the end line and is the shipped text.
+  r = run("export --format text --db " + (dir / "old.db").string() + " -o " + (dir / "again.jsonl").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(slurp(dir / "again.jsonl") == shipped) << "the re-export differs from the shipped dump";
+  // A newer text format is refused naming both versions.
+  std::ofstream(dir / "new.jsonl") << R"({"format":"amax-tune-db","format_version":3,"schema_version":4})" "\n";
+  r = run("import " + (dir / "new.jsonl").string() + " -o " + (dir / "new.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "the dump has text format version 3, but this build of amax-tune understands versions 1 "
+                         "to 2")) << r.out;
+}
+
+namespace {
+// Runs amax-tune as an unprivileged user (nobody) when this process is root: root may write any
+// file, so a read-only file is read-only only to another user.
+CmdResult run_unprivileged(const std::string& args) {
+  return run(args, ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "");
+}
+}  // namespace
+
+// Issue 24 item 2: a tune into a database it cannot write is refused before any work (exit 1),
+// naming the file, its owner and mode and the ways out; --db-in-memory is the explicit way to run
+// without writing it. --json's directory is checked before the work too.
+TEST_F(Cli, ATuneIntoAnUnwritableDatabaseIsRefusedBeforeAnyWork) {
+  if (::geteuid() == 0 && std::system("command -v setpriv > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "running as root without setpriv: no user here for whom a file is read-only";
+  const auto db = shipped_db();
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string bytes = slurp(db);
+  CmdResult r = run_unprivileged("--arch sm_90 --db " + db.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: cannot tune into the tuning database " + db.string() + ": the file '" +
+                         db.string() + "' is not writable by this user (uid ")) << r.out;
+  EXPECT_TRUE(has(r.out, ", mode 0444 (r--r--r--); nothing was tuned. Make it writable, name another database with "
+                         "--db FILE (or $AMAX_TUNE_DB), or tune without keeping the results with --db-in-memory"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "owned by ")) << r.out;
+  EXPECT_FALSE(has(r.out, "no NVIDIA device")) << "the database must be refused before the device is asked: " << r.out;
+  EXPECT_EQ(slurp(db), bytes);
+  // A new database in a directory this user cannot write: the directory is named.
+  const auto locked = dir / "locked";
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  r = run_unprivileged("--arch sm_90 --db " + (locked / "new.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, ": its directory '" + locked.string() + "' is not writable by this user (uid ")) << r.out;
+  EXPECT_TRUE(has(r.out, "mode 0555 (r-xr-xr-x)")) << r.out;
+  EXPECT_FALSE(fs::exists(locked / "new.db"));
+  // --db-in-memory: the database is read, never written; without a GPU the run then stops at the device.
+  r = run_unprivileged("--arch sm_90 --db-in-memory --db " + db.string());
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present (the in-memory tune ran)";
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_FALSE(has(r.out, "cannot tune into")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90")) << r.out;
+  EXPECT_EQ(slurp(db), bytes);
+}
+
+TEST_F(Cli, TuneOutputPathsAreCheckedBeforeTheWork) {
+  const auto db = dir / "t.db";
+  CmdResult r = run("--arch sm_90 --json " + (dir / "no" / "such" / "s.json").string() + " --db " + db.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: --json " + (dir / "no" / "such" / "s.json").string() + ": its directory '" +
+                         (dir / "no" / "such").string() + "' does not exist; nothing was tuned")) << r.out;
+  r = run("--arch sm_90 --json " + dir.string() + " --db " + db.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--json " + dir.string() + ": it is a directory")) << r.out;
+  EXPECT_FALSE(fs::exists(db));
+  r = run("--arch sm_90 --rebuild --db-in-memory --db " + db.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "--rebuild moves a damaged database aside and --db-in-memory never writes it")) << r.out;
+}
+
+// Issue 24 item 5: a tune that fails at the device check leaves the database as it was: the same
+// bytes, no journal files beside it, a damaged one not moved aside even with --rebuild.
+TEST_F(Cli, AFailedTuneLeavesTheDatabaseAsItWas) {
+  const auto db = shipped_db();
+  const std::string bytes = slurp(db);
+  auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto before = listing();
+  CmdResult r = run("--arch sm_90 --sizes 1024 --groups none --db " + db.string());
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present (tuning ran)";
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(slurp(db), bytes) << "a failed tune changed the database";
+  EXPECT_EQ(listing(), before) << "a failed tune left files beside the database";
+  // A damaged database with --rebuild: not moved aside when the device check fails.
+  const auto bad = dir / "damaged.db";
+  std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2 + 100);
+  const std::string damaged = slurp(bad);
+  const auto with_bad = listing();
+  r = run("--arch sm_90 --rebuild --db " + bad.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(slurp(bad), damaged);
+  EXPECT_EQ(listing(), with_bad) << "--rebuild moved the file aside before the device check: " << r.out;
+  // Without --rebuild the damage is reported (before the device) and the file left alone.
+  r = run("--arch sm_90 --db " + bad.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "cannot use the tuning database " + bad.string())) << r.out;
+  EXPECT_EQ(listing(), with_bad);
 }

@@ -85,7 +85,7 @@ TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
   const auto bundle = release_bundle();
   ASSERT_TRUE(bundle) << "no release bundle at " << default_bundle_path().value_or("(disabled)");
   // A shipped row made with other templates, tool version or compiler is not used by the runtime
-  // (nor bundled): the release needs a re-tune (scripts/device-release.sh's tune phase).
+  // (nor bundled): the release needs a re-tune (scripts/gpu.sh tune).
   const db::Provenance current{.compiler = bundle->compiler_for(env->arch),
                                .template_hash = template_hash(),
                                .tool_version = std::string(generator_version())};

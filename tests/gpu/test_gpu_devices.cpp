@@ -252,8 +252,8 @@ TEST(GpuDevices, AnOrdinalPastTheLastDeviceIsRefusedNamingIt) {
   EXPECT_NE(msg.find("no GPU device " + std::to_string(count)), std::string::npos) << msg;
 }
 
-// Not an assertion on time: what the wrong-device checks cost per amax_compute, printed for the
-// README: the stream query (every call) and the three pointer queries (only where the process
+// Not an assertion on time: what the wrong-device checks cost per amax_compute, printed for
+// docs/api.md: the stream query (every call) and the three pointer queries (only where the process
 // sees more than one GPU: with one, no memory of another device exists).
 TEST(GpuDevices, WhatTheWrongDeviceChecksCostPerCall) {
   AMAX_REQUIRE_GPU();

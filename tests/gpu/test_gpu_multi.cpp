@@ -31,6 +31,16 @@ amax_tune::Options options(amax_nan_mode_t mode) {
   return o;
 }
 
+// A C API context without databases (null where creation failed; amax_last_error says why).
+amax_context_t bare_context() {
+  amax_context_options_t o;
+  amax_context_options_init(&o);
+  o.user_db_path = "";
+  o.system_db_path = "";
+  amax_context_t c = nullptr;
+  return amax_context_create(&o, &c) == AMAX_STATUS_SUCCESS ? c : nullptr;
+}
+
 // AMAX_TUNE_FORCE_MULTI_LABEL for the contexts created while it lives (read at creation).
 struct ForceMulti {
   explicit ForceMulti(const std::string& l) { setenv("AMAX_TUNE_FORCE_MULTI_LABEL", l.c_str(), 1); }
@@ -349,12 +359,8 @@ TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   ForceMulti force("multi.t256.v8.u2.c128k.b2cu.warp");  // a variant no other test of this context loaded
-  amax_context_options_t o;
-  amax_context_options_init(&o);
-  o.user_db_path = "";
-  o.system_db_path = "";
-  amax_context_t c = nullptr;
-  ASSERT_EQ(amax_context_create(&o, &c), AMAX_STATUS_SUCCESS);
+  amax_context_t c = bare_context();
+  ASSERT_NE(c, nullptr) << amax_last_error();
   DeviceBuffer in(b, 4096), out(b, 16), ws(b, 4096);
   b.memset32_async(out.p, 0x12345678u, 4, nullptr);
   amax_tensor_t t[3] = {{in.p, 100, AMAX_DTYPE_BF16}, {in.get(2), 10, AMAX_DTYPE_BF16}, {in.get(1), 5, AMAX_DTYPE_FP32}};
@@ -374,6 +380,65 @@ TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   b.synchronize(nullptr);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(read_bits(b, out.get(4 * i)), 0x12345678u) << "output " << i << " was written";
   EXPECT_EQ(amax_multi_compute(c, t, 0, nullptr, nullptr, 0, nullptr), AMAX_STATUS_SUCCESS);  // empty list: nothing
+  amax_context_destroy(c);
+}
+
+// Issue 24: a NULL list with count > 0 after a list of that count was enqueued (and so prepared)
+// on the context: every entry point answers NULL_POINTER naming it, none reads the NULL array (the
+// prepared-list lookup of amax_multi_compute / amax_multi_and_scale compared tensors[i] first and
+// crashed), and nothing is written.
+TEST(GpuMulti, NullListAfterAPreparedListOfThatCountIsANullPointerStatusNotACrash) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  amax_context_t c = bare_context();
+  ASSERT_NE(c, nullptr) << amax_last_error();
+  constexpr std::size_t kCount = 8;
+  DeviceBuffer in(b, 4096 * kCount), outs(b, 3 * 4 * kCount);
+  amax_tensor_t t[kCount];
+  for (std::size_t i = 0; i < kCount; ++i) t[i] = {in.get(4096 * i), 1000, AMAX_DTYPE_FP32};
+  b.memset32_async(in.p, 0x3f800000u, 1024 * kCount, nullptr);  // every element 1.0f
+  std::size_t ws_bytes = 0;
+  ASSERT_EQ(amax_multi_workspace_size(c, t, kCount, &ws_bytes), AMAX_STATUS_SUCCESS);
+  DeviceBuffer ws(b, ws_bytes);
+  float* amax = outs.get<float>(0);
+  amax_scale_options_t so;
+  amax_scale_options_init(&so);
+  // Enqueued twice each: the second call is served from the prepared list.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(amax_multi_compute(c, t, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
+    ASSERT_EQ(amax_multi_and_scale(c, t, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.p, ws_bytes, nullptr),
+              AMAX_STATUS_SUCCESS)
+        << amax_last_error();
+  }
+  b.synchronize(nullptr);
+  EXPECT_EQ(read_bits(b, amax), 0x3f800000u);
+  b.memset32_async(outs.p, 0x12345678u, 3 * kCount, nullptr);
+  b.synchronize(nullptr);
+  const std::string msg = "tensors is NULL with count = 8";
+  EXPECT_EQ(amax_multi_compute(c, nullptr, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  EXPECT_EQ(amax_multi_and_scale(c, nullptr, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.p, ws_bytes,
+                                 nullptr),
+            AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  std::size_t bytes = 12345;
+  EXPECT_EQ(amax_multi_workspace_size(c, nullptr, kCount, &bytes), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  EXPECT_EQ(bytes, 12345u);
+  EXPECT_EQ(amax_multi_preload(c, nullptr, kCount), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  EXPECT_EQ(amax_multi_preload_scale(c, nullptr, kCount), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  amax_multi_explanation_t e;
+  EXPECT_EQ(amax_multi_explain(c, nullptr, kCount, AMAX_DTYPE_FP32, &e), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_last_error(), msg);
+  b.synchronize(nullptr);
+  for (std::size_t i = 0; i < 3 * kCount; ++i)
+    EXPECT_EQ(read_bits(b, outs.get(4 * i)), 0x12345678u) << "output word " << i << " was written";
+  // The prepared list still serves its own array afterwards.
+  EXPECT_EQ(amax_multi_compute(c, t, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
+  b.synchronize(nullptr);
+  EXPECT_EQ(read_bits(b, outs.get(4 * (kCount - 1))), 0x3f800000u);
   amax_context_destroy(c);
 }
 

@@ -2,8 +2,8 @@
 // an NVIDIA GPU through the test-only libamax_hipshim (HIP calls translated onto the CUDA driver
 // API). Code objects come from NVRTC for the device's sm_XY (hipRTC cannot produce NVIDIA code) and
 // are loaded through the HIP backend's load_module. The bit-exact cases are those of
-// test_gpu_correctness (correctness_cases.cpp). What this proves and what it cannot: README,
-// "The HIP backend on the H200". Label `gpu`; skips without an NVIDIA GPU.
+// test_gpu_correctness (correctness_cases.cpp). What this proves and what it cannot: docs/amd.md,
+// "The HIP backend on an NVIDIA GPU". Label `gpu`; skips without an NVIDIA GPU.
 #include <gtest/gtest.h>
 #include <hip/hip_runtime_api.h>  // the error codes the backend reports
 

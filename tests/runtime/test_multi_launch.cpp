@@ -16,6 +16,23 @@ std::optional<MultiListError> sort(std::vector<amax_tensor_t> t, bool pointers =
 const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 }  // namespace
 
+// The check every multi-tensor entry point makes before anything reads an entry (a prepared-list
+// lookup included): it looks at the array pointer and the count only.
+TEST(MultiList, TheArrayIsCheckedBeforeAnyEntryIsRead) {
+  auto e = check_multi_list_array(nullptr, 8);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(e->message, "tensors is NULL with count = 8");
+  EXPECT_FALSE(check_multi_list_array(nullptr, 0));
+  // One real entry and a count past the limit: refused without reading past the entry.
+  const amax_tensor_t one{at(0x1000), 4, AMAX_DTYPE_FP32};
+  e = check_multi_list_array(&one, kMultiMaxTensors + 1);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, AMAX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(e->message, "count = 16777216 tensors exceeds the limit of 16777215 (2^24 - 1) per call");
+  EXPECT_FALSE(check_multi_list_array(&one, 1));
+}
+
 TEST(MultiList, EachBadInputHasItsStatusAndAMessageNamingIndexAndValue) {
   MultiList l;
   auto e = sort_multi_list(nullptr, 5, true, l);
@@ -180,7 +197,7 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   auto f32 = [&](std::size_t off) { float v; std::memcpy(&v, a.data() + off, 4); return v; };
   EXPECT_EQ(u32(0), 3u);   // count
   EXPECT_EQ(u32(4), 1u);   // spanning
-  EXPECT_EQ(u32(8), 1u);   // flags: ignore NaN
+  EXPECT_EQ(u32(8), 1u | 12u << 8);  // flags: ignore NaN, chunks of 2^12 = 4096 elements
   EXPECT_EQ(u32(12), 2u);  // chunks per block
   EXPECT_EQ(u64(16), 0xAA00u);
   EXPECT_EQ(u64(24), 0xBB00u);
@@ -200,8 +217,8 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   EXPECT_EQ(u32(lay.chunk_offset + 8), 4u);
   EXPECT_EQ(u32(lay.chunk_offset + 12), 5u);
   // Without the epilogue the scale fields are zero.
-  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::propagate);
-  EXPECT_EQ(u32(8), 0u);
+  pack_multi_args(a, 192, t, l, 65536, out, ws, ctr, NanMode::propagate);
+  EXPECT_EQ(u32(8), 16u << 8);  // propagate NaN, chunks of 2^16 elements
   EXPECT_EQ(u64(40), 0u);
   EXPECT_EQ(u64(48), 0u);
   EXPECT_EQ(f32(56), 0.0f);

@@ -35,7 +35,7 @@ TEST_F(ExportTest, JsonWinnersExact) {
   std::ostringstream out;
   db.export_json(out);
   const std::string expected = std::string(R"({
-  "schema_version": 3,
+  "schema_version": 5,
   "winners": [
     {
       "arch": "sm_90",
@@ -76,6 +76,8 @@ TEST_F(ExportTest, JsonAllHasTrials) {
       "spill_bytes": -1,
       "tie_rank": -1,
       "confirm_median_us": 0.0,
+      "host_us": 0.0,
+      "launches": -1,
       "provenance": {)";
   EXPECT_NE(s.find(failed, t), std::string::npos) << s;
   std::ostringstream trials_only;
@@ -98,10 +100,10 @@ TEST_F(ExportTest, CsvExact) {
   db.export_csv(t, ExportTable::Trials);
   EXPECT_EQ(t.str(),
             std::string("arch,dtype,n,label,status,reason,median_us,spread_us,samples,gbps,registers,spill_bytes,"
-                        "tie_rank,confirm_median_us,") +
+                        "tie_rank,confirm_median_us,host_us,launches,") +
                 kProvHeader + "\n" +
-                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1,-1,0," +
-                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0,-1,0," + kProvCsv + "\n");
+                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1,-1,0,0,-1," +
+                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0,-1,0,0,-1," + kProvCsv + "\n");
   std::ostringstream bad;
   expect_db_error(ErrorKind::InvalidArgument, [&] { db.export_csv(bad, ExportTable::All); });
 }
@@ -115,17 +117,17 @@ TEST_F(ExportTest, DumpTextExact) {
       R"("prov_compiler":"nvrtc 13.0","prov_template_hash":"a1b2c3d4","prov_tool_version":"0.1.0",)"
       R"("prov_timing_protocol":"warmup=10 batches=25 rotate=4xL2","prov_timestamp":"2026-11-30T02:51:00Z"})";
   const std::string expected =
-      std::string(R"({"format":"amax-tune-db","schema_version":3})") + "\n" +
+      std::string(R"({"format":"amax-tune-db","format_version":2,"schema_version":5})") + "\n" +
       R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","median_us":3.5,"gbps":1.25,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"atomic.t64","status":"compile_failed",)"
       R"("reason":"error: \"x\", line 2\nnext","median_us":0.0,"spread_us":0.0,"samples":0,"gbps":0.0,)"
-      R"("registers":-1,"spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,)" +
+      R"("registers":-1,"spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","status":"ok","reason":"",)"
       R"("median_us":3.5,"spread_us":0.35,"samples":25,"gbps":1.25,"registers":32,"spill_bytes":0,)"
-      R"("tie_rank":-1,"confirm_median_us":0.0,)" +
-      prov + "\n";
+      R"("tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
+      prov + "\n" + R"({"end":"amax-tune-db","rows":{"winner":1,"trial":2,"group_winner":0,"group_trial":0}})" + "\n";
   EXPECT_EQ(out.str(), expected);
 }
 
@@ -165,7 +167,9 @@ TEST_F(ExportTest, DumpLoadRoundTripIsExact) {
   std::string line;
   std::vector<std::string> all;
   while (std::getline(lines, line)) all.push_back(line);
-  ASSERT_EQ(all.size(), 1u + 9u * (3u + 1u) + 2u);  // header, 9 x (sm_90 winner + 2 trials, gfx942 trial), key 5
+  ASSERT_EQ(all.size(), 1u + 9u * (3u + 1u) + 2u + 1u);  // header, 9 x (sm_90 winner + 2 trials, gfx942 trial), key 5, end
+  EXPECT_EQ(all.back(), R"({"end":"amax-tune-db","rows":{"winner":10,"trial":28,"group_winner":0,"group_trial":0}})");
+  all.pop_back();
   EXPECT_NE(all[1].find(R"({"row":"trial","arch":"gfx942","dtype":"bf16","n":1,)"), std::string::npos) << all[1];
   EXPECT_NE(all[2].find(R"({"row":"trial","arch":"gfx942","dtype":"bf16","n":1048576,)"), std::string::npos) << all[2];
   EXPECT_NE(all.back().find(R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":4611686018427387905,)"),
@@ -213,6 +217,11 @@ struct BadText {
 class LoadTextErrorTest : public TempDirTest, public ::testing::WithParamInterface<BadText> {};
 
 const std::string kHeader = "{\"format\":\"amax-tune-db\",\"schema_version\":3}\n";
+const std::string kHeader2 = "{\"format\":\"amax-tune-db\",\"format_version\":2,\"schema_version\":3}\n";
+std::string kEnd(int winners, int trials) {
+  return R"({"end":"amax-tune-db","rows":{"winner":)" + std::to_string(winners) + R"(,"trial":)" +
+         std::to_string(trials) + R"(,"group_winner":0,"group_trial":0}})" + "\n";
+}
 const std::string kWinner =
     R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"w","median_us":3.5,"gbps":1.25,)"
     R"("prov_device_name":"d","prov_arch":"sm_90","prov_cu_count":1,"prov_driver_version":"v","prov_compiler":"c",)"
@@ -220,6 +229,22 @@ const std::string kWinner =
 
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   return s.replace(s.find(from), from.size(), to);
+}
+
+// The input's name, when given, is what every message names (not the output).
+TEST_F(ExportTest, LoadTextErrorsNameTheInputFile) {
+  std::istringstream in(kHeader2 + kWinner + "\n");
+  const std::string msg = expect_db_error(ErrorKind::InvalidArgument,
+                                          [&] { TuningDb::load_text(in, file("out.db"), "dumps/in.jsonl"); });
+  EXPECT_EQ(msg.rfind("text dump 'dumps/in.jsonl', line 2: the end line", 0), 0u) << msg;
+  EXPECT_FALSE(fs::exists(file("out.db")));
+}
+
+// A dump with its end line loads; the counts of every row type are checked, the group ones too.
+TEST_F(ExportTest, LoadTextAcceptsTheEndLineWithMatchingCounts) {
+  std::istringstream in(kHeader2 + kWinner + "\n" + kEnd(1, 0));
+  TuningDb::load_text(in, file("ok.db"));
+  EXPECT_EQ(TuningDb::open(file("ok.db"), OpenMode::ReadOnly).winners().size(), 1u);
 }
 
 TEST_P(LoadTextErrorTest, NamesTheLineAndTheProblemAndWritesNothing) {
@@ -253,8 +278,30 @@ INSTANTIATE_TEST_SUITE_P(
                 "line 2: unknown row type \"loser\""},
         BadText{"Duplicate", kHeader + kWinner + "\n" + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 3: duplicates line 2"},
-        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":5}\n", ErrorKind::FutureSchema,
-                "schema version 5, but this build of amax-tune understands versions 1 to 4"}),
+        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":6}\n", ErrorKind::FutureSchema,
+                "schema version 6, but this build of amax-tune understands versions 1 to 5"},
+        // Text format 2: the end line with the row counts is required and checked.
+        BadText{"CutShort", kHeader2 + kWinner + "\n", ErrorKind::InvalidArgument,
+                "line 2: the end line {\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after 1 rows: the dump is "
+                "cut short"},
+        BadText{"CutShortEmpty", kHeader2, ErrorKind::InvalidArgument, "line 1: the end line"},
+        BadText{"Miscounted", kHeader2 + kWinner + "\n" + kEnd(2, 0), ErrorKind::InvalidArgument,
+                "line 3: the end line states 2 winner rows, but the dump holds 1: rows were lost or added"},
+        BadText{"MiscountedTrials", kHeader2 + kWinner + "\n" + kEnd(1, 1), ErrorKind::InvalidArgument,
+                "line 3: the end line states 1 trial rows, but the dump holds 0"},
+        BadText{"UnknownCount", kHeader2 + kWinner + "\n" + R"({"end":"amax-tune-db","rows":{"winner":1,"loser":0}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: the end line counts an unknown row type \"loser\""},
+        BadText{"BadCount", kHeader2 + kWinner + "\n" + R"({"end":"amax-tune-db","rows":{"winner":-1}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: the end line's count of winner rows is -1 (expected a count)"},
+        BadText{"BadEndLine", kHeader2 + kWinner + "\n" + R"({"end":"other","rows":{}})" "\n",
+                ErrorKind::InvalidArgument, "line 3: expected the end line"},
+        BadText{"RowAfterEnd", kHeader2 + kEnd(0, 0) + kWinner + "\n", ErrorKind::InvalidArgument,
+                "line 3: a line after the end line (line 2)"},
+        BadText{"FutureTextFormat", "{\"format\":\"amax-tune-db\",\"format_version\":3,\"schema_version\":4}\n",
+                ErrorKind::FutureSchema, "line 1: the dump has text format version 3, but this build of amax-tune "
+                "understands versions 1 to 2"},
+        BadText{"BadTextFormat", "{\"format\":\"amax-tune-db\",\"format_version\":\"2\",\"schema_version\":4}\n",
+                ErrorKind::InvalidArgument, "line 1: the header's format_version is \"2\" (expected a positive integer)"}),
     [](const ::testing::TestParamInfo<BadText>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "amax/code_object.hpp"
+#include "amax/compile_pool.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/log.hpp"
 #include "amax/record.hpp"
@@ -53,10 +53,9 @@ class Session {
   void run() {
     const auto t0 = Clock::now();
     Vendor vendor = ArchInfo::parse(o_.arch).vendor;
-    // An existing database is checked first (cheap, and a damaged one is reported even where
-    // the device is missing); a new one is only created once there is a device to tune.
-    std::error_code ec;
-    if (std::filesystem::exists(o_.db_path, ec)) open_db();
+    // The database is checked first without changing it (cheap, and a problem is reported even
+    // where the device is missing); it is opened for writing only once the device checks passed.
+    check_db();
     if (device_count(vendor) <= o_.device)
       throw TuneError(fmt::format("no {} device {} to tune for --arch {}: {}", to_string(vendor), o_.device, o_.arch,
                                   device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
@@ -77,7 +76,7 @@ class Session {
     current_.timing_protocol = o_.protocol.describe();
     current_multi_ = current_;
     current_multi_.template_hash = multi_template_hash();
-    if (!db_) open_db();
+    open_db();
     plan_keys();
     plan_groups();
     if (work_.empty() && group_work_.empty()) {
@@ -91,25 +90,55 @@ class Session {
   }
 
  private:
-  void open_db() {
-    // A database that cannot be written (read-only HOME in a container) degrades to an
-    // in-memory copy with one warning: the run still measures and reports (--json keeps it).
-    db::OpenOptions opts;
-    opts.memory_fallback = true;
+  // Read-only checks of the database: nothing is created, moved or written (an existing file is
+  // read as immutable where it has no -wal/-shm beside it, so that none appear). A damaged file
+  // is refused unless --rebuild (then open_db moves it aside), as are a newer schema and, unless
+  // db_in_memory, a file or directory this process cannot write.
+  void check_db() {
+    const std::string where = o_.db_path.string();
+    if (o_.rebuild_db && o_.db_in_memory)
+      throw TuneError("--rebuild moves a damaged database aside and --db-in-memory never writes it: give one of them");
+    if (!o_.db_in_memory)
+      if (const std::string why = db::TuningDb::write_problem(o_.db_path); !why.empty())
+        throw TuneError(fmt::format(
+            "cannot tune into the tuning database {}: {}; nothing was tuned. Make it writable, name another "
+            "database with --db FILE (or $AMAX_TUNE_DB), or tune without keeping the results with --db-in-memory "
+            "(--json FILE keeps the summary)", where, why));
+    std::error_code ec;
+    if (!std::filesystem::exists(o_.db_path, ec) || std::filesystem::file_size(o_.db_path, ec) == 0) return;
+    db::OpenOptions ro;
+    ro.immutable = !std::filesystem::exists(o_.db_path.string() + "-wal", ec) &&
+                   !std::filesystem::exists(o_.db_path.string() + "-shm", ec);
     try {
-      db_.emplace(db::TuningDb::open(o_.db_path, db::OpenMode::ReadWrite, opts));
+      (void)db::TuningDb::open(o_.db_path, db::OpenMode::ReadOnly, ro);
     } catch (const db::DbError& e) {
       if (e.kind() != db::ErrorKind::Corrupt || !o_.rebuild_db)
-        throw TuneError(fmt::format("cannot use the tuning database {}: {}", o_.db_path.string(), e.what()));
-      std::filesystem::path moved;
-      db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved));
-      progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
+        throw TuneError(fmt::format("cannot use the tuning database {}: {}", where, e.what()));
+      rebuild_ = true;
+    }
+  }
+
+  // Opens the database for the run (after check_db and the device checks): creates or migrates
+  // it, or moves a damaged one aside (--rebuild); with db_in_memory an in-memory copy.
+  void open_db() {
+    db::OpenOptions opts;
+    opts.memory_only = o_.db_in_memory;
+    try {
+      if (rebuild_) {
+        std::filesystem::path moved;
+        db_.emplace(db::TuningDb::rebuild(o_.db_path, &moved, opts));
+        progress(fmt::format("damaged database moved to {}; starting a new one", moved.string()));
+      } else {
+        db_.emplace(db::TuningDb::open(o_.db_path, db::OpenMode::ReadWrite, opts));
+      }
+    } catch (const db::DbError& e) {
+      throw TuneError(fmt::format("cannot use the tuning database {}: {}", o_.db_path.string(), e.what()));
     }
     if (std::string w = trust::database_warning("tuning database", o_.db_path); !w.empty()) log().warn("{}", w);
     report_.db_in_memory = db_->in_memory();
     if (report_.db_in_memory)
-      progress(fmt::format("{} cannot be written: results are kept in memory only for this run (use --db or "
-                           "$AMAX_TUNE_DB to name a writable file; --json saves the summary)", o_.db_path.string()));
+      progress(fmt::format("--db-in-memory: {} is not written; results are kept in memory only for this run "
+                           "(--json FILE saves the summary)", o_.db_path.string()));
   }
 
   // Which keys to measure, and which are already done (resumed).
@@ -119,6 +148,12 @@ class Session {
       for (const auto& s : db_->stale_keys(current_))
         for (DType d : o_.dtypes)
           if (s.key.arch == arch_.name && d == s.key.dtype) wanted.emplace_back(d, s.key.n);
+      // Winners of this identity measured before GPU time (host-inclusive) are re-tuned too.
+      for (DType d : o_.dtypes)
+        for (const auto& w : db_->winners(db::WinnerFilter{arch_.name, d}))
+          if (db::same_identity(w.provenance, current_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
+              std::find(wanted.begin(), wanted.end(), std::pair{d, w.key.n}) == wanted.end())
+            wanted.emplace_back(d, w.key.n);
     } else if (o_.tune_sizes) {
       const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
       for (DType d : o_.dtypes)
@@ -154,6 +189,18 @@ class Session {
         for (DType d : o_.dtypes)
           if (k.key.arch == arch_.name && d == k.key.dtype && k.key.largest_bytes % info(d).bytes == 0)
             wanted.push_back({k.key.tensors, k.key.largest_bytes / info(d).bytes, d});
+      // Group winners of this identity measured before GPU time are re-tuned too (a uniform group:
+      // total = tensors x largest).
+      for (DType d : o_.dtypes)
+        for (const auto& w : db_->group_winners(db::WinnerFilter{arch_.name, d}))
+          if (db::same_identity(w.provenance, current_multi_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
+              w.key.largest_bytes % info(d).bytes == 0 && w.key.total_bytes == w.key.tensors * w.key.largest_bytes) {
+            const GroupSpec g{w.key.tensors, w.key.largest_bytes / info(d).bytes, d};
+            if (std::none_of(wanted.begin(), wanted.end(), [&](const GroupSpec& h) {
+                  return h.tensors == g.tensors && h.n == g.n && h.dtype == g.dtype;
+                }))
+              wanted.push_back(g);
+          }
     } else {
       wanted = o_.groups ? *o_.groups : default_groups(o_.dtypes);
     }
@@ -181,12 +228,15 @@ class Session {
                            resumed, wanted.size()));
   }
 
+  // Compiles (or reads from the disk cache) every single-tensor kernel of the keys' candidates and
+  // every multi-tensor kernel of the groups' candidates in one pool (the longer multi-tensor
+  // compiles first), reporting progress on stderr, then loads them on this thread.
   void build_kernels() {
     const auto t0 = Clock::now();
     std::set<DType> dtypes;
     for (auto& [d, n] : work_) dtypes.insert(d);
     if (!group_work_.empty()) {
-      group_ctx_.emplace(GroupTuneContext{*backend_, *kernels_, arch_, o_.protocol, o_.space, o_.jobs, reference_,
+      group_ctx_.emplace(GroupTuneContext{*backend_, *kernels_, arch_, o_.protocol, o_.space, reference_,
                                           [this](const std::string& l) { progress(l); }});
     }
     std::vector<std::pair<KernelConfig, DType>> todo;
@@ -194,13 +244,31 @@ class Session {
       cands_[d] = candidates(arch_, d, o_.space);
       for (const auto& c : distinct_kernels(cands_[d])) todo.emplace_back(c, d);
     }
-    std::vector<Built> built(todo.size());
-    std::atomic<std::size_t> next{0}, done{0};
+    std::vector<MultiKernelBuild> multi;
+    if (group_ctx_) {
+      multi = multi_kernels_needed(*group_ctx_, group_work_);
+      const auto cu = static_cast<std::uint32_t>(backend_->device().cu_count);
+      std::size_t timed = 0, all = 0;
+      for (const GroupSpec& g : group_work_) {
+        timed += group_candidates(arch_, o_.space, g, cu).size();
+        all += multi_candidates(arch_, g.dtype, o_.space, g.shape()).size();
+      }
+      progress(fmt::format("multi-tensor groups: {} variants to time over {} groups ({} others left out: their "
+                           "launches repeat a timed variant's work)", timed, group_work_.size(), all - timed));
+    }
     const unsigned jobs = o_.jobs ? o_.jobs : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<std::size_t>(jobs, todo.size()); ++t)
-      pool.emplace_back([&] {
-        for (std::size_t i; (i = next++) < todo.size();) {
+    progress(fmt::format("compiling {} kernels ({} single-tensor, {} multi-tensor) on {} threads",
+                         todo.size() + multi.size(), todo.size(), multi.size(), jobs));
+    std::vector<Built> built(todo.size());
+    const bool tty = o_.progress && isatty(STDERR_FILENO);
+    CompileProgress shown(todo.size() + multi.size(), tty, [this](const std::string& text) {
+      if (o_.progress) std::fputs(text.c_str(), stderr);
+    });
+    run_compile_pool(
+        multi.size() + todo.size(), jobs,
+        [&](std::size_t j) {
+          if (j < multi.size()) return compile_multi_kernel(*group_ctx_, multi[j]);
+          const std::size_t i = j - multi.size();
           try {
             built[i].binary = build_kernel(*compiler_, kernels_->binaries(), arch_, todo[i].first, todo[i].second);
             built[i].usage = built[i].binary->usage;
@@ -213,15 +281,8 @@ class Session {
             built[i].error = e.what();
             if (built[i].error.size() > 2000) built[i].error.resize(2000);
           }
-          ++done;
-        }
-      });
-    const bool tty = o_.progress && isatty(STDERR_FILENO);
-    while (done < todo.size()) {
-      if (tty) std::fprintf(stderr, "\rcompiling kernels: %zu/%zu", done.load(), todo.size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    for (auto& th : pool) th.join();
+        },
+        std::chrono::milliseconds(100), [&](std::size_t done) { shown.update(done); });
     for (std::size_t i = 0; i < todo.size(); ++i) {
       const std::string name = kernel_name(todo[i].first, todo[i].second);
       if (built[i].binary) {
@@ -237,8 +298,8 @@ class Session {
     }
     reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
     if (group_ctx_)
-      multi_build_errors_ = build_multi_kernels(*group_ctx_, group_work_, &report_.multi_kernels_compiled,
-                                                &report_.multi_kernels_cached);
+      multi_build_errors_ =
+          load_multi_kernels(*group_ctx_, multi, &report_.multi_kernels_compiled, &report_.multi_kernels_cached);
     report_.compile_s = seconds_since(t0);
     progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
                          report_.kernels_compiled, report_.kernels_cached,
@@ -254,25 +315,13 @@ class Session {
   }
 
   // The sample source of the search: variant i of the key being tuned, timed by the runner.
-  class Source : public SampleSource {
+  class Source : public RunnerSource {
    public:
-    Source(Session& s, DType d, std::uint64_t n, const std::vector<VariantResult>& vs) : s_(s), d_(d), n_(n), vs_(vs) {}
-    std::vector<double> sample(std::size_t i, int batches, bool prepare) override {
-      Timed& t = timed(i);
-      if (prepare) s_.runner_->prepare(t, bytes());
-      return s_.runner_->measure(t, bytes(), batches);
-    }
-    std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override {
-      std::vector<Timed> ts;
-      for (std::size_t i : which) ts.push_back({timed(i).call});  // a fresh probe per pass
-      return s_.runner_->interleaved(ts, bytes(), rounds,
-                                     second ? InterleaveOrder{1, true} : InterleaveOrder{});
-    }
-    void recover() override { s_.backend_->synchronize(s_.stream_); }  // throws if the context is lost
+    Source(Session& s, DType d, std::uint64_t n, const std::vector<VariantResult>& vs)
+        : RunnerSource(*s.runner_, n * info(d).bytes), s_(s), d_(d), n_(n), vs_(vs) {}
 
    private:
-    std::uint64_t bytes() const { return n_ * info(d_).bytes; }
-    Timed& timed(std::size_t i) {
+    Timed& timed(std::size_t i) override {
       auto it = timed_.find(i);
       if (it != timed_.end()) return it->second;
       const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
@@ -313,7 +362,8 @@ class Session {
     }
     inputs_ = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
     stream_ = backend_->create_stream();
-    runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol);
+    gate_ = std::make_unique<Gate>(*backend_, reference_.gate, o_.protocol.gate_timeout_ms);
+    runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol, gate_.get());
     out_ = static_cast<float*>(backend_->allocate(4));
     workspace_ = backend_->allocate(max_ws);
     counter_ = static_cast<std::uint32_t*>(backend_->allocate(4 * kSlotWords));
@@ -469,11 +519,13 @@ class Session {
   std::optional<GroupTuneContext> group_ctx_;
   std::map<std::string, std::string> multi_build_errors_;
   std::optional<db::TuningDb> db_;
+  bool rebuild_ = false;  // check_db found the file damaged and --rebuild was given
   std::vector<std::pair<DType, std::uint64_t>> work_;
   std::map<DType, std::vector<KernelConfig>> cands_;
   std::map<std::string, std::string> build_errors_;
   std::map<std::string, ResourceUsage> usage_;
   std::unique_ptr<InputRegion> inputs_;
+  std::unique_ptr<Gate> gate_;
   std::unique_ptr<Runner> runner_;
   StreamHandle stream_ = nullptr;
   float* out_ = nullptr;

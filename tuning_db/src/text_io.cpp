@@ -7,10 +7,13 @@
 #include "validate.hpp"
 
 #include <algorithm>
+#include <array>
 #include <istream>
 #include <map>
 #include <ostream>
 #include <set>
+
+#include <spdlog/spdlog.h>
 
 namespace amax::db {
 
@@ -21,6 +24,14 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kTextFormat = "amax-tune-db";
+/// The text format's own version (the header's "format_version"; independent of the schema
+/// version): 1 (no such field) ended with the last row; 2 ends with the end line
+/// {"end":"amax-tune-db","rows":{TAG:COUNT,...}}, which load_text requires.
+constexpr int kTextFormatVersion = 2;
+/// The row types of a dump, in the order dump_text writes them (and counts them on the end line).
+constexpr std::array<std::string_view, 4> kRowTags = {detail::WinnersTable::dump_tag, detail::TrialsTable::dump_tag,
+                                                      detail::GroupWinnersTable::dump_tag,
+                                                      detail::GroupTrialsTable::dump_tag};
 
 void check_stream(const std::ostream& out, const fs::path& path, std::string_view what) {
   if (!out) {
@@ -157,11 +168,20 @@ void TuningDb::dump_text(std::ostream& out) const {
   Impl::Snapshot s = impl().snapshot();
   ojson header = ojson::object();
   header["format"] = std::string(kTextFormat);
+  header["format_version"] = kTextFormatVersion;
   header["schema_version"] = format_version(!s.group_winners.empty(), !s.group_trials.empty());
   out << header.dump() << '\n';
+  // The end line's counts, per row tag in the order the rows are written.
+  ojson counts = ojson::object();
+  const std::size_t sizes[] = {s.winners.size(), s.trials.size(), s.group_winners.size(), s.group_trials.size()};
+  for (std::size_t i = 0; i < kRowTags.size(); ++i) counts[std::string(kRowTags[i])] = sizes[i];
   dump_rows<detail::WinnersTable, detail::TrialsTable>(out, std::move(s.winners), std::move(s.trials));
   dump_rows<detail::GroupWinnersTable, detail::GroupTrialsTable>(out, std::move(s.group_winners),
                                                                   std::move(s.group_trials));
+  ojson end = ojson::object();
+  end["end"] = std::string(kTextFormat);
+  end["rows"] = std::move(counts);
+  out << end.dump() << '\n';
   check_stream(out, impl().path, "text dump");
 }
 
@@ -169,13 +189,15 @@ namespace {
 
 struct TextParser {
   fs::path out_path;
+  fs::path source;  // the dump's file name, if known: messages name it
   std::size_t line = 0;
   int version = 0;
 
+  /// "text dump 'in.jsonl'" (or "text dump for 'out.db'" when the input has no name).
+  std::string what() const { return source.empty() ? "text dump for " + quoted(out_path) : "text dump " + quoted(source); }
+
   [[noreturn]] void fail(const std::string& msg, ErrorKind kind = ErrorKind::InvalidArgument) const {
-    throw DbError(kind,
-                  "text dump for " + quoted(out_path) + ", line " + std::to_string(line) + ": " + msg,
-                  out_path);
+    throw DbError(kind, what() + ", line " + std::to_string(line) + ": " + msg, source.empty() ? out_path : source);
   }
 
   template <class Table>
@@ -204,9 +226,12 @@ struct TextParser {
 
 }  // namespace
 
-void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
+void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::path& source) {
   if (out_path.empty()) throw DbError(ErrorKind::InvalidArgument, "load_text: the output path is empty");
-  TextParser p{out_path};
+  TextParser p{out_path, source};
+  int text_version = 1;
+  std::size_t end_line = 0;  // the end line's number, once read
+  std::map<std::string, std::size_t> rows_read;  // per row tag
   std::vector<WinnerRow> ws;
   std::vector<TrialRow> ts;
   std::vector<GroupWinnerRow> gws;
@@ -259,12 +284,45 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
                ver > 1 ? ErrorKind::FutureSchema : ErrorKind::InvalidArgument);
       }
       p.version = static_cast<int>(ver);
+      if (const auto fv = j.find("format_version"); fv != j.end()) {
+        if (!fv->is_number_unsigned() || fv->get<std::uint64_t>() < 1)
+          p.fail("the header's format_version is " + fv->dump() + " (expected a positive integer)");
+        if (fv->get<std::uint64_t>() > static_cast<std::uint64_t>(kTextFormatVersion))
+          p.fail("the dump has text format version " + fv->dump() + ", but this build of amax-tune understands "
+                 "versions 1 to " + std::to_string(kTextFormatVersion), ErrorKind::FutureSchema);
+        text_version = static_cast<int>(fv->get<std::uint64_t>());
+      }
       header = true;
+      continue;
+    }
+    if (end_line) p.fail("a line after the end line (line " + std::to_string(end_line) + ")");
+    if (const auto end = j.find("end"); end != j.end()) {
+      // The end line: the count of every row tag must be what was read (a dump cut at a line
+      // boundary, or with rows added or removed by hand, is refused).
+      const auto counts = j.find("rows");
+      if (*end != std::string(kTextFormat) || counts == j.end() || !counts->is_object() || j.size() != 2)
+        p.fail("expected the end line {\"end\":\"amax-tune-db\",\"rows\":{...}}, got " + text);
+      std::map<std::string, std::size_t> stated;
+      for (const auto& item : counts->items()) {
+        const std::string& k = item.key();
+        if (std::find(kRowTags.begin(), kRowTags.end(), k) == kRowTags.end())
+          p.fail("the end line counts an unknown row type \"" + k + "\"");
+        if (!item.value().is_number_unsigned())
+          p.fail("the end line's count of " + k + " rows is " + item.value().dump() + " (expected a count)");
+        stated[k] = item.value().get<std::size_t>();
+      }
+      for (const std::string_view tag : kRowTags)
+        if (const std::string k(tag); stated[k] != rows_read[k])
+          p.fail("the end line states " + std::to_string(stated[k]) + " " + k + " rows, but the dump holds " +
+                 std::to_string(rows_read[k]) + ": rows were lost or added; export the database again "
+                 "(amax-tune export --format text)");
+      end_line = p.line;
       continue;
     }
     const auto tag = j.find("row");
     if (tag == j.end() || !tag->is_string()) p.fail("missing \"row\": \"winner\" or \"trial\"");
     const std::string kind = tag->get<std::string>();
+    ++rows_read[kind];
     auto need_groups = [&] {
       if (!detail::has_table<detail::GroupWinnersTable>(p.version)) {
         p.fail("a " + kind + " row needs a dump of schema version " +
@@ -290,6 +348,17 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path) {
   if (!header) {
     p.line = 1;
     p.fail("the input is empty: expected the header {\"format\":\"amax-tune-db\",\"schema_version\":N}");
+  }
+  if (!end_line) {
+    std::size_t rows = 0;
+    for (const auto& [tag, n] : rows_read) rows += n;
+    if (text_version >= 2)
+      p.fail("the end line {\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after " + std::to_string(rows) +
+             " rows: the dump is cut short (or its last line was removed); export it again (amax-tune export "
+             "--format text)");
+    spdlog::warn("{} is of text format version 1 (no end line stating its row counts): its {} rows are loaded, "
+                 "but whether rows were lost cannot be checked; export the database again to add the end line",
+                 p.what(), rows);
   }
 
   const fs::path tmp = detail::temp_beside(out_path);

@@ -1,5 +1,6 @@
 #include <amax/db/nearest.hpp>
 #include <amax/db/tuning_db.hpp>
+#include <amax/file_access.hpp>
 
 #include "codec.hpp"
 #include "schema.hpp"
@@ -293,14 +294,12 @@ void migrate(TuningDb::Impl& im, int from) {
 /// (-journal, -wal, -shm): otherwise the open would succeed and the first write fail.
 void require_writable_directory(const fs::path& path) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0) return;
-  const int err = errno;
-  if (err != EACCES && err != EROFS && err != EPERM) return;  // let SQLite report anything else
+  const std::string why = access_problem(dir, W_OK | X_OK, "its directory");
+  if (why.empty()) return;
   throw DbError(ErrorKind::ReadOnly,
-                "tuning database " + quoted(path) + " cannot be opened for writing: its directory " + quoted(dir) +
-                    " is not writable (" + std::strerror(err) +
-                    ") and SQLite creates its journal files there; open it with OpenMode::ReadOnly to read it, "
-                    "or use a database in a writable directory",
+                "tuning database " + quoted(path) + " cannot be opened for writing: " + why +
+                    ", and SQLite creates its journal files there; open it read-only to read it, or use a "
+                    "database in a writable directory",
                 path);
 }
 
@@ -342,6 +341,22 @@ void create_complete(const TuningDb::Impl& im) {
 
 }  // namespace
 
+std::string TuningDb::write_problem(const fs::path& path) {
+  if (path.empty()) return "the tuning database path is empty";
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec))) {
+    if (std::string why = access_problem(path, R_OK | W_OK, "the file"); !why.empty()) return why;
+  }
+  // The directory SQLite creates its journal files in, or the nearest existing ancestor in which
+  // the missing directories would be created.
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  fs::path dir = parent;
+  while (!fs::exists(dir, ec) && dir.has_parent_path() && dir.parent_path() != dir) dir = dir.parent_path();
+  if (!fs::exists(dir, ec)) dir = ".";
+  if (!fs::is_directory(dir, ec)) return {};  // open() names a path component that is not a directory
+  return access_problem(dir, W_OK | X_OK, dir == parent ? "its directory" : "its nearest existing directory");
+}
+
 TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& options) {
   if (path.empty()) throw DbError(ErrorKind::InvalidArgument, "tuning database path is empty");
   auto im = std::make_unique<Impl>();
@@ -360,6 +375,7 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
   if (fs::is_directory(st)) {
     throw DbError(ErrorKind::InvalidArgument, "tuning database path " + quoted(path) + " is a directory", path);
   }
+  if (mode == OpenMode::ReadWrite && options.memory_only) return open_in_memory(path, options, "");
   if (mode == OpenMode::ReadWrite && options.memory_fallback) {
     try {
       OpenOptions plain = options;
@@ -469,9 +485,10 @@ TuningDb TuningDb::open_in_memory(const fs::path& path, const OpenOptions& optio
   migrate(*im, version);
   im->version = kSchemaVersion;
   im->journal = "memory";
-  spdlog::warn("tuning database '{}' cannot be written ({}); using an in-memory database{} instead: results of "
-               "this run are kept in memory only and are lost when it ends unless exported",
-               path.string(), why, copied ? " holding a copy of its contents" : "");
+  if (!why.empty())  // memory_only asked for it: the caller says so itself
+    spdlog::warn("tuning database '{}' cannot be written ({}); using an in-memory database{} instead: results of "
+                 "this run are kept in memory only and are lost when it ends unless exported",
+                 path.string(), why, copied ? " holding a copy of its contents" : "");
   return TuningDb(std::move(im));
 }
 

@@ -149,7 +149,7 @@ struct KernelConfig {
   /// The field list: the one place the variant's fields are enumerated. The labels, label
   /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.
   /// The epilogue and the cluster are omissible: labels written before they existed (in databases,
-  /// overrides, the README) name the amax-only, cluster-less variant they always named; a fused
+  /// overrides, documents) name the amax-only, cluster-less variant they always named; a fused
   /// variant's label has `.scale` after the grid cap (`one_pass.t256.v8.u4.b8cu.scale`), a
   /// clustered one ends in `.cN` (`self_reset.t512.v8.u2.b4cu.c8`, `...b4cu.scale.c8`). `.amax`
   /// and `.c1` are not accepted: one label per variant.

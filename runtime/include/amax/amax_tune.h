@@ -98,8 +98,8 @@ typedef struct amax_context_options_t {
                                        disables it */
   const char* kernel_cache_dir;   /**< compiled-kernel cache; default: $AMAX_TUNE_CACHE_DIR, else
                                        ~/.cache/amax-tune/kernels; "" disables it. Used only where
-                                       nobody but you or root can write it (README "Security and
-                                       trust"); else one warning and kernels are compiled */
+                                       nobody but you or root can write it (docs/security.md);
+                                       else one warning and kernels are compiled */
 } amax_context_options_t;
 
 typedef struct amax_context* amax_context_t;

@@ -34,8 +34,8 @@ struct LaunchShape {
   bool finish_kernel = false;         ///< two_stage with parts > 1: a second launch
   /// two_stage with parts > 1: the finish kernel is launched as a programmatic dependent of stage
   /// one (Backend::launch_dependent: sm_90+; elsewhere an ordinary launch), except while the stream
-  /// is being captured (an ordinary launch there). Measured on the H200 (README "Programmatic
-  /// dependent launch"): two_stage 1.02-1.12x faster, cold, 2^14-2^24 elements.
+  /// is being captured (an ordinary launch there). Measured on the H200 (docs/results/2026-12-02.md,
+  /// "Programmatic dependent launch"): two_stage 1.02-1.12x faster, cold, 2^14-2^24 elements.
   bool dependent_finish = false;
   int launches() const noexcept { return (grid ? 1 : 0) + (memset_output ? 1 : 0) + (finish_kernel ? 1 : 0); }
 };

@@ -39,8 +39,14 @@ struct MultiList {
   std::array<GroupShape, kDTypeCount> shapes;
 };
 
-/// Checks a C API list and sorts it into `out` (its storage reused): tensors NULL with count > 0
-/// (NULL_POINTER), count above kMultiMaxTensors (INVALID_ARGUMENT), then per tensor in index order
+/// Checks a C API list's array itself, before any of its entries is read: tensors NULL with
+/// count > 0 (NULL_POINTER, "tensors is NULL with count = 8"), count above kMultiMaxTensors
+/// (INVALID_ARGUMENT). Every multi-tensor entry point runs it first, also before a prepared-list
+/// lookup compares the entries. Returns the problem, else nullopt. Thread-safe (pure).
+std::optional<MultiListError> check_multi_list_array(const amax_tensor_t* tensors, std::size_t count);
+
+/// Checks a C API list and sorts it into `out` (its storage reused): check_multi_list_array,
+/// then per tensor in index order
 /// its dtype (UNKNOWN_DTYPE), n above kMultiMaxElements (INVALID_ARGUMENT) and, when
 /// `check_pointers`, data NULL with n > 0 (NULL_POINTER) or not aligned to the element size
 /// (MISALIGNED_POINTER). Returns the first problem, else nullopt. Thread-safe (pure).
@@ -93,8 +99,10 @@ using MultiScaleArgs = ScaleArgs;
 
 /// Writes the kernel-parameter struct `amax_multi_args` of launch `l` into `args` (resized to the
 /// layout of `capacity` descriptors; the header is written whole, the descriptors past l.count are
-/// left as they were: the kernel never reads them). `scale`: the epilogue's arguments, or nullptr
-/// for an amax-only kernel. Thread-safe (pure).
+/// left as they were: the kernel never reads them). `chunk_elems` (the variant's chunk size in
+/// elements, a power of two) goes into the flags word as its log2 (kMultiChunkShiftBit), beside the
+/// NaN mode in bit 0. `scale`: the epilogue's arguments, or nullptr for an amax-only kernel.
+/// Thread-safe (pure).
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
                      const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
                      std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale = nullptr);

@@ -33,7 +33,7 @@ struct NodeKey {
 };
 
 /// Decides agreement for each key (fills agree, same_label, spread, fastest, note). A GPU without
-/// a result for a key makes that key disagree. The rule is the tuner's TieRule (README
+/// a result for a key makes that key disagree. The rule is the tuner's TieRule (docs/tuning.md,
 /// "Reproducible winners"): what separates two variants on one GPU separates two GPUs here.
 std::vector<NodeKey> node_agreement(std::vector<NodeKey> keys, const TieRule& rule = {});
 

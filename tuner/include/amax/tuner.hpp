@@ -32,6 +32,9 @@ struct TuneOptions {
   bool retune = false;                ///< re-tune keys that already have a current winner
   bool stale_only = false;            ///< tune exactly the keys whose winner is stale (sizes ignored)
   bool rebuild_db = false;            ///< move a damaged database aside and start a new one
+  /// Never write db_path: read it (when it exists) to resume from, keep this run's results in
+  /// memory only (the report is all that remains). Without it an unwritable database is refused.
+  bool db_in_memory = false;
   int device = 0;                     ///< device ordinal
   SpaceKind space = SpaceKind::pruned;
   TimingProtocol protocol;
@@ -61,7 +64,7 @@ struct TuneReport {
   int multi_kernels_compiled = 0;   ///< multi-tensor kernels JIT-compiled in this run
   int multi_kernels_cached = 0;     ///< multi-tensor kernels read from the binary cache
   std::vector<std::string> not_done;  ///< keys left when the time budget ran out
-  bool db_in_memory = false;          ///< the database file could not be written: nothing was saved
+  bool db_in_memory = false;          ///< TuneOptions::db_in_memory: nothing was saved in the file
 };
 
 /// Errors the tuner stops on (wrong device, unusable database): what() says what and how to fix.
@@ -72,8 +75,12 @@ struct TuneError : std::runtime_error {
 /// Runs the tuning: the sizes of every dtype, then the multi-tensor groups. Each finished key or group is committed in its own transaction, so a killed run keeps
 /// every finished key and a restarted one resumes. Expected failures (a variant that does not
 /// compile, launches badly or computes a wrong result) are recorded as trials, never thrown.
-/// Errors: TuneError (arch mismatch naming both, no device, damaged database without
-/// rebuild_db), db::DbError, BackendError (the device failed).
+/// The database is checked first without changing it (a damaged one without rebuild_db, a newer
+/// schema, one this process cannot write without db_in_memory: refused naming the file, its owner
+/// and mode), then the device; the file is opened for writing (created, migrated, moved aside by
+/// rebuild_db) only once both passed, so a run that fails there leaves it byte for byte as it was.
+/// Errors: TuneError (arch mismatch naming both, no device, an unusable database), db::DbError,
+/// BackendError (the device failed).
 TuneReport run_tuning(const TuneOptions& options);
 
 }  // namespace amax::tune

@@ -68,6 +68,11 @@ struct OpenOptions {
   /// object is destroyed unless exported. in_memory() tells. Damaged or future-schema files
   /// still raise Corrupt / FutureSchema (they are not a reason to run without the file).
   bool memory_fallback = false;
+  /// ReadWrite only: never write the file, whether or not it could be: open an in-memory
+  /// database holding a copy of the file's contents when it exists and is readable (as
+  /// memory_fallback does, without its warning: the caller asked for it). For a tune whose results
+  /// are only reported (the command line's --db-in-memory). in_memory() is true.
+  bool memory_only = false;
 };
 
 /// A key whose winner for the current device is stale, and why. Plain value type.
@@ -110,8 +115,9 @@ class TuningDb {
   /// Schema version this build writes (and migrates older files to). Version 1: meta, trials,
   /// winners. Version 2: trials.spill_bytes. Version 3: trials.tie_rank, trials.confirm_median_us.
   /// Version 4: provenance stored once (table provenance, referenced by provenance_id);
-  /// group_trials and group_winners.
-  static constexpr int kSchemaVersion = 4;
+  /// group_trials and group_winners. Version 5: trials.host_us and trials.launches (group trials
+  /// too); median_us and spread_us are GPU time from then on.
+  static constexpr int kSchemaVersion = 5;
 
   /// Opens (ReadWrite: creates if missing) the database at @p path.
   ///
@@ -132,6 +138,16 @@ class TuningDb {
                                      OpenMode mode = OpenMode::ReadWrite,
                                      const OpenOptions& options = {});
 
+  /// Why a ReadWrite open of @p path would be refused for want of write permission, found
+  /// without opening, creating or changing anything: "" when the file (if it exists) and the
+  /// directory SQLite creates its journal files in (or, where that is missing, the nearest
+  /// existing ancestor the directories would be created in) can be written by this process;
+  /// otherwise a sentence naming the file or directory, this process's uid, and the owner and mode
+  /// of the file or directory (or its read-only filesystem). Other problems (damage, a path
+  /// component that is not a directory) are left to open(). For refusing a run before its work.
+  /// Thread-safety: may be called concurrently from any thread.
+  [[nodiscard]] static std::string write_problem(const std::filesystem::path& path);
+
   /// Moves whatever is at @p path (and its -wal, -shm, -journal files) aside to
   /// "<path>.corrupt-<UTC timestamp>" (plus ".1", ".2"... if taken), logs a warning naming
   /// both, and opens a fresh ReadWrite database at @p path. For the tuner's --rebuild.
@@ -147,10 +163,18 @@ class TuningDb {
   /// opens create nothing beside it), then renamed over @p out_path (replacing any file there
   /// and removing its stale -wal/-shm/-journal files). For turning the text database shipped in
   /// the repository into an SQLite file at build time.
-  /// @throws DbError InvalidArgument naming the line number and the problem for a malformed
-  ///   dump, FutureSchema for a dump of a newer schema, Io for file errors.
+  /// A dump of text format version 2 (its header holds "format_version":2; dump_text() writes
+  /// it) must end with the end line, whose row counts must match the rows read: a dump cut short
+  /// at a line boundary, or with rows added or removed, is refused. A dump of version 1 (no
+  /// format_version, no end line) is loaded with one warning (its completeness cannot be checked).
+  /// @param source  the dump's file name, named in every message (empty: the messages name
+  ///   @p out_path instead)
+  /// @throws DbError InvalidArgument naming the input, the line number and the problem for a
+  ///   malformed, cut or miscounted dump, FutureSchema for a dump of a newer schema or text format
+  ///   version, Io for file errors. Nothing is written at @p out_path then.
   /// Thread-safety: do not run while other processes use @p out_path.
-  static void load_text(std::istream& in, const std::filesystem::path& out_path);
+  static void load_text(std::istream& in, const std::filesystem::path& out_path,
+                        const std::filesystem::path& source = {});
 
   TuningDb(TuningDb&&) noexcept;
   TuningDb& operator=(TuningDb&&) noexcept;
@@ -168,7 +192,7 @@ class TuningDb {
   /// "wal", "delete", ... as SQLite reports it after open; "memory" for an in-memory fallback.
   /// Thread-safe.
   [[nodiscard]] std::string journal_mode() const;
-  /// True when OpenOptions::memory_fallback replaced an unwritable file with an in-memory copy:
+  /// True when OpenOptions::memory_only or memory_fallback put an in-memory copy in place of the file:
   /// nothing written through this object reaches path(). Thread-safe.
   [[nodiscard]] bool in_memory() const noexcept;
 
@@ -309,13 +333,16 @@ class TuningDb {
   void export_csv(std::ostream& out, ExportTable table = ExportTable::Winners) const;
 
   /// Writes the whole database as text, one JSON object per line, for review in git: a header
-  /// line {"format":"amax-tune-db","schema_version":V}, then per key (sorted by key, then
-  /// provenance identity) its winner line(s) ("row":"winner") and its trial lines
+  /// line {"format":"amax-tune-db","format_version":2,"schema_version":V}, then per key (sorted by
+  /// key, then provenance identity) its winner line(s) ("row":"winner") and its trial lines
   /// ("row":"trial", sorted by label); after all of them the group keys in the same way
-  /// ("row":"group_winner", "row":"group_trial"). Columns in list order (provenance as prov_*);
-  /// doubles round-trip exactly. V is the oldest schema version that has every column written: 3
-  /// without group lines (the dump is then byte for byte what schema 3 wrote, and loads in builds
-  /// of schema 3), 4 with them. load_text() of the output rebuilds an equal database.
+  /// ("row":"group_winner", "row":"group_trial"); last the end line
+  /// {"end":"amax-tune-db","rows":{"winner":W,"trial":T,"group_winner":GW,"group_trial":GT}}
+  /// (row counts per row type, whatever the columns), which lets load_text() refuse a cut dump.
+  /// Columns in list order (provenance as prov_*); doubles round-trip exactly. V is the oldest
+  /// schema version that has every column written: 3 without group lines, 4 with them (builds
+  /// older than text format version 2 refuse the end line). load_text() of the output rebuilds an
+  /// equal database.
   /// @throws DbError.
   void dump_text(std::ostream& out) const;
 
