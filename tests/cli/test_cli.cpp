@@ -292,9 +292,9 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   const std::string trial = R"({"row":"group_trial",)" + key +
                             R"("label":"multi.t512.v8.u4.c32k.b4cu.warp","status":"ok","reason":"","median_us":60.5,)"
                             R"("spread_us":0.5,"samples":15,"gbps":2218.25,"registers":32,"spill_bytes":0,"tie_rank":0,)"
-                            R"("confirm_median_us":61.0,)" + prov + "\n";
+                            R"("confirm_median_us":61.0,"host_us":3.25,"launches":1,)" + prov + "\n";
   std::string single = without_end_line(slurp(AMAX_SYSTEM_DB_TEXT));
-  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","format_version":2,"schema_version":4})");
+  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","format_version":2,"schema_version":5})");
   const std::string text = with_end_line(single + winner + trial);
   // The shipped file's own rows: the added winner is the line after them; its group winners add up.
   const std::string winner_line = "multi.jsonl line " + std::to_string(std::count(single.begin(), single.end(), '\n') + 1);
