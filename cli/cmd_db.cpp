@@ -1,7 +1,5 @@
 // amax-tune show / export / import / merge: the tuning database from the command line.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <optional>
 #include <iostream>
@@ -18,6 +16,7 @@
 #include "amax/multi_config.hpp"
 #include "amax/paths.hpp"
 #include "commands.hpp"
+#include "dump_import.hpp"
 
 namespace amax::cli {
 
@@ -193,53 +192,6 @@ int run_merge(const DbArgs& a) {
 }
 }  // namespace
 
-// Every row of a text dump names a real variant: its arch parses and its label is valid for that
-// arch and dtype (the database layer treats both as opaque text): a KernelConfig for single-tensor
-// rows, a MultiConfig ("multi.*") for the multi-tensor rows "group_winner" / "group_trial".
-// std::runtime_error naming the file and line (a bad input file is a failed run, exit 1).
-void validate_dump_rows(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  for (int no = 1; std::getline(in, line); ++no) {
-    if (line.empty() || no == 1) continue;  // line 1: the format header, checked by load_text
-    nlohmann::json row;
-    try {
-      row = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      continue;  // malformed JSON: load_text reports it with the line number
-    }
-    if (!row.is_object() || !row.contains("label") || !row.contains("arch") || !row.contains("dtype")) continue;
-    const auto where = fmt::format("{} line {}", path, no);
-    try {
-      const ArchInfo arch = ArchInfo::parse(row["arch"].get<std::string>());
-      const auto dtype = parse_dtype(row["dtype"].get<std::string>());
-      if (!dtype) continue;  // load_text names a bad dtype
-      const std::string label = row["label"].get<std::string>();
-      const bool group = row.contains("row") && row["row"].is_string() && row["row"].get<std::string>().starts_with("group_");
-      if (group != MultiConfig::is_multi_label(label))
-        throw std::runtime_error(fmt::format("{}: a {} row needs a {} variant, not '{}'", where, group ? "multi-tensor" : "single-tensor",
-                                     group ? "multi-tensor (multi.*)" : "single-tensor", label));
-      const auto why = group ? MultiConfig::parse(label).validate(arch, *dtype) : KernelConfig::parse(label).validate(arch, *dtype);
-      if (why) throw std::runtime_error(fmt::format("{}: variant not valid: {}", where, *why));
-      if (group)
-        for (const char* f : {"largest_bytes", "total_bytes"})
-          if (row.contains(f) && row[f].is_number_unsigned() && row[f].get<std::uint64_t>() % info(*dtype).bytes)
-            throw std::runtime_error(fmt::format("{}: {} = {} is not a whole number of {}-byte {} elements", where, f,
-                                         row[f].get<std::uint64_t>(), info(*dtype).bytes, to_string(*dtype)));
-      // The tuner records amax-only variants; the runtime adds the epilogue a call asks for.
-      const bool fused = group ? MultiConfig::parse(label).epilogue != Epilogue::amax
-                               : KernelConfig::parse(label).epilogue != Epilogue::amax;
-      if (fused)
-        throw std::runtime_error(fmt::format("{}: '{}' is a fused (.scale) variant; databases hold amax-only variants (the "
-                                     "runtime adds the scale epilogue to the entry it chooses)", where, label));
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
-    }
-  }
-}
-
 void add_db_commands(CLI::App& app) {
   auto s = std::make_shared<DbArgs>();
   auto* show = app.add_subcommand("show", "List the winners of a tuning database as a table");
@@ -268,14 +220,7 @@ void add_db_commands(CLI::App& app) {
   imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
   imp->final_callback([im] {
     refuse_same_file(im->out, im->a, "the text dump being imported");
-    std::ifstream in(im->a);
-    if (!in)  // a file that cannot be read is a failed run (exit 1), as a missing database is
-      throw std::runtime_error(fmt::format("cannot read the text dump {}: {}", im->a, std::strerror(errno)));
-    validate_dump_rows(im->a);
-    db::TuningDb::load_text(in, im->out, im->a);
-    auto db = db::TuningDb::open(im->out, db::OpenMode::ReadOnly);
-    std::cout << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n", db.winners().size(),
-                             db.group_winners().size(), im->out);
+    import_dump(im->a, im->out, std::cout);
     throw CLI::RuntimeError(kExitOk);
   });
 

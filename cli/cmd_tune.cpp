@@ -114,7 +114,8 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                         fmt::format("{}{}", g.tie_set.size(), conf));
     }
     os << "group: TENSORSxN:DTYPE; vs dflt: the built-in multi-tensor default's time / winner's; thrd/warp: best of "
-          "each combine.\n";
+          "each combine ('-': no variant of it timed; where no tensor is cut between blocks the combine never runs\n"
+          "and one variant stands for both, as for variants whose launches are identical on the group).\n";
   }
   os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
                     "(below 1.00x: X is statistically tied with the winner, which has fewer launches or less spread).\n"

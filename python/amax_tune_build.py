@@ -20,7 +20,8 @@ tree found by 2 is never reconfigured (it stays what its owner made it).
 Progress: every step and the build's [n/total] counter go to /dev/tty when there is one (pip shows
 a build's own output only with -v) and to stderr (the log pip shows with -v or on failure).
 
-The wheel holds the Python sources of amax_tune/, the extension _C, libamax_tune under its SONAME
+The wheel holds the Python sources of amax_tune/, the extension _C (and _torch_fields, where the
+build found torch: it reads tensor fields through torch's C++ API), libamax_tune under its SONAME
 (found through _C's RPATH $ORIGIN) and the shipped database as amax_tune/data/system.db. Its
 metadata (Requires-Python, the ``torch`` extra) comes from amax_tune/_requirements.py.
 
@@ -307,6 +308,9 @@ def _package_files(built):
         sys.exit("amax_tune build: %s was not built (the build tree's Python differs from %s? set "
                  "AMAX_TUNE_BUILD_DIR to a fresh directory)" % (ext, sys.executable))
     files.append(("amax_tune/" + ext.name, ext))
+    fields = built / ("_torch_fields" + sysconfig.get_config_var("EXT_SUFFIX"))  # where torch's headers were found
+    if fields.is_file():
+        files.append(("amax_tune/" + fields.name, fields))
     libs = sorted(built.glob("libamax_tune.so*"))
     if not libs:
         sys.exit("amax_tune build: %s holds no libamax_tune.so.*" % built)

@@ -4,7 +4,6 @@
 // bit-exact contract per tensor (DESIGN.md sections 2 and 6). The generator defines, besides what
 // amax_kernels.h needs (AMAX_STRATEGY excepted):
 //   AMAX_MULTI               1
-//   AMAX_CHUNK_KIB           KiB of input per chunk (a power of two; a whole number of vectors)
 //   AMAX_COMBINE             AMAX_COMBINE_THREAD or AMAX_COMBINE_WARP (below; each defined too,
 //                            from the generator's kCombines)
 //   AMAX_EPILOGUE            AMAX_EPILOGUE_AMAX or AMAX_EPILOGUE_SCALE (amax_kernels.h)
@@ -12,11 +11,14 @@
 //                            of the target holds (32764 bytes on NVIDIA sm_70+ with CUDA 12.1+,
 //                            4 KiB on AMD and older NVIDIA)
 //   AMAX_MULTI_ARGS_BYTES    sizeof(amax_multi_args), as the host lays it out
+//   AMAX_MULTI_CHUNK_SHIFT_BIT  the first bit of the chunk shift in amax_multi_args.flags
 //   AMAX_MULTI_KERNEL_NAME   the entry point
 //
-// Work split. Tensor t of the launch is cut into chunks of AMAX_CHUNK_ELEMS elements
+// Work split. Tensor t of the launch is cut into chunks of 2^chunk_shift elements
 // (chunk_begin[t + 1] - chunk_begin[t] of them; an empty tensor has one empty chunk, so that its
-// +0.0 is written too). Block b reduces the consecutive chunks [b * cpb, (b + 1) * cpb) of the
+// +0.0 is written too). The chunk size is the variant's, passed at launch time in 8 bits of flags
+// (AMAX_MULTI_CHUNK_SHIFT_BIT; not compiled in: the chunk sizes of one thread count, unroll and combine share one
+// kernel); the host's chunks are powers of two of at least 4 KiB, whole numbers of vectors. Block b reduces the consecutive chunks [b * cpb, (b + 1) * cpb) of the
 // launch (cpb = chunks_per_block, chosen by the host from the variant's grid cap; the last block
 // may have fewer): one tensor lookup (a binary search over chunk_begin) per block, then it walks
 // the tensors its range covers, one segment (the part of a tensor inside the range) after another,
@@ -39,19 +41,14 @@
 // kernel parameters, so that a captured graph holds its own copy and no host memory outlives the
 // call that enqueued it.
 
-#define AMAX_CHUNK_ELEMS ((amax_u64)AMAX_CHUNK_KIB * 1024u / AMAX_ELEM_BYTES)
 // n_out[t]: the element count in the low 40 bits, the tensor's index in the output arrays above.
 #define AMAX_MULTI_N_BITS 40
 #define AMAX_MULTI_N_MASK ((1ull << AMAX_MULTI_N_BITS) - 1)
 
-#if (AMAX_CHUNK_KIB * 1024) % AMAX_VEC_BYTES != 0
-#error "a chunk must be a whole number of vectors"
-#endif
-
 struct amax_multi_args {
   unsigned count;             // tensors in this launch, 1..AMAX_MULTI_MAX_TENSORS
   unsigned spanning;          // tensors of this launch cut between blocks (0: no block counts itself)
-  unsigned flags;             // bit 0: ignore NaN
+  unsigned flags;             // bit 0: ignore NaN; 8 bits from AMAX_MULTI_CHUNK_SHIFT_BIT: log2 of the elements per chunk
   unsigned chunks_per_block;  // consecutive chunks per block (>= 1)
   float* out;                 // the amax array of the whole call (out[index])
   unsigned* workspace;        // 4 words per block, then one per chunk (caller's memory, any content)
@@ -121,6 +118,7 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
   const unsigned cpb = a.chunks_per_block, chunks = a.chunk_begin[a.count];
   const unsigned c0 = blockIdx.x * cpb;
   const unsigned c1 = chunks - c0 < cpb ? chunks : c0 + cpb;
+  const unsigned chunk_shift = (a.flags >> AMAX_MULTI_CHUNK_SHIFT_BIT) & 0xffu;
   unsigned* heads = a.workspace + 4u * gridDim.x;
   // This block's record (thread 0 writes it): the spanning tensor that starts here, if any.
   __shared__ unsigned rec[4];
@@ -129,8 +127,8 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
     const unsigned first = a.chunk_begin[t], end = a.chunk_begin[t + 1];
     const unsigned s = first > c0 ? first : c0, e = end < c1 ? end : c1;
     const amax_u64 n = a.n_out[t] & AMAX_MULTI_N_MASK;
-    const amax_u64 lo = (amax_u64)(s - first) * AMAX_CHUNK_ELEMS;  // n == 0: lo = hi = 0
-    amax_u64 hi = (amax_u64)(e - first) * AMAX_CHUNK_ELEMS;
+    const amax_u64 lo = (amax_u64)(s - first) << chunk_shift;  // n == 0: lo = hi = 0
+    amax_u64 hi = (amax_u64)(e - first) << chunk_shift;
     if (hi > n) hi = n;
     const unsigned char* p = static_cast<const unsigned char*>(a.ptr[t]) + lo * AMAX_ELEM_BYTES;
     const unsigned bits = amax_block_reduce(amax_range_partial<IGNORE_NAN>(p, hi - lo, threadIdx.x, AMAX_THREADS));

@@ -19,6 +19,10 @@ DTYPE_CODES = {
 DTYPE_NAMES = {_C.DTYPE_FP32: "fp32", _C.DTYPE_FP16: "fp16", _C.DTYPE_BF16: "bf16"}
 NAN_MODES = {"propagate": _C.NAN_PROPAGATE, "ignore": _C.NAN_IGNORE}
 SOURCES = {0: "override", 1: "user_db", 2: "system_db", 3: "default"}
+#: FP8 format names -> amax_fp8_format_t values, and the explicit-max value: plain Python objects
+#: (not the extension's attributes), which torch.compile traces as constants
+FP8_FORMATS = dict(_C.FP8_FORMATS)
+FP8_EXPLICIT_MAX = int(_C.FP8_EXPLICIT_MAX)
 
 
 def nan_code(nan, fn):
@@ -38,11 +42,11 @@ def scale_format(format, max, fn):
         if format not in (None, "explicit"):
             raise ValueError("%s: max=%r is an explicit numerator; give format='explicit' (or leave format out "
                              "with format=None), not format=%r" % (fn, max, format))
-        return _C.FP8_EXPLICIT_MAX, float(max)
-    code = _C.FP8_FORMATS.get(format) if isinstance(format, str) else None
+        return FP8_EXPLICIT_MAX, float(max)
+    code = FP8_FORMATS.get(format) if isinstance(format, str) else None
     if code is None:
         raise ValueError("%s: format=%r is not an FP8 format; use one of %s, or max=<float>"
-                         % (fn, format, ", ".join(repr(k) for k in _C.FP8_FORMATS)))
+                         % (fn, format, ", ".join(repr(k) for k in FP8_FORMATS)))
     return code, 0.0
 
 

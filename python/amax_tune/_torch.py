@@ -42,6 +42,19 @@ except AttributeError:  # pragma: no cover
 
 _is_capturing = torch.cuda.is_current_stream_capturing
 
+# The C++ reader of tensor fields (python/src/torch_fields.cpp), built where torch's headers were
+# found, and used only with the torch it was built against; without it every call reads the fields
+# through torch's Python getters. Both paths give the same results; the reader declines (None) any
+# tensor it does not take, which the Python path then checks and names.
+try:
+    from . import _torch_fields
+    if _torch_fields.TORCH_VERSION != torch.__version__ or _torch_fields.RECORD_BYTES != _C.TENSOR_RECORD_BYTES:
+        _torch_fields = None
+except Exception:  # noqa: BLE001 (not built, or not loadable with this torch)
+    _torch_fields = None
+_tensor_list = _torch_fields.tensor_list if _torch_fields is not None else None
+_amax_args = _torch_fields.amax_args if _torch_fields is not None else None
+
 
 def _install_allocator(ctx):
     """The eager path's workspace (Context.compute) from torch's caching allocator; the custom ops
@@ -229,16 +242,20 @@ def amax(x, *, nan="propagate", out=None):
     # eagerly. Each test is one C-level call; the order matters to torch.compile, which folds
     # _is_compiling() to True and must not reach _dispatch_modes().
     if (t is _Tensor or t is _Parameter) and not _is_compiling() and not _dispatch_modes():
+        if out is None and _amax_args is not None:  # one C++ call: checks, fields and the new result
+            a = _amax_args(x)
+            if a is None:  # not a plain contiguous GPU tensor of a supported dtype
+                return _amax_general(x, nan, None)
+            dev, code, ptr, n, out, out_ptr = a
+            if dev != _current_device():
+                return _amax_general(x, nan, out)
+            ctx = _fast_context(dev, nan)
+            ctx.compute(ptr, code, n, out_ptr, _raw_stream(dev))
+            return out
         code = _DTYPES.get(x.dtype)
         dev = x.get_device()
         if code is not None and dev >= 0 and x.is_contiguous() and dev == _current_device():
-            if nan == "propagate":
-                key = dev * 2
-            elif nan == "ignore":
-                key = dev * 2 + 1
-            else:
-                key = dev * 2 + _core.nan_code(nan, "amax_tune.amax")  # raises naming nan
-            ctx = _contexts.get(key) or _core.context_of(dev, key & 1)
+            ctx = _fast_context(dev, nan)
             if out is None:
                 out = _empty((), dtype=_F32, device=_devices.get(dev) or _device(dev))
             elif type(out) is not _Tensor or out.dtype is not _F32 or out.numel() != 1 or out.get_device() != dev:
@@ -246,6 +263,18 @@ def amax(x, *, nan="propagate", out=None):
             ctx.compute(x.data_ptr(), code, x.numel(), out.data_ptr(), _raw_stream(dev))
             return out
     return _amax_general(x, nan, out)
+
+
+def _fast_context(dev, nan):
+    """The cached context of (device ordinal, NaN mode name) for amax's fast paths; ValueError naming
+    a bad nan."""
+    if nan == "propagate":
+        key = dev * 2
+    elif nan == "ignore":
+        key = dev * 2 + 1
+    else:
+        key = dev * 2 + _core.nan_code(nan, "amax_tune.amax")  # raises naming nan
+    return _contexts.get(key) or _core.context_of(dev, key & 1)
 
 
 def _amax_general(x, nan, out):
@@ -484,18 +513,37 @@ def amax_multi(tensors, *, nan="propagate", out=None):
     xs = tensors if type(tensors) is list or type(tensors) is tuple else _core.multi_list(tensors, fn)
     if not xs:
         return _empty_multi(out, fn)
-    xs, plain = _as_tensors(xs, fn)
-    if not plain:  # tensor subclasses (FakeTensor, ...): through the op
+    eager = _eager_list(xs, fn)
+    if eager is None:  # tensor subclasses (FakeTensor, ...): through the op
         return _amax_multi_via_op(xs, nan_mode, out)
-    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    xs, dev, columns = eager
     if out is None:
         out = _empty(len(xs), dtype=_F32, device=_devices.get(dev) or _device(dev))
     else:
         _check_multi_out(out, len(xs), dev, fn)
     with _on_device_of(dev):
         ctx = _contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
-        ctx.multi_compute(ptrs, counts, codes, out.data_ptr(), _raw_stream(dev))
+        if len(columns) == 1:
+            ctx.multi_compute_records(columns[0], out.data_ptr(), _raw_stream(dev))
+        else:
+            ctx.multi_compute(*columns, out.data_ptr(), _raw_stream(dev))
     return out
+
+
+def _eager_list(xs, fn):
+    """(tensors, device ordinal, columns) of a non-empty list for an eager multi call, or None when it
+    holds tensor subclasses (those go through the ops). columns: (records,) from the C++ reader, or
+    (pointers, counts, dtypes) read through torch's Python API (see _multi_fields: strided views
+    copied, errors named). Keep the returned tensors alive until the call has been enqueued."""
+    if _tensor_list is not None:
+        r = _tensor_list(xs)
+        if r is not None:
+            return xs, r[0], (r[1],)
+    xs, plain = _as_tensors(xs, fn)
+    if not plain:
+        return None
+    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    return xs, dev, (ptrs, counts, codes)
 
 
 def _amax_multi_via_op(tensors, nan_mode, out):
@@ -577,10 +625,10 @@ def amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0, force_p
     xs = tensors if type(tensors) is list or type(tensors) is tuple else _core.multi_list(tensors, fn)
     if not xs:
         return _empty_scale_outs(out, fn)
-    xs, plain = _as_tensors(xs, fn)
-    if not plain:
+    eager = _eager_list(xs, fn)
+    if eager is None:
         return _amax_multi_and_scale_via_op(xs, nan_mode, args, out)
-    xs, dev, ptrs, counts, codes = _multi_fields(xs, fn, True)
+    xs, dev, columns = eager
     n = len(xs)
     if out is None:
         outs = _empty((3, n), dtype=_F32, device=_devices.get(dev) or _device(dev)).unbind(0)
@@ -589,8 +637,12 @@ def amax_multi_and_scale(tensors, *, format=None, max=None, epsilon=0.0, force_p
         outs = tuple(out)
     with _on_device_of(dev):
         ctx = _contexts.get(dev * 2 + nan_mode) or _core.context_of(dev, nan_mode)
-        ctx.multi_and_scale(ptrs, counts, codes, *args, outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(),
-                            _raw_stream(dev))
+        if len(columns) == 1:
+            ctx.multi_and_scale_records(columns[0], *args, outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(),
+                                        _raw_stream(dev))
+        else:
+            ctx.multi_and_scale(*columns, *args, outs[0].data_ptr(), outs[1].data_ptr(), outs[2].data_ptr(),
+                                _raw_stream(dev))
     return outs
 
 

@@ -175,20 +175,26 @@ def group_contenders(count):
 
 
 def host_breakdown(xs):
-    """(us of the package reading the list's fields, us of the extension building the C array),
-    best of timeit repeats; None where the package's internals differ."""
+    """(us of the package reading the list's fields through torch's Python API, us of the extension
+    building the C array from those columns, us of the C++ reader amax_tune._torch_fields building
+    the records: None where it is not loaded), best of timeit repeats; Nones where the package's
+    internals differ."""
     try:
         from amax_tune import _C, _torch
         fields = _torch._multi_fields
         _, _, ptrs, counts, codes = fields(xs, "bench", True)
     except (ImportError, AttributeError, TypeError):
-        return None, None
+        return None, None, None
+    fns = [lambda: fields(xs, "bench", True), lambda: _C._tensor_list(ptrs, counts, codes)]
+    reader = getattr(_torch, "_tensor_list", None)
+    if reader is not None:
+        fns.append(lambda: reader(xs))
     res = []
-    for fn in (lambda: fields(xs, "bench", True), lambda: _C._tensor_list(ptrs, counts, codes)):
+    for fn in fns:
         t = timeit.Timer(fn)
         k, _ = t.autorange()
         res.append(1e6 * min(t.repeat(5, k)) / k)
-    return tuple(res)
+    return tuple(res) + (None,) * (3 - len(res))
 
 
 def bench_groups(args, l2, rows):
@@ -216,35 +222,39 @@ def bench_groups(args, l2, rows):
                          "contender": name, "median_us": "%.3f" % m, "q1_us": "%.3f" % q1, "q3_us": "%.3f" % q3,
                          "host_us": "%.3f" % host[name], "batch": k, "samples": len(d), "inputs": len(copies),
                          "group": label})
-        fields_us, build_us = host_breakdown(copies[0])
-        table.append((label, count, n, dtype, group_bytes, len(copies), med, host, fields_us, build_us))
+        fields_us, build_us, cpp_us = host_breakdown(copies[0])
+        table.append((label, count, n, dtype, group_bytes, len(copies), med, host, fields_us, build_us, cpp_us))
         del copies
         torch.cuda.empty_cache()
     return table
 
 
 def print_groups(table):
+    def us(v):
+        return "-" if v is None else "%.2f" % v
+
     print("\ngroups: us per call (device events, cold: copies rotated); speedup = torch._foreach_norm / "
-          "amax_multi; host = us of host time per call; list = the package reading the tensors' fields / the "
-          "extension building the C array (timeit)")
-    print("%-20s %10s %6s %10s %10s %12s %13s %9s %9s %10s %9s %9s" % (
+          "amax_multi; host = us of host time per call; list = the list's fields through torch's Python API (py) "
+          "/ the extension building the C array from them (C) / the C++ reader amax_tune._torch_fields (C++, what "
+          "amax_multi uses where it is loaded; - where not) (timeit)")
+    print("%-20s %10s %6s %10s %10s %12s %13s %9s %9s %10s %9s %9s %9s" % (
         "group", "bytes", "copies", "amax_multi", "out=", "loop(out=)", "foreach_norm", "speedup", "out= sp.",
-        "host multi", "list py", "list C"))
-    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us in table:
+        "host multi", "list py", "list C", "list C++"))
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us in table:
         f = med["torch_foreach_norm"]
-        print("%-20s %10d %6d %10.2f %10.2f %12.2f %13.2f %8.1fx %8.1fx %10.2f %9s %9s" % (
+        print("%-20s %10d %6d %10.2f %10.2f %12.2f %13.2f %8.1fx %8.1fx %10.2f %9s %9s %9s" % (
             label, nbytes, ncopies, med["amax_multi"], med["amax_multi_out"], med["amax_loop_out"], f,
-            f / med["amax_multi"], f / med["amax_multi_out"], host["amax_multi"],
-            "-" if fields_us is None else "%.2f" % fields_us, "-" if build_us is None else "%.2f" % build_us))
+            f / med["amax_multi"], f / med["amax_multi_out"], host["amax_multi"], us(fields_us), us(build_us),
+            us(cpp_us)))
     # issue 28's host-cost targets: amax_multi from Python, back-to-back, per call
-    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us in table:
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us in table:
         goal = {500: 50.0, 4096: 300.0}.get(count)
         if goal is not None:
             t = med["amax_multi"]
             print("target amax_multi of %d tensors (%s) <= %.0f us from Python: %s (%.2f us per call; out= %.2f us; "
-                  "host %.2f us; the list's fields %s us)" % (
+                  "host %.2f us; the list's fields: C++ reader %s us, Python API %s us)" % (
                       count, label, goal, "met" if t <= goal else "missed", t, med["amax_multi_out"],
-                      host["amax_multi"], "-" if fields_us is None else "%.2f" % fields_us))
+                      host["amax_multi"], us(cpp_us), us(fields_us)))
 
 
 def main():

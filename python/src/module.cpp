@@ -196,6 +196,24 @@ void build_list(py::handle pointers, py::handle counts, py::handle dtypes, std::
     });
 }
 
+// Builds `out` from records: a C-contiguous buffer (bytes) of amax_tensor_t in the native layout,
+// as amax_tune._torch_fields.tensor_list makes them. ValueError for a length that is not a multiple
+// of the record; the library checks the records' contents.
+void read_records(py::handle records, std::vector<amax_tensor_t>& out) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(records.ptr(), &b, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+  struct Release {
+    Py_buffer* b;
+    ~Release() { PyBuffer_Release(b); }
+  } release{&b};
+  const std::size_t bytes = static_cast<std::size_t>(b.len);
+  if (bytes % sizeof(amax_tensor_t) != 0)
+    throw py::value_error("records has " + std::to_string(bytes) + " bytes, not a multiple of amax_tensor_t's " +
+                          std::to_string(sizeof(amax_tensor_t)));
+  out.resize(bytes / sizeof(amax_tensor_t));
+  if (bytes) std::memcpy(out.data(), b.buf, bytes);
+}
+
 py::dict multi_explanation_dict(const amax_multi_explanation_t& e) {
   py::dict d;
   d["source"] = static_cast<int>(e.source);
@@ -350,6 +368,17 @@ class Context {
   void multi_compute(py::handle pointers, py::handle counts, py::handle dtypes, std::uintptr_t output,
                      std::uintptr_t stream) {
     build_list(pointers, counts, dtypes, t_list);
+    enqueue_multi(output, stream);
+  }
+
+  // multi_compute of a list given as records (read_records).
+  void multi_compute_records(py::handle records, std::uintptr_t output, std::uintptr_t stream) {
+    read_records(records, t_list);
+    enqueue_multi(output, stream);
+  }
+
+  // amax_multi_compute of t_list with the per-stream workspace.
+  void enqueue_multi(std::uintptr_t output, std::uintptr_t stream) {
     float* out = static_cast<float*>(to_ptr(output));
     with_multi_workspace(t_list, stream, "amax_multi_compute", [&](const Workspace& w) {
       return amax_multi_compute(ctx_, t_list.data(), t_list.size(), out, to_ptr(w.ptr), w.bytes, to_ptr(stream));
@@ -372,6 +401,22 @@ class Context {
     const amax_scale_options_t o =
         scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_multi_and_scale");
     build_list(pointers, counts, dtypes, t_list);
+    enqueue_multi_and_scale(o, amax_out, scale_out, scale_inv_out, stream);
+  }
+
+  // multi_and_scale of a list given as records (read_records).
+  void multi_and_scale_records(py::handle records, int format, float max, float epsilon, bool force_pow2,
+                               bool nan_propagates, std::uintptr_t amax_out, std::uintptr_t scale_out,
+                               std::uintptr_t scale_inv_out, std::uintptr_t stream) {
+    const amax_scale_options_t o =
+        scale_options(format, max, epsilon, force_pow2, nan_propagates, "amax_multi_and_scale");
+    read_records(records, t_list);
+    enqueue_multi_and_scale(o, amax_out, scale_out, scale_inv_out, stream);
+  }
+
+  // amax_multi_and_scale of t_list with the per-stream workspace.
+  void enqueue_multi_and_scale(const amax_scale_options_t& o, std::uintptr_t amax_out, std::uintptr_t scale_out,
+                               std::uintptr_t scale_inv_out, std::uintptr_t stream) {
     float* a = static_cast<float*>(to_ptr(amax_out));
     float* s = static_cast<float*>(to_ptr(scale_out));
     float* si = static_cast<float*>(to_ptr(scale_inv_out));
@@ -529,6 +574,21 @@ PYBIND11_MODULE(_C, m) {
       "do, without a context: the count, or with echo=True the (pointer, n, dtype) of each entry. For "
       "tests and for timing the conversion.");
 
+  m.attr("TENSOR_RECORD_BYTES") = static_cast<int>(sizeof(amax_tensor_t));
+  m.def(
+      "_records",
+      [](py::handle records) {
+        std::vector<amax_tensor_t> list;
+        read_records(records, list);
+        py::list r;
+        for (const auto& t : list)
+          r.append(py::make_tuple(reinterpret_cast<std::uintptr_t>(t.data), t.n, static_cast<int>(t.dtype)));
+        return r;
+      },
+      py::arg("records"),
+      "The (pointer, n, dtype) of each amax_tensor_t record of a buffer, as the Context.multi_*_records calls read "
+      "them. For tests.");
+
   py::class_<Context>(m, "Context", R"doc(An amax_context_t: one device, one NaN mode.
 
 Context(device, nan_mode, user_db=None, system_db=None, kernel_cache_dir=None): None takes the
@@ -578,6 +638,13 @@ and dtypes (codes, or one code for every tensor), each a list or tuple of ints, 
            py::arg("output"), py::arg("stream"),
            "amax_multi_compute: output[i] = amax of tensor i (pointers, counts, dtype codes or one code: lists or "
            "tuples of ints, other sequences or 1-d integer buffers), with the per-stream workspace; async on stream")
+      .def("multi_compute_records", &Context::multi_compute_records, py::arg("records"), py::arg("output"),
+           py::arg("stream"),
+           "multi_compute of a list given as records: bytes of amax_tensor_t (amax_tune._torch_fields.tensor_list)")
+      .def("multi_and_scale_records", &Context::multi_and_scale_records, py::arg("records"), py::arg("format"),
+           py::arg("max"), py::arg("epsilon"), py::arg("force_pow2"), py::arg("nan_propagates"), py::arg("amax_out"),
+           py::arg("scale_out"), py::arg("scale_inv_out"), py::arg("stream"),
+           "multi_and_scale of a list given as records (as multi_compute_records)")
       .def("multi_compute_with_workspace", &Context::multi_compute_with_workspace, py::arg("pointers"),
            py::arg("counts"), py::arg("dtypes"), py::arg("output"), py::arg("workspace"), py::arg("workspace_bytes"),
            py::arg("stream"), "amax_multi_compute with the caller's workspace (device pointer, bytes)")

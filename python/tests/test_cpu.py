@@ -199,6 +199,27 @@ class TensorListColumns(unittest.TestCase):
             _C._tensor_list(None, memoryview(bytes(8)).cast("B", [2, 4]), 0)
 
 
+class TensorRecords(unittest.TestCase):
+    """The records form of a list (amax_tensor_t structs in a buffer, what the C++ reader of torch
+    fields, amax_tune._torch_fields, builds) as the extension reads it."""
+
+    def test_layout_and_round_trip(self):
+        import struct
+        self.assertEqual(_C.TENSOR_RECORD_BYTES, struct.calcsize("PQi4x"))
+        self.assertEqual(_C.TENSOR_RECORD_BYTES, 24)
+        want = [(0x7F0000001000, 5, 2), (0, 0, 0), ((1 << 64) - 1, (1 << 40) - 1, 1)]
+        records = b"".join(struct.pack("PQi4x", *w) for w in want)
+        self.assertEqual(_C._records(records), want)
+        self.assertEqual(_C._records(bytearray(records)), want)
+        self.assertEqual(_C._records(b""), [])
+
+    def test_bad_length_is_named(self):
+        with self.assertRaisesRegex(ValueError, r"^records has 25 bytes, not a multiple of amax_tensor_t's 24$"):
+            _C._records(bytes(25))
+        with self.assertRaises(TypeError):
+            _C._records([1, 2, 3])
+
+
 class MultiArguments(unittest.TestCase):
     """The multi-tensor calls' argument errors that need no GPU (and, where marked, no torch)."""
 

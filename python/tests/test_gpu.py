@@ -1127,6 +1127,57 @@ class Float8DropIns(MultiCase):
                                                                                                   True)])
 
 
+@unittest.skipIf(SKIP, SKIP)
+class TorchFields(MultiCase):
+    """The C++ reader of tensor fields (amax_tune._torch_fields, issue 28): built and loaded where the
+    package was built against this torch; the same results as the Python path; declines (None) what
+    the Python path must check or copy."""
+
+    def setUp(self):
+        from amax_tune import _torch
+        self.layer = _torch
+        if _torch._torch_fields is None:
+            self.skipTest("amax_tune._torch_fields is not loaded (not built against torch %s): the package reads "
+                          "fields through torch's Python API" % torch.__version__)
+        self.fields = _torch._torch_fields
+
+    def test_same_results_as_the_python_path(self):
+        xs = make_list(500, seed=77)
+        xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
+        with_reader = bits_list(amax_tune.amax_multi(xs))
+        scaled = [bits_list(t) for t in amax_tune.amax_multi_and_scale(xs, format="e5m2", epsilon=1e-5)]
+        saved = self.layer._tensor_list, self.layer._amax_args
+        self.layer._tensor_list = self.layer._amax_args = None
+        try:
+            self.assertEqual(bits_list(amax_tune.amax_multi(xs)), with_reader)
+            self.assertEqual([bits_list(t) for t in amax_tune.amax_multi_and_scale(xs, format="e5m2", epsilon=1e-5)],
+                             scaled)
+            python_path = [bits(amax_tune.amax(x)) for x in xs[:50]]
+        finally:
+            self.layer._tensor_list, self.layer._amax_args = saved
+        self.assertEqual([bits(amax_tune.amax(x)) for x in xs[:50]], python_path)
+        self.assertEqual(with_reader, [reference_bits(x, "propagate") for x in xs])
+
+    def test_records_and_declines(self):
+        x = torch.randn(1000, device="cuda", dtype=torch.bfloat16)
+        e = torch.empty(0, device="cuda")
+        dev, records = self.fields.tensor_list([x, x[1:], e])
+        self.assertEqual(dev, x.get_device())
+        self.assertEqual(amax_tune._C._records(records),
+                         [(x.data_ptr(), 1000, amax_tune.DTYPE_BF16), (x.data_ptr() + 2, 999, amax_tune.DTYPE_BF16),
+                          (e.data_ptr(), 0, amax_tune.DTYPE_FP32)])
+        sub = x.as_subclass(type("Sub", (torch.Tensor,), {}))
+        for bad in ([x, torch.ones(3)], [x[::2]], [x.double()], [sub], [], x, [1], (x, 2)):
+            self.assertIsNone(self.fields.tensor_list(bad), repr(bad)[:80])
+        r = self.fields.amax_args(x)
+        self.assertEqual(r[:4], (x.get_device(), amax_tune.DTYPE_BF16, x.data_ptr(), 1000))
+        self.assertEqual((tuple(r[4].shape), r[4].dtype, r[4].device, r[5]), ((), torch.float32, x.device,
+                                                                               r[4].data_ptr()))
+        for bad in (x[::2], x.cpu(), x.int(), 3):
+            self.assertIsNone(self.fields.amax_args(bad))
+        self.assertEqual(self.fields.TORCH_VERSION, torch.__version__)
+
+
 if __name__ == "__main__":
     if SKIP:
         print("SKIP: %s" % SKIP)

@@ -131,10 +131,11 @@ void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, s
   const MultiArgsLayout layout = multi_args_layout(capacity);
   args.resize(layout.bytes);
   unsigned char* b = args.data();
-  const std::uint32_t header[4] = {l.count, l.spanning, nan_mode == NanMode::ignore ? 1u : 0u, l.chunks_per_block};
+  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
+  const std::uint32_t flags = (nan_mode == NanMode::ignore ? 1u : 0u) | shift << kMultiChunkShiftBit;
+  const std::uint32_t header[4] = {l.count, l.spanning, flags, l.chunks_per_block};
   std::memcpy(b, header, sizeof header);
   patch_multi_args(args, out, workspace, counter, scale);
-  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
   unsigned char* ptrs = b + layout.ptr_offset;
   unsigned char* ns = b + layout.n_offset;
   unsigned char* begins = b + layout.chunk_offset;

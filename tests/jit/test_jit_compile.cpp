@@ -258,7 +258,7 @@ TEST_P(JitCompile, TemplateChecksPointIntoTheTemplate) {
 // The multi-tensor family (templates/amax_multi_kernels.h) for every target: every dtype, every
 // descriptor capacity of the arch (NVIDIA sm_70+: 192, 512 and 1600, up to 32 KB of kernel parameters;
 // AMD: 192), both combines, both epilogues, the smallest and largest block of the pruned space with
-// the fewest and most loads in flight (64 KiB chunks; the grid cap is not compiled in); each code
+// the fewest and most loads in flight (one chunk size and grid cap: neither is compiled in); each code
 // object names its kernel, with registers read back and no spills; on AMD the code object's target
 // ID, wave size and launch bound are checked as for the single-tensor kernels.
 TEST_P(JitCompile, MultiTensorSpreadCompilesWithoutSpills) {

@@ -197,7 +197,7 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   auto f32 = [&](std::size_t off) { float v; std::memcpy(&v, a.data() + off, 4); return v; };
   EXPECT_EQ(u32(0), 3u);   // count
   EXPECT_EQ(u32(4), 1u);   // spanning
-  EXPECT_EQ(u32(8), 1u);   // flags: ignore NaN
+  EXPECT_EQ(u32(8), 1u | 12u << 8);  // flags: ignore NaN, chunks of 2^12 = 4096 elements
   EXPECT_EQ(u32(12), 2u);  // chunks per block
   EXPECT_EQ(u64(16), 0xAA00u);
   EXPECT_EQ(u64(24), 0xBB00u);
@@ -217,8 +217,8 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   EXPECT_EQ(u32(lay.chunk_offset + 8), 4u);
   EXPECT_EQ(u32(lay.chunk_offset + 12), 5u);
   // Without the epilogue the scale fields are zero.
-  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::propagate);
-  EXPECT_EQ(u32(8), 0u);
+  pack_multi_args(a, 192, t, l, 65536, out, ws, ctr, NanMode::propagate);
+  EXPECT_EQ(u32(8), 16u << 8);  // propagate NaN, chunks of 2^16 elements
   EXPECT_EQ(u64(40), 0u);
   EXPECT_EQ(u64(48), 0u);
   EXPECT_EQ(f32(56), 0.0f);

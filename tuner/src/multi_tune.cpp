@@ -1,11 +1,10 @@
 #include "amax/multi_tune.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <set>
 #include <stdexcept>
-#include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -35,6 +34,37 @@ std::vector<MultiConfig> multi_candidates(const ArchInfo& arch, DType d, SpaceKi
   const MultiConfig def = builtin_multi_default(arch, d, shape);
   if (std::find(v.begin(), v.end(), def) == v.end()) v.push_back(def);
   return v;
+}
+
+std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, const GroupSpec& group,
+                                          std::uint32_t cu_count) {
+  const GroupShape shape = group.shape();
+  const MultiConfig def = builtin_multi_default(arch, group.dtype, shape);
+  const std::uint32_t capacity = multi_capacity_for(arch, group.tensors);
+  const std::vector<MultiTensor> list(group.tensors, MultiTensor{nullptr, group.n, 0});
+  // What decides the work of a variant on this group: its kernel with the fields that change
+  // nothing here at a fixed value (the combine without cut tensors, the chunk size when every
+  // tensor is one chunk), and its launches.
+  using Launches = std::vector<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>>;
+  std::map<std::pair<std::string, Launches>, std::size_t> classes;  // -> index in `out`
+  std::vector<MultiConfig> out;
+  for (const MultiConfig& c : multi_candidates(arch, group.dtype, kind, shape)) {
+    bool cut = false;
+    Launches launches;
+    for (const MultiLaunch& l : split_multi_launches(list, c, group.dtype, cu_count, capacity)) {
+      cut = cut || l.spanning > 0;
+      launches.emplace_back(l.first, l.count, l.chunks, l.chunks_per_block, l.grid);
+    }
+    MultiConfig work = c.compile_time_part();
+    if (!cut) work.combine = Combine::thread;
+    const std::string chunk = group.n <= c.chunk_elems(group.dtype) ? "one" : std::to_string(c.chunk_kib);
+    const auto [it, added] = classes.try_emplace({work.kernel_label() + "/" + chunk, std::move(launches)}, out.size());
+    if (added)
+      out.push_back(c);
+    else if (c == def)
+      out[it->second] = c;  // the default stands for its class, at the class's place
+  }
+  return out;
 }
 
 std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
@@ -215,59 +245,49 @@ std::vector<std::string> MultiVerifier::verify_at_shape(InputRegion& inputs, con
 
 // ---- compiling ----
 
-std::map<std::string, std::string> build_multi_kernels(const GroupTuneContext& ctx, std::span<const GroupSpec> groups,
-                                                       int* compiled, int* cached) {
-  struct Todo {
-    MultiConfig config;
-    DType dtype;
-    std::uint32_t capacity;
-    std::optional<CachedBinary> binary;
-    ResourceUsage usage;
-    bool from_cache = false;
-    std::string error;
-  };
-  std::vector<Todo> todo;
-  std::set<std::string> names;
-  for (const GroupSpec& g : groups)
-    for (const MultiConfig& c : multi_candidates(ctx.arch, g.dtype, ctx.space, g.shape())) {
-      const std::uint32_t k = multi_capacity_for(ctx.arch, g.tensors);
-      if (names.insert(multi_kernel_name(c, g.dtype, k)).second) todo.push_back({c.compile_time_part(), g.dtype, k});
-    }
-  std::atomic<std::size_t> next{0};
-  const unsigned jobs = ctx.jobs ? ctx.jobs : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::min<std::size_t>(jobs, todo.size()); ++t)
-    pool.emplace_back([&] {
-      for (std::size_t i; (i = next++) < todo.size();) {
-        Todo& w = todo[i];
-        try {
-          w.binary = build_multi_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, w.config, w.dtype,
-                                        w.capacity, &w.usage, &w.from_cache);
-          if (ctx.arch.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
-            const auto u = amdgpu_resource_usage(w.binary->binary);
-            if (auto it = u.find(multi_kernel_name(w.config, w.dtype, w.capacity)); it != u.end()) w.usage = it->second;
-          }
-        } catch (const CompileError& e) {
-          w.error = e.what();
-          if (w.error.size() > 2000) w.error.resize(2000);
-        }
-      }
-    });
-  for (auto& th : pool) th.join();
+std::map<std::string, std::string> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
+                                                      int* compiled, int* cached) {
   std::map<std::string, std::string> errors;
-  for (Todo& w : todo) {
-    const std::string name = multi_kernel_name(w.config, w.dtype, w.capacity);
-    if (w.binary) {
-      ++*(w.from_cache ? cached : compiled);
+  for (MultiKernelBuild& k : builds) {
+    if (k.binary) {
+      ++*(k.from_cache ? cached : compiled);
       try {
-        ctx.kernels.load_multi(w.config, w.dtype, w.capacity, std::move(*w.binary), w.usage);
+        ctx.kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage);
       } catch (const BackendError& e) {
-        w.error = std::string("module load failed: ") + e.what();
+        k.error = std::string("module load failed: ") + e.what();
       }
+      k.binary.reset();
     }
-    errors[name] = w.error;
+    errors[k.name()] = k.error;
   }
   return errors;
+}
+
+void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k) {
+  try {
+    k.binary = build_multi_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, k.config, k.dtype,
+                                  k.capacity, &k.usage, &k.from_cache);
+    if (ctx.arch.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
+      const auto u = amdgpu_resource_usage(k.binary->binary);
+      if (auto it = u.find(k.name()); it != u.end()) k.usage = it->second;
+    }
+  } catch (const CompileError& e) {
+    k.error = e.what();
+    if (k.error.size() > 2000) k.error.resize(2000);
+  }
+}
+
+std::vector<MultiKernelBuild> multi_kernels_needed(const GroupTuneContext& ctx, std::span<const GroupSpec> groups) {
+  const auto cu = static_cast<std::uint32_t>(ctx.backend.device().cu_count);
+  std::vector<MultiKernelBuild> out;
+  std::set<std::string> names;
+  for (const GroupSpec& g : groups) {
+    const std::uint32_t k = multi_capacity_for(ctx.arch, g.tensors);
+    for (const MultiConfig& c : group_candidates(ctx.arch, ctx.space, g, cu))
+      if (names.insert(multi_kernel_name(c, g.dtype, k)).second)
+        out.push_back(MultiKernelBuild{c.compile_time_part(), g.dtype, k});
+  }
+  return out;
 }
 
 // ---- tuning one group ----
@@ -338,7 +358,7 @@ GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, Multi
   const MultiConfig def = builtin_multi_default(ctx.arch, spec.dtype, spec.shape());
   std::vector<MultiTensor> shape_list(spec.tensors, MultiTensor{nullptr, spec.n, 0});
   std::uint64_t max_ws = 4;
-  for (const MultiConfig& c : multi_candidates(ctx.arch, spec.dtype, ctx.space, spec.shape())) {
+  for (const MultiConfig& c : group_candidates(ctx.arch, ctx.space, spec, cu)) {
     VariantResult r;
     r.multi = c;
     if (c == def) g.baseline = g.variants.size();

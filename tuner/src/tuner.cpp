@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "amax/code_object.hpp"
+#include "amax/compile_pool.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/log.hpp"
 #include "amax/record.hpp"
@@ -210,12 +210,15 @@ class Session {
                            resumed, wanted.size()));
   }
 
+  // Compiles (or reads from the disk cache) every single-tensor kernel of the keys' candidates and
+  // every multi-tensor kernel of the groups' candidates in one pool (the longer multi-tensor
+  // compiles first), reporting progress on stderr, then loads them on this thread.
   void build_kernels() {
     const auto t0 = Clock::now();
     std::set<DType> dtypes;
     for (auto& [d, n] : work_) dtypes.insert(d);
     if (!group_work_.empty()) {
-      group_ctx_.emplace(GroupTuneContext{*backend_, *kernels_, arch_, o_.protocol, o_.space, o_.jobs, reference_,
+      group_ctx_.emplace(GroupTuneContext{*backend_, *kernels_, arch_, o_.protocol, o_.space, reference_,
                                           [this](const std::string& l) { progress(l); }});
     }
     std::vector<std::pair<KernelConfig, DType>> todo;
@@ -223,13 +226,31 @@ class Session {
       cands_[d] = candidates(arch_, d, o_.space);
       for (const auto& c : distinct_kernels(cands_[d])) todo.emplace_back(c, d);
     }
-    std::vector<Built> built(todo.size());
-    std::atomic<std::size_t> next{0}, done{0};
+    std::vector<MultiKernelBuild> multi;
+    if (group_ctx_) {
+      multi = multi_kernels_needed(*group_ctx_, group_work_);
+      const auto cu = static_cast<std::uint32_t>(backend_->device().cu_count);
+      std::size_t timed = 0, all = 0;
+      for (const GroupSpec& g : group_work_) {
+        timed += group_candidates(arch_, o_.space, g, cu).size();
+        all += multi_candidates(arch_, g.dtype, o_.space, g.shape()).size();
+      }
+      progress(fmt::format("multi-tensor groups: {} variants to time over {} groups ({} others left out: their "
+                           "launches repeat a timed variant's work)", timed, group_work_.size(), all - timed));
+    }
     const unsigned jobs = o_.jobs ? o_.jobs : std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<std::size_t>(jobs, todo.size()); ++t)
-      pool.emplace_back([&] {
-        for (std::size_t i; (i = next++) < todo.size();) {
+    progress(fmt::format("compiling {} kernels ({} single-tensor, {} multi-tensor) on {} threads",
+                         todo.size() + multi.size(), todo.size(), multi.size(), jobs));
+    std::vector<Built> built(todo.size());
+    const bool tty = o_.progress && isatty(STDERR_FILENO);
+    CompileProgress shown(todo.size() + multi.size(), tty, [this](const std::string& text) {
+      if (o_.progress) std::fputs(text.c_str(), stderr);
+    });
+    run_compile_pool(
+        multi.size() + todo.size(), jobs,
+        [&](std::size_t j) {
+          if (j < multi.size()) return compile_multi_kernel(*group_ctx_, multi[j]);
+          const std::size_t i = j - multi.size();
           try {
             built[i].binary = build_kernel(*compiler_, kernels_->binaries(), arch_, todo[i].first, todo[i].second);
             built[i].usage = built[i].binary->usage;
@@ -242,15 +263,8 @@ class Session {
             built[i].error = e.what();
             if (built[i].error.size() > 2000) built[i].error.resize(2000);
           }
-          ++done;
-        }
-      });
-    const bool tty = o_.progress && isatty(STDERR_FILENO);
-    while (done < todo.size()) {
-      if (tty) std::fprintf(stderr, "\rcompiling kernels: %zu/%zu", done.load(), todo.size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    for (auto& th : pool) th.join();
+        },
+        std::chrono::milliseconds(100), [&](std::size_t done) { shown.update(done); });
     for (std::size_t i = 0; i < todo.size(); ++i) {
       const std::string name = kernel_name(todo[i].first, todo[i].second);
       if (built[i].binary) {
@@ -266,8 +280,8 @@ class Session {
     }
     reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
     if (group_ctx_)
-      multi_build_errors_ = build_multi_kernels(*group_ctx_, group_work_, &report_.multi_kernels_compiled,
-                                                &report_.multi_kernels_cached);
+      multi_build_errors_ =
+          load_multi_kernels(*group_ctx_, multi, &report_.multi_kernels_compiled, &report_.multi_kernels_cached);
     report_.compile_s = seconds_since(t0);
     progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
                          report_.kernels_compiled, report_.kernels_cached,

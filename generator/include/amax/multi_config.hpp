@@ -43,12 +43,15 @@ std::string_view to_string(Combine c) noexcept;
 std::optional<Combine> parse_combine(std::string_view s) noexcept;
 
 /// One multi-tensor variant. Label: `multi.t512.v8.u4.c32k.b4cu.thread` (the family tag `multi`,
-/// then every field in order; `.scale` at the end for the fused epilogue).
+/// then every field in order; `.scale` at the end for the fused epilogue). The chunk size and the
+/// grid cap are launch parameters: variants that differ only in them share one compiled kernel.
 struct MultiConfig {
   std::uint32_t threads = 512;    ///< threads per block, a multiple of the wave size
   std::uint32_t nvec = 4;         ///< elements per vector load; nvec * element bytes <= 16
   std::uint32_t unroll = 4;       ///< vector loads in flight per thread per iteration
-  std::uint32_t chunk_kib = 32;   ///< KiB per chunk, the unit blocks are given: a power of two in 4..4096
+  /// KiB per chunk, the unit blocks are given: a power of two in 4..4096. A launch parameter, not
+  /// compiled in (the kernel reads its log2 from the flags word of its arguments).
+  std::uint32_t chunk_kib = 32;
   /// Grid cap: each block reduces ceil(chunks / cap) consecutive chunks (`buncapped`: one chunk
   /// per block). A launch parameter, not compiled in.
   BlockCap max_blocks{};
@@ -66,7 +69,7 @@ struct MultiConfig {
     return std::make_tuple(Field<std::uint32_t>{"threads", "t", "", "AMAX_THREADS", &MultiConfig::threads},
                            Field<std::uint32_t>{"nvec", "v", "", "AMAX_NVEC", &MultiConfig::nvec},
                            Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &MultiConfig::unroll},
-                           Field<std::uint32_t>{"chunk_kib", "c", "k", "AMAX_CHUNK_KIB", &MultiConfig::chunk_kib},
+                           Field<std::uint32_t>{"chunk_kib", "c", "k", "", &MultiConfig::chunk_kib},
                            Field<BlockCap>{"max_blocks", "b", "", "", &MultiConfig::max_blocks},
                            Field<Combine>{"combine", "", "", "AMAX_COMBINE", &MultiConfig::combine},
                            Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &MultiConfig::epilogue, true});
@@ -76,8 +79,8 @@ struct MultiConfig {
   static constexpr std::string_view kFamily = "multi";
   /// Canonical label, e.g. `multi.t512.v8.u4.c32k.b4cu.thread` or `...thread.scale`.
   std::string label() const;
-  /// The compile-time part of the label (the grid cap left out), e.g. `multi.t512.v8.u4.c32k.thread`:
-  /// configs with equal kernel_label() share one compiled binary.
+  /// The compile-time part of the label (the chunk size and the grid cap left out), e.g.
+  /// `multi.t512.v8.u4.thread`: configs with equal kernel_label() share one compiled binary.
   std::string kernel_label() const;
   /// This config with the launch-time fields at their default (equal kernel_label() <=> equal part).
   MultiConfig compile_time_part() const;
@@ -97,7 +100,7 @@ static_assert(aggregate_arity<MultiConfig>() == std::tuple_size_v<decltype(Multi
               "every MultiConfig member must be listed in MultiConfig::fields()");
 
 /// Entry point of `c` for `dtype` compiled for `max_tensors` descriptors per launch:
-/// `amax_multi_t512_v8_u4_c32k_thread_bf16_k1600` (the kernel label, '.' -> '_').
+/// `amax_multi_t512_v8_u4_thread_bf16_k1600` (the kernel label, '.' -> '_').
 std::string multi_kernel_name(const MultiConfig& c, DType dtype, std::uint32_t max_tensors);
 
 /// Tensors per launch on `arch`: as many descriptors (20 bytes each: pointer, count with output
@@ -124,6 +127,10 @@ inline constexpr std::uint64_t kMultiMaxTensors = (1ull << 24) - 1;
 /// flags, chunks per block; the output, workspace and counter pointers; the scale epilogue's two
 /// output pointers, max, epsilon and rule flags, and a reserved word.
 inline constexpr std::size_t kMultiArgsHeaderBytes = 72;
+/// The first bit of the chunk shift (log2 of the elements per chunk, 8 bits) in the flags word of
+/// `amax_multi_args` (bit 0 is the NaN mode); rendered into every source as
+/// AMAX_MULTI_CHUNK_SHIFT_BIT.
+inline constexpr unsigned kMultiChunkShiftBit = 8;
 /// Byte layout of the kernel's parameter struct `amax_multi_args` for `max_tensors` descriptors
 /// (templates/amax_multi_kernels.h): the header, then the pointers, the counts and the chunk starts
 /// (max_tensors + 1 of them), padded to 8 bytes.

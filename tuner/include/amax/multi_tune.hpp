@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,9 +51,23 @@ struct GroupResult : KeyResult {
   std::size_t baseline = 0;  ///< index of the built-in default among variants (always tried)
 };
 
-/// Every variant tuned for `dtype` on `arch`: the multi-tensor space of `kind`, then the built-in
+/// Every variant of the multi-tensor space of `kind` for `dtype` on `arch`, then the built-in
 /// default for `shape` when it is not in it. Thread-safe.
 std::vector<MultiConfig> multi_candidates(const ArchInfo& arch, DType dtype, SpaceKind kind, const GroupShape& shape);
+
+/// The variants a tune of `group` times on a device of `cu_count` CUs/SMs: multi_candidates() of
+/// the group's shape, less every variant whose launches on this group do the same work as an
+/// earlier one's. Two variants do the same work when they run the same compiled kernel
+/// (kernel_label()) or differ only in the combine while no launch has a tensor cut between blocks
+/// (the combine then never runs), and split_multi_launches() gives them the same launches (tensors,
+/// chunks, chunks per block and grid of each), with the same chunk size or every tensor one chunk
+/// at both (the chunk size then changes no segment). Of each such class the built-in default is
+/// kept where it is a member, else the first in multi_candidates() order, at the place of that
+/// first member. Example (H200, 132 SMs): 64 x 4096 fp32 keeps 9 of 360 (every chunk size and grid
+/// cap gives one block per tensor, none cut: the 9 thread counts x unrolls remain); 32 x 16 Mi keeps
+/// all 360. Thread-safe (pure).
+std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, const GroupSpec& group,
+                                          std::uint32_t cu_count);
 
 /// The finalists of a group after screening: the protocol.finalists fastest ok variants, the
 /// fastest of each combine and the built-in default (`baseline`) when ok. Indices, ascending.
@@ -109,16 +125,38 @@ struct GroupTuneContext {
   const ArchInfo& arch;
   const TimingProtocol& protocol;
   SpaceKind space;
-  unsigned jobs;                         ///< parallel JIT compilations
   const ReferenceKernels& reference;     ///< the streaming read (the ceiling)
   std::function<void(const std::string&)> progress;
 };
 
-/// Compiles (in parallel, through the kernel cache's binary cache) and loads every kernel the
-/// candidates of `groups` need: per dtype, each compile-time part at the descriptor capacity of each
-/// group's tensor count. Returns kernel name -> compile error ("" when built). Errors: BackendError.
-std::map<std::string, std::string> build_multi_kernels(const GroupTuneContext& ctx, std::span<const GroupSpec> groups,
-                                                       int* compiled, int* cached);
+/// One multi-tensor kernel a tune needs, and what building it gave.
+struct MultiKernelBuild {
+  MultiConfig config;  ///< the compile-time part
+  DType dtype{};
+  std::uint32_t capacity = 0;  ///< descriptors per launch
+  std::optional<CachedBinary> binary;  ///< set once built
+  ResourceUsage usage;
+  bool from_cache = false;
+  std::string error;  ///< why it did not build (at most 2000 characters), "" otherwise
+  /// multi_kernel_name() of the kernel.
+  std::string name() const { return multi_kernel_name(config, dtype, capacity); }
+};
+
+/// The kernels the group_candidates() of `groups` need on the device of `ctx`, each once: per
+/// group, the compile-time part of each candidate at the descriptor capacity of the group's tensor
+/// count, in first-use order. Thread-safe (pure).
+std::vector<MultiKernelBuild> multi_kernels_needed(const GroupTuneContext& ctx, std::span<const GroupSpec> groups);
+
+/// Compiles `k` through the kernel cache's binary cache (a CompileError is kept in k.error); reads
+/// the code object's resource usage on AMD. Needs no GPU. Thread-safe for distinct `k` (a compile
+/// pool calls it from many threads). Errors: what the binary cache throws besides CompileError.
+void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k);
+
+/// Loads each built kernel of `builds` into ctx.kernels (a load failure becomes the kernel's
+/// error, "module load failed: ..."), counting each as compiled or from the cache. Returns kernel
+/// name -> error ("" when loaded), what tune_group() takes. Calling thread only.
+std::map<std::string, std::string> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
+                                                      int* compiled, int* cached);
 
 /// Tunes one group: candidates, both verification passes (verify_small's result for the dtype is
 /// passed in), screening, finalists, the final pass, the winner confirmed, and the streaming read
