@@ -637,7 +637,7 @@ TEST_F(Cli, ATuneIntoAnUnwritableDatabaseIsRefusedBeforeAnyWork) {
   EXPECT_TRUE(has(r.out, "mode 0555 (r-xr-xr-x)")) << r.out;
   EXPECT_FALSE(fs::exists(locked / "new.db"));
   // --db-in-memory: the database is read, never written; without a GPU the run then stops at the device.
-  r = run_unprivileged("--arch sm_90 --db-in-memory --db " + db.string());
+  r = run_unprivileged("--arch sm_90 --sizes 1024 --dtypes fp32 --groups none --db-in-memory --db " + db.string());
   if (r.code == 0) GTEST_SKIP() << "a GPU is present (the in-memory tune ran)";
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_FALSE(has(r.out, "cannot tune into")) << r.out;
@@ -777,11 +777,12 @@ TEST_F(Cli, ExitCodesFollowOneRule) {
   EXPECT_TRUE(has(r.out, "no such file")) << r.out;
   EXPECT_EQ(run("--no-such-option").code, 2);
   EXPECT_EQ(run("merge a.db").code, 2);  // a required argument left out
-  r = run("--db " + (dir / "t.db").string());  // no --arch: the device's own, and there is none here
+  // No --arch: the device's own, and there is none here (on a GPU machine: one small key).
+  r = run("--sizes 1024 --dtypes fp32 --groups none --db " + (dir / "t.db").string());
   if (r.code == 0) GTEST_SKIP() << "a GPU is present (tuning ran)";
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r.out, "--arch not given and no GPU found")) << r.out;
-  r = run("--device all --db " + (dir / "t.db").string());
+  r = run("--device all --sizes 1024 --dtypes fp32 --groups none --db " + (dir / "t.db").string());
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r.out, "--device all: no GPU found")) << r.out;
   EXPECT_FALSE(fs::exists(dir / "t.db"));
