@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <span>
 #include <string_view>
+#include <vector>
 
 namespace amax {
 
@@ -32,10 +32,11 @@ struct ArchInfo {
   /// value, the bad feature (`gfx942:foo+`, `gfx942:xnack`, an empty feature) and the expected forms.
   static ArchInfo parse(std::string_view arch);
 
-  /// parse(), then refuses a processor this tool does not know (known_processors(): `sm_91`,
-  /// `gfx9422`, `gfx1`), which a compiler might crash on or a typo would silently key. For names a
-  /// user types (--arch); a device's own arch goes through parse() (a new GPU still runs).
-  /// Errors: std::invalid_argument naming the value and listing the known processors.
+  /// parse() for an arch a user names (--arch): the processor must also be one of
+  /// known_processors() (an NVIDIA name may carry NVRTC's a/f suffix: sm_90a). Errors:
+  /// std::invalid_argument naming the value and listing the known processors ("unknown arch
+  /// 'sm_91': amax-tune knows sm_50, ..., gfx1201"). A device's own arch is read with parse()
+  /// (a GPU newer than this list still tunes).
   static ArchInfo parse_known(std::string_view arch);
 
   /// The setting of target feature `f` ("xnack", "sramecc") in this target ID: true (+), false (-),
@@ -48,12 +49,12 @@ struct ArchInfo {
   bool accepts(const ArchInfo& device) const;
 };
 
-/// The processors this tool knows, in order: NVIDIA compute capabilities as `sm_XY` (each also
-/// with NVRTC's `a` / `f` suffix from sm_90 on) and AMD gfx processors (which take target features).
-/// Thread-safe (static table).
-std::span<const std::string_view> known_processors() noexcept;
+/// The processors amax-tune knows, NVIDIA first, each vendor's in ascending order: the compute
+/// capabilities NVRTC 12-13 targets (sm_50 to sm_121) and the AMD processors ROCm 6 supports
+/// (gfx906 to gfx1201). "sm_90", "gfx942". Thread-safe (static table).
+const std::vector<std::string_view>& known_processors();
 
-/// known_processors() joined by ", " for messages.
+/// known_processors() as one comma-separated list, for messages.
 std::string known_processors_list();
 
 /// What the timing protocol and the resource rules need to know about one AMD processor that the
