@@ -51,8 +51,10 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
   float* te_ws = static_cast<float*>(b.allocate(kTeWorkspaceBytes));
   void* sink = b.allocate(4);
   StreamHandle stream = b.create_stream();
+  tune::Gate gate(b, ref.gate);
   tune::TimingProtocol proto;
-  rep.protocol = proto.describe_interleaved(o.rounds) + "; every tensor's result checked bit-exact first";
+  rep.protocol = proto.describe_interleaved(o.rounds) +
+                 "; host-inclusive: the same rounds without the gate; every tensor's result checked bit-exact first";
 
   for (const auto& g : o.groups) {
     const std::uint64_t eb = info(g.dtype).bytes, tensor_bytes = g.n * eb;
@@ -170,34 +172,23 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
       std::fprintf(stderr, "bench-multi: %s rotates over %zu input slices, more than the %d lists a thread keeps "
                    "prepared hold for two eager contenders: its eager calls are timed unprepared (every call "
                    "validates, splits and packs its list)\n", g.name().c_str(), seen.size(), AMAX_MULTI_PREPARED_LISTS);
-    // Host time per call of the eager multi calls: enqueueing runs ahead of the GPU.
-    auto host_us = [&](const C& c) {
-      constexpr int kCalls = 20;
-      b.synchronize(stream);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kCalls; ++i) c.call(inputs.next(g.bytes(), false));
-      const auto t1 = std::chrono::steady_clock::now();
-      b.synchronize(stream);
-      return std::chrono::duration<double, std::micro>(t1 - t0).count() / kCalls;
-    };
-    const double host_multi = host_us(cs[0]), host_scale = host_us(cs[2]);
     std::vector<tune::Timed> timed;
     for (const auto& c : cs) timed.push_back({c.call});
-    const auto samples = tune::Runner(b, stream, inputs, proto).interleaved(timed, g.bytes(), o.rounds);
+    const auto m = tune::measure_both(b, stream, inputs, gate, proto, false, timed, g.bytes(), o.rounds);
     for (std::size_t i = 0; i < cs.size(); ++i)
-      rep.rows.push_back({g, cs[i].name, tune::Stats::of(samples[i]),
+      rep.rows.push_back({g, cs[i].name, m[i].gpu,
                           cs[i].detail + (unprepared && (i == 0 || i == 2)
                                               ? fmt::format("; unprepared: {} input slices", seen.size())
                                               : std::string()),
-                          i == 0 ? host_multi : i == 2 ? host_scale : 0.0});
+                          m[i].host_us, m[i].host_inclusive});
     for (auto& [in, graph] : graphs) b.destroy_graph(graph);
     b.release(ws);
     if (o.progress) {
       auto us = [&](const char* c) { return rep.find(g, c)->stats.median_us; };
       std::fprintf(stderr,
-                   "%-22s multi %9.2f us (host %7.2f us)  graph %9.2f us  fused %9.2f us  per tensor %10.2f us  TE "
-                   "step per tensor %10.2f us  stream read %9.2f us (%s)\n",
-                   g.name().c_str(), us(kMulti), rep.find(g, kMulti)->host_us, us(kMultiGraph), us(kMultiScale),
+                   "%-22s GPU: multi %9.2f us (host %7.2f us/call, host-incl. %9.2f us)  graph %9.2f us  fused %9.2f us  "
+                   "per tensor %10.2f us  TE step per tensor %10.2f us  stream read %9.2f us (%s)\n",
+                   g.name().c_str(), us(kMulti), rep.find(g, kMulti)->host_us, rep.find(g, kMulti)->host_inclusive.median_us, us(kMultiGraph), us(kMultiScale),
                    us(kPerTensor), us(kTeStepPerTensor), us(kStreamRead), rep.find(g, kMulti)->detail.c_str());
     }
   }
@@ -207,12 +198,13 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
   std::filesystem::create_directories(o.out_dir);
   const auto path = o.out_dir / "bench_multi.csv";
   std::ofstream csv(path);
-  csv << "device,arch,group,tensors,n,dtype,bytes,contender,detail,median_us,spread_us,samples,gbps,host_us\n";
+  csv << "device,arch,group,tensors,n,dtype,bytes,contender,detail,median_us,spread_us,samples,gbps,host_us,"
+         "host_inclusive_us\n";
   for (const auto& r : rep.rows)
-    csv << fmt::format("\"{}\",{},{},{},{},{},{},\"{}\",\"{}\",{:.4f},{:.4f},{},{:.2f},{:.2f}\n", rep.device.name,
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},\"{}\",\"{}\",{:.4f},{:.4f},{},{:.2f},{:.2f},{:.4f}\n", rep.device.name,
                        rep.device.arch, r.group.name(), r.group.tensors, r.group.n, to_string(r.group.dtype),
                        r.group.bytes(), r.contender, r.detail, r.stats.median_us, r.stats.spread_us, r.stats.samples,
-                       tune::gbps(r.group.bytes(), r.stats.median_us), r.host_us);
+                       tune::gbps(r.group.bytes(), r.stats.median_us), r.host_us, r.host_inclusive.median_us);
   if (!csv.flush()) throw std::runtime_error("cannot write " + path.string());
   return rep;
 }

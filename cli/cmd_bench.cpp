@@ -56,10 +56,12 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
   bool first = true;
   for (auto [warm, d, n] : keys) {
     if (first || warm != warm_prev || d != d_prev) {
-      md += fmt::format("\n**{} {}** (time in us; GB/s of amax-tune; speedup = contender time / amax-tune time)\n\n"
+      md += fmt::format("\n**{} {}** (GPU time in us unless marked host-incl. (back to back from the host); GB/s of "
+                        "amax-tune; speedup = contender time / amax-tune time)\n\n"
                         "| n | amax-tune us | GB/s | % of stream read | vs TE (zero kernel) | vs TE (memset) | "
-                        "vs ROCm TE two-stage | vs CUB | empty launch us | TE amax+scale us | fused amax+scale us | fused vs TE amax+scale | variant |\n"
-                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+                        "vs ROCm TE two-stage | vs CUB | empty launch us | TE amax+scale us | fused amax+scale us | fused vs TE amax+scale | "
+                        "host-incl. us | host-incl. vs TE (zero kernel) | host us/call | variant |\n"
+                        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
                         to_string(d), warm ? "warm L2" : "cold");
       first = false, warm_prev = warm, d_prev = d;
     }
@@ -73,12 +75,16 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
     const double fused = us(bench::kAmaxTuneScale);
     const std::string fused_x = fused > 0 && us(bench::kTeScaleStep) > 0
                                     ? fmt::format("{:.2f}x", us(bench::kTeScaleStep) / fused) : std::string("-");
-    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | `{}` |\n",
+    const auto te_zero = at.find({warm, d, n, std::string(bench::contender_name(bench::TeSequence::zero_kernel))});
+    const double hi = me->host_inclusive.median_us;
+    const std::string hi_x = te_zero != at.end() && hi > 0
+                                 ? fmt::format("{:.2f}x", te_zero->second->host_inclusive.median_us / hi) : std::string("-");
+    md += fmt::format("| {} | {:.2f} | {:.0f} | {:.0f}% | {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {} | {:.2f} | {} | {:.2f} | `{}` |\n",
                       n, t, me->gbps(),
                       100 * us(bench::kStreamRead) / t, x(bench::contender_name(bench::TeSequence::zero_kernel)),
                       x(bench::contender_name(bench::TeSequence::memset)),
                       x(bench::contender_name(bench::TeSequence::rocm_two_stage)), x(bench::kCub),
-                      us(bench::kEmptyLaunch), us(bench::kTeScaleStep), fused, fused_x, me->detail);
+                      us(bench::kEmptyLaunch), us(bench::kTeScaleStep), fused, fused_x, hi, hi_x, me->host_us, me->detail);
   }
   return md;
 }

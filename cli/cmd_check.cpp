@@ -23,8 +23,8 @@ void print_report(const tune::CheckReport& r, const std::filesystem::path& db, c
                   double hold, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, {}): {} entries of {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.driver_version, r.entries.size(), db.string());
-  os << fmt::format("{:<5} {:>11} {:<30} {:>9} {:>9} {:<30} {:>9} {:>7} {:>5} {:>5}\n", "dtype", "n", "stored winner",
-                    "stored us", "now us", "best now", "best us", "regret", "tied", "holds");
+  os << fmt::format("{:<5} {:>11} {:<30} {:>9} {:>9} {:>7} {:<30} {:>9} {:>7} {:>5} {:>5}\n", "dtype", "n",
+                    "stored winner", "stored us", "now us", "host us", "best now", "best us", "regret", "tied", "holds");
   for (const auto& e : r.entries) {
     if (!e.skipped.empty()) {
       os << fmt::format("skipped {} n={}: {}\n", to_string(e.dtype), e.n, e.skipped);
@@ -35,13 +35,15 @@ void print_report(const tune::CheckReport& r, const std::filesystem::path& db, c
                         e.n, e.winner, e.stored_us, e.variants.at(0).problem);
       continue;
     }
-    os << fmt::format("{:<5} {:>11} {:<30} {:>9.2f} {:>9.2f} {:<30} {:>9.2f} {:>6.3f}x {:>5} {:>5}\n", to_string(e.dtype),
-                      e.n, e.winner, e.stored_us, e.winner_us, e.best, e.best_us, e.regret, e.tied ? "yes" : "no",
-                      e.holds ? "yes" : "NO");
+    os << fmt::format("{:<5} {:>11} {:<30} {:>9.2f} {:>9.2f} {:>7.2f} {:<30} {:>9.2f} {:>6.3f}x {:>5} {:>5}\n",
+                      to_string(e.dtype), e.n, e.winner, e.stored_us, e.winner_us, e.variants.at(0).host_us, e.best,
+                      e.best_us, e.regret, e.tied ? "yes" : "no", e.holds ? "yes" : "NO");
     for (const auto& v : e.variants)
       if (!v.problem.empty()) os << fmt::format("      {} not timed: {}\n", v.label, v.problem);
   }
-  os << fmt::format("regret: the stored winner's time now / the best time now among it, its recorded tie set{} and "
+  os << fmt::format("now us / best us: GPU time (batches behind a gate kernel); host us: the stored winner's enqueue "
+                    "cost per call.\n"
+                    "regret: the stored winner's time now / the best time now among it, its recorded tie set{} and "
                     "the fastest other trials; holds: regret <= {:.2f}x; tied: within the tuner's tie rule.\n",
                     against.empty() ? "" : ", the winner in " + against.string(), hold);
   if (r.measured > 0)

@@ -57,9 +57,9 @@ const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
-  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n", "dtype",
-                    "n", "winner", "us", "GB/s", "%ceil", "vs TE-at", "vs TE-2s", "vs atom", "vs 2stg", "vs 1pass",
-                    "vs self", "ties");
+  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+                    "dtype", "n", "winner", "GPU us", "GB/s", "%ceil", "L", "host us", "vs TE-at", "vs TE-2s", "vs atom",
+                    "vs 2stg", "vs 1pass", "vs self", "ties");
   for (const auto& k : r.keys) {
     if (k.resumed) {
       if (k.stored)
@@ -74,10 +74,10 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     }
     const auto& w = k.variants[k.winner];
     const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
-    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
                       to_string(k.dtype), k.n, w.label(), w.stats.median_us,
                       tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
-                      ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
+                      w.launches, w.host_us, ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
                       ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
                       ratio(k.best(Strategy::self_reset), w), fmt::format("{}{}", k.tie_set.size(), conf));
   }
@@ -115,8 +115,11 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
           "each combine ('-': no variant of it timed; where no tensor is cut between blocks the combine never runs\n"
           "and one variant stands for both, as for variants whose launches are identical on the group).\n";
   }
-  os << fmt::format("%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
-                    "(below 1.00x: X is statistically tied with the winner, which has fewer launches or less spread).\n"
+  os << fmt::format("GPU us: GPU time per call (batches held behind a gate kernel until fully enqueued); L: launches "
+                    "per call; host us: the host's enqueue cost per call.\n"
+                    "%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
+                    "(below 1.00x: X is statistically tied with the winner, which has fewer launches, less host cost or "
+                    "less spread).\n"
                     "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self: best of "
                     "each strategy (self = self_reset).\nties: size of the winner's tie set; c: confirmed by a second "
                     "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
@@ -147,7 +150,8 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       const auto& w = k.variants[k.winner];
       e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us},
                      {"spread_us", w.stats.spread_us}, {"samples", w.stats.samples},
-                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}};
+                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}, {"launches", w.launches},
+                     {"host_us", w.host_us}};
       e["ceiling_us"] = k.ceiling.median_us;
       auto add = [&](const char* name, const tune::VariantResult* v) {
         if (v) e["baselines"][name] = {{"label", v->label()}, {"median_us", v->stats.median_us}};
@@ -181,7 +185,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       const auto& w = g.variants[g.winner];
       e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us}, {"spread_us", w.stats.spread_us},
                      {"samples", w.stats.samples}, {"gbps", tune::gbps(g.bytes(), w.stats.median_us)},
-                     {"launches", w.launches}};
+                     {"launches", w.launches}, {"host_us", w.host_us}};
       e["ceiling_us"] = g.ceiling.median_us;
       const auto& base = g.variants[g.baseline];
       if (base.status == db::TrialStatus::ok && base.stats.samples)

@@ -23,6 +23,35 @@ amax_stream_read(const amax_u4* AMAX_RESTRICT in, unsigned long long n16, unsign
 
 AMAX_GLOBAL void amax_empty() {}
 
+// ---- The timing gate (nvbench's blocking kernel; tuner/include/amax/measure.hpp Gate) ----
+// amax_gate holds its stream until the host writes a non-zero word into words[0] (mapped pinned
+// host memory), so that a batch enqueued behind it runs back to back on the GPU whatever the
+// host's launch rate. It gives up after timeout_ticks of the device's constant-rate clock
+// (NVIDIA: %globaltimer, nanoseconds; AMD: the 100 MHz wall clock of gfx9) and then writes 1 into
+// words[1], which marks the batch's time invalid instead of hanging the stream.
+#if defined(__HIP__) || defined(__HIPCC_RTC__)
+#define AMAX_GATE_CLOCK() ((unsigned long long)wall_clock64())
+#define AMAX_GATE_PAUSE() __builtin_amdgcn_s_sleep(10)
+#else
+__device__ __forceinline__ unsigned long long amax_gate_clock() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#define AMAX_GATE_CLOCK() amax_gate_clock()
+#define AMAX_GATE_PAUSE() __nanosleep(500)
+#endif
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(1, 1) amax_gate(volatile unsigned* words, unsigned long long timeout_ticks) {
+  const unsigned long long t0 = AMAX_GATE_CLOCK();
+  while (words[0] == 0u) {
+    if (AMAX_GATE_CLOCK() - t0 > timeout_ticks) {
+      words[1] = 1u;
+      return;
+    }
+    AMAX_GATE_PAUSE();
+  }
+}
+
 // ---- TransformerEngine's per-tensor amax, as contenders of `amax-tune bench` ----
 // Written in this project from TransformerEngine's published source (read, not copied; the names
 // here are ours). What is reproduced, and from where:

@@ -338,7 +338,8 @@ def _multi_shapes(items, device, fn):
             codes.append(code)
             counts.append(n)
         else:
-            raise TypeError("%s: %s is a %s; without torch give (dtype, n) pairs" % (fn, name, type(item).__qualname__))
+            raise TypeError("%s: %s is a %s; give (dtype, n) pairs (tensors need torch >= %s, and %s)"
+                            % (fn, name, type(item).__qualname__, _requirements.dotted(TORCH_MIN), _torch_missing))
     if len(devices) > 1:
         raise ValueError("%s: the tensors are on several devices (%s); a list is on one device"
                          % (fn, ", ".join("cuda:%d" % d for d in sorted(devices))))

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -30,7 +31,7 @@ namespace {
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)             \
   X(cuGraphDestroy) X(cuStreamGetCtx) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice)      \
-  X(cuPointerGetAttributes)
+  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)
 
 struct Driver {
 #define AMAX_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -214,6 +215,24 @@ class CudaBackend final : public Backend {
     if (!p) return;
     const ScopedContext current(ctx_, std::nothrow);
     driver().cuMemFree(ptr(p));
+  }
+  MappedHost allocate_mapped_host(std::size_t bytes) override {
+    const ScopedContext current(ctx_);
+    void* h = nullptr;
+    AMAX_CU(cuMemHostAlloc(&h, bytes ? bytes : 1, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+            "cuMemHostAlloc");
+    std::memset(h, 0, bytes);
+    CUdeviceptr d = 0;
+    if (const CUresult r = driver().cuMemHostGetDevicePointer(&d, h, 0); r != CUDA_SUCCESS) {
+      driver().cuMemFreeHost(h);
+      check(r, "cuMemHostGetDevicePointer");
+    }
+    return {h, reinterpret_cast<void*>(d)};
+  }
+  void release_mapped_host(void* h) noexcept override {
+    if (!h) return;
+    const ScopedContext current(ctx_, std::nothrow);
+    driver().cuMemFreeHost(h);
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     const ScopedContext current(ctx_);

@@ -2,6 +2,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -141,6 +142,23 @@ class HipBackend final : public Backend {
     if (!p) return;
     const ScopedDevice current(ordinal_, std::nothrow);
     (void)hipFree(p);
+  }
+  MappedHost allocate_mapped_host(std::size_t bytes) override {
+    const ScopedDevice current(ordinal_);
+    void* h = nullptr;
+    check(hipHostMalloc(&h, bytes ? bytes : 1, hipHostMallocMapped | hipHostMallocPortable), "hipHostMalloc");
+    std::memset(h, 0, bytes);
+    void* d = nullptr;
+    if (const hipError_t e = hipHostGetDevicePointer(&d, h, 0); e != hipSuccess) {
+      (void)hipHostFree(h);
+      check(e, "hipHostGetDevicePointer");
+    }
+    return {h, d};
+  }
+  void release_mapped_host(void* h) noexcept override {
+    if (!h) return;
+    const ScopedDevice current(ordinal_, std::nothrow);
+    (void)hipHostFree(h);
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     const ScopedDevice current(ordinal_);

@@ -121,68 +121,53 @@ TEST(TeScaleFromAmax, FollowsComputeScaleFromAmaxCaseByCase) {
   EXPECT_EQ(te_scale_from_amax(57344.f, 57344.f, false, 0.f), 1.f);     // e5m2 at its maximum
 }
 
-TEST(CheckTargets, JudgesEachTargetOnColdRows) {
+TEST(CheckTargets, JudgesEachTargetOnColdRowsInGpuTime) {
   const DType f = DType::fp32;
   const std::vector<Row> rows = {
-      // 256 KiB: 1.25x an empty launch (misses <= 1.10x)
-      row(f, 1u << 16, kAmaxTune, 5.0), row(f, 1u << 16, kTeZero, 10.0), row(f, 1u << 16, kTeMemset, 8.0),
-      row(f, 1u << 16, kRocm, 12.0), row(f, 1u << 16, kCub, 9.0), row(f, 1u << 16, kEmptyLaunch, 4.0),
-      // 1 MiB: 1.08x an empty launch (meets <= 1.15x), TE (memset) faster (0.93x)
-      row(f, 1u << 18, kAmaxTune, 5.4), row(f, 1u << 18, kTeZero, 10.0), row(f, 1u << 18, kTeMemset, 5.0),
-      row(f, 1u << 18, kRocm, 12.0), row(f, 1u << 18, kCub, 9.0), row(f, 1u << 18, kEmptyLaunch, 5.0),
-      // 4 MiB: 87.5% of the streaming read, 1.5x TE main
-      row(f, 1u << 20, kAmaxTune, 8.0), row(f, 1u << 20, kTeZero, 12.0), row(f, 1u << 20, kTeMemset, 9.0),
-      row(f, 1u << 20, kRocm, 14.0), row(f, 1u << 20, kCub, 16.0), row(f, 1u << 20, kStreamRead, 7.0),
-      // 256 MiB: 99.5% of the streaming read, 1.05x TE main
+      // 64 KiB: the streaming read + 0.80 us (meets <= +1.0 us); fused +0.10 us
+      row(f, 1u << 14, kAmaxTune, 3.0), row(f, 1u << 14, kTeZero, 4.0), row(f, 1u << 14, kTeMemset, 3.5),
+      row(f, 1u << 14, kRocm, 4.5), row(f, 1u << 14, kCub, 3.2), row(f, 1u << 14, kStreamRead, 2.2),
+      row(f, 1u << 14, kAmaxTuneScale, 3.1),
+      // 1 MiB: 1.33x the streaming read (misses 1.25x), TE (memset) faster (0.95x), fused +0.30 us (misses)
+      row(f, 1u << 18, kAmaxTune, 4.0), row(f, 1u << 18, kTeZero, 5.0), row(f, 1u << 18, kTeMemset, 3.8),
+      row(f, 1u << 18, kRocm, 6.0), row(f, 1u << 18, kCub, 5.0), row(f, 1u << 18, kStreamRead, 3.0),
+      row(f, 1u << 18, kAmaxTuneScale, 4.3),
+      // 8 MiB: 1.07x the streaming read (meets 1.10x), 1.2x TE's fastest (zero kernel)
+      row(f, 1u << 21, kAmaxTune, 6.0), row(f, 1u << 21, kTeZero, 7.2), row(f, 1u << 21, kTeMemset, 7.8),
+      row(f, 1u << 21, kRocm, 8.0), row(f, 1u << 21, kCub, 9.0), row(f, 1u << 21, kStreamRead, 5.6),
+      row(f, 1u << 21, kAmaxTuneScale, 6.1),
+      // 256 MiB: 99.5% of the streaming read
       row(f, 1u << 26, kAmaxTune, 60.0), row(f, 1u << 26, kTeZero, 63.0), row(f, 1u << 26, kTeMemset, 63.0),
       row(f, 1u << 26, kRocm, 66.0), row(f, 1u << 26, kCub, 70.0), row(f, 1u << 26, kStreamRead, 59.7),
+      row(f, 1u << 26, kAmaxTuneScale, 60.1),
       // warm rows never count
-      row(f, 1u << 16, kAmaxTune, 100.0, true), row(f, 1u << 16, kEmptyLaunch, 1.0, true),
+      row(f, 1u << 14, kAmaxTune, 100.0, true), row(f, 1u << 14, kStreamRead, 1.0, true),
   };
   const auto t = check_targets(rows);
-  ASSERT_EQ(t.size(), 7u);
+  ASSERT_EQ(t.size(), 8u);
   EXPECT_EQ(t[0].target, ">= 256 MiB: >= 99% of the streaming read, every dtype");
   EXPECT_EQ(t[0].measured, "worst 99.5% (fp32 n=67108864)");
   EXPECT_TRUE(t[0].met);
-  EXPECT_EQ(t[1].target, "4-256 MiB: >= 1.2x TE atomic (zero kernel) (geometric mean), every dtype");
-  EXPECT_EQ(t[1].measured, "fp32 1.255x (2 sizes)");  // sqrt(1.5 x 1.05)
-  EXPECT_TRUE(t[1].met);
-  EXPECT_EQ(t[2].target, "<= 512 KiB: within 1.10x of an empty launch");
-  EXPECT_EQ(t[2].measured, "worst 1.25x (fp32 n=65536)");
-  EXPECT_FALSE(t[2].met);
-  EXPECT_EQ(t[3].target, "512 KiB - 2 MiB: within 1.15x of an empty launch");
-  EXPECT_EQ(t[3].measured, "worst 1.08x (fp32 n=262144)");
-  EXPECT_TRUE(t[3].met);
-  EXPECT_EQ(t[4].target, "4-256 MiB: >= 90% of the streaming read");
-  EXPECT_EQ(t[4].measured, "worst 87.5% (fp32 n=1048576)");
-  EXPECT_FALSE(t[4].met);
+  EXPECT_EQ(t[1].target, "256 KiB - 16 MiB: >= 1.15x TE's fastest sequence (geometric mean), every dtype");
+  EXPECT_EQ(t[1].measured, "fp32 1.068x (2 sizes)");  // sqrt(3.8 / 4.0 x 7.2 / 6.0)
+  EXPECT_FALSE(t[1].met);
+  EXPECT_EQ(t[2].target, "4-256 MiB: within 1.10x of the streaming read");
+  EXPECT_EQ(t[2].measured, "worst 1.07x (fp32 n=2097152)");
+  EXPECT_TRUE(t[2].met);
+  EXPECT_EQ(t[3].target, "256 KiB - 4 MiB: within 1.25x of the streaming read");
+  EXPECT_EQ(t[3].measured, "worst 1.33x (fp32 n=262144)");
+  EXPECT_FALSE(t[3].met);
+  EXPECT_EQ(t[4].target, "below 256 KiB: at most the streaming read + 1.0 us");
+  EXPECT_EQ(t[4].measured, "worst +0.80 us (fp32 n=16384)");
+  EXPECT_TRUE(t[4].met);
   EXPECT_EQ(t[5].target, "every size: no TE contender or CUB faster (>= 1.0x)");
-  EXPECT_EQ(t[5].measured, "worst 0.93x over TE atomic (memset) (fp32 n=262144)");
+  EXPECT_EQ(t[5].measured, "worst 0.95x over TE atomic (memset) (fp32 n=262144)");
   EXPECT_FALSE(t[5].met);
-  EXPECT_EQ(t[6].target, "torch");
-  EXPECT_FALSE(t[6].measured_ok);
-}
-
-// The fused-scale targets: amax_and_scale against TE's three-launch amax + scale, by size band.
-TEST(CheckTargets, FusedScaleAgainstTesThreeLaunchStep) {
-  const DType b = DType::bf16;
-  const std::vector<Row> rows = {
-      row(b, 1u << 10, kAmaxTuneScale, 4.0), row(b, 1u << 10, kTeScaleStep, 10.8),  // 2 KiB: 2.70x
-      row(b, 1u << 21, kAmaxTuneScale, 6.0), row(b, 1u << 21, kTeScaleStep, 11.4),  // 4 MiB: 1.90x (misses)
-      row(b, 1u << 22, kAmaxTuneScale, 9.0), row(b, 1u << 22, kTeScaleStep, 30.0),  // 8 MiB: in neither band
-      row(b, 1u << 23, kAmaxTuneScale, 8.0), row(b, 1u << 23, kTeScaleStep, 10.0),  // 16 MiB: 1.25x
-      row(b, 1u << 27, kAmaxTuneScale, 70.0), row(b, 1u << 27, kTeScaleStep, 80.5), // 256 MiB: 1.15x
-      row(b, 1u << 28, kAmaxTuneScale, 200.0), row(b, 1u << 28, kTeScaleStep, 100.0),  // 512 MiB: outside
-  };
-  const auto t = check_targets(rows);
-  ASSERT_EQ(t.size(), 3u);
-  EXPECT_EQ(t[0].target, "<= 4 MiB: fused amax + scale >= 2x TE's three-launch amax + scale");
-  EXPECT_EQ(t[0].measured, "worst 1.90x (bf16 n=2097152)");
-  EXPECT_FALSE(t[0].met);
-  EXPECT_EQ(t[1].target, "16-256 MiB: fused amax + scale >= 1.1x TE's three-launch amax + scale");
-  EXPECT_EQ(t[1].measured, "worst 1.15x (bf16 n=134217728)");
-  EXPECT_TRUE(t[1].met);
-  EXPECT_EQ(t[2].target, "torch");
+  EXPECT_EQ(t[6].target, "every size: fused amax + scale within 0.2 us of amax alone");
+  EXPECT_EQ(t[6].measured, "worst +0.30 us (fp32 n=262144)");
+  EXPECT_FALSE(t[6].met);
+  EXPECT_EQ(t[7].target, "torch");
+  EXPECT_FALSE(t[7].measured_ok);
 }
 
 TEST(CheckTargets, LeavesOutTargetsWithoutRows) {
@@ -198,14 +183,17 @@ TEST(WriteCsv, HeaderQuotedTextAndPercentOfTheStreamingRead) {
   dev.arch = "sm_90";
   Row warm = row(DType::fp32, 1024, kAmaxTune, 3.0, true, "x");
   warm.stats.spread_us = 0.1;
-  write_csv({row(DType::fp32, 1024, kAmaxTune, 5.0, false, "one_pass.t128.v4.u2.b2cu"),
-             row(DType::fp32, 1024, kStreamRead, 4.0), warm},
-            dev, dir.path / "bench.csv");
+  Row cold = row(DType::fp32, 1024, kAmaxTune, 5.0, false, "one_pass.t128.v4.u2.b2cu");
+  cold.host_inclusive.median_us = 7.25;  // back to back from the host
+  cold.host_us = 2.5;                    // the enqueue cost per call
+  write_csv({cold, row(DType::fp32, 1024, kStreamRead, 4.0), warm}, dev, dir.path / "bench.csv");
   EXPECT_EQ(slurp(dir.path / "bench.csv"),
-            "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read\n"
-            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"amax-tune\",\"one_pass.t128.v4.u2.b2cu\",5.0000,0.2500,15,0.82,80.0\n"
-            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"stream read\",\"\",4.0000,0.2500,15,1.02,100.0\n"
-            "\"Test GPU\",sm_90,warm,fp32,1024,4096,\"amax-tune\",\"x\",3.0000,0.1000,15,1.37,\n");
+            "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read,"
+            "host_inclusive_us,host_us\n"
+            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"amax-tune\",\"one_pass.t128.v4.u2.b2cu\",5.0000,0.2500,15,0.82,80.0,"
+            "7.2500,2.5000\n"
+            "\"Test GPU\",sm_90,cold,fp32,1024,4096,\"stream read\",\"\",4.0000,0.2500,15,1.02,100.0,0.0000,0.0000\n"
+            "\"Test GPU\",sm_90,warm,fp32,1024,4096,\"amax-tune\",\"x\",3.0000,0.1000,15,1.37,,0.0000,0.0000\n");
   EXPECT_THROW(write_csv({}, dev, dir.path / "no-such-dir" / "bench.csv"), std::runtime_error);
 }
 

@@ -14,6 +14,7 @@
 #include "amax/launch.hpp"
 #include "amax/measure.hpp"
 #include "amax/reference.hpp"
+#include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
 #include "gpu_env.hpp"
 
@@ -33,7 +34,9 @@ TEST(GpuPdl, TwoStageWithADependentFinishKernelIsBitExactAndTimed) {
   std::mt19937_64 rng(std::random_device{}());
   tune::InputRegion region(b, max_n * 4 + 64);
   StreamHandle stream = b.create_stream();
-  tune::Runner runner(b, stream, region, tune::TimingProtocol{});
+  const ReferenceKernels ref = ReferenceKernels::load(b, *env->compiler, env->kernels->binaries());
+  tune::Gate gate(b, ref.gate);
+  tune::Runner runner(b, stream, region, tune::TimingProtocol{}, &gate);
   std::printf("%-5s %10s %12s %12s %8s %12s\n", "dtype", "n", "two_stage us", "+PDL us", "ratio", "self_reset us");
   for (DType d : {DType::bf16, DType::fp32}) {
     const char* nvec = d == DType::fp32 ? "v4" : "v8";

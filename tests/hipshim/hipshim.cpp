@@ -27,7 +27,7 @@ namespace {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)  \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                 \
-  X(cuPointerGetAttributes)
+  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)
 
 struct Driver {
 #define SHIM_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -240,6 +240,27 @@ hipError_t hipMalloc(void** p, size_t bytes) {
 hipError_t hipFree(void* p) {
   SHIM_CTX();
   return tr(drv().cuMemFree(dp(p)));
+}
+
+hipError_t hipHostMalloc(void** p, size_t bytes, unsigned int flags) {
+  SHIM_CTX();
+  unsigned cu = 0;
+  if (flags & hipHostMallocMapped) cu |= CU_MEMHOSTALLOC_DEVICEMAP;
+  if (flags & hipHostMallocPortable) cu |= CU_MEMHOSTALLOC_PORTABLE;
+  return tr(drv().cuMemHostAlloc(p, bytes, cu));
+}
+
+hipError_t hipHostGetDevicePointer(void** d, void* h, unsigned int flags) {
+  SHIM_CTX();
+  CUdeviceptr c = 0;
+  const hipError_t e = tr(drv().cuMemHostGetDevicePointer(&c, h, flags));
+  *d = reinterpret_cast<void*>(c);
+  return e;
+}
+
+hipError_t hipHostFree(void* p) {
+  SHIM_CTX();
+  return tr(drv().cuMemFreeHost(p));
 }
 
 hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind) {

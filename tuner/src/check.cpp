@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "amax/kernel_cache.hpp"
+#include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
 #include "amax/search.hpp"
 #include "amax/verify.hpp"
@@ -120,7 +121,7 @@ CheckReport run_check(const CheckOptions& o) {
         if (std::find(labels.begin(), labels.end(), x.winner.label) == labels.end()) labels.push_back(x.winner.label);
       }
     for (const auto& label : labels) {
-      CheckedVariant v{label, {}, {}};
+      CheckedVariant v{label, {}, 0, {}};
       try {
         const KernelConfig c = KernelConfig::parse(label);
         if (auto bad = c.validate(arch, *d)) v.problem = "not valid here: " + *bad;
@@ -154,7 +155,9 @@ CheckReport run_check(const CheckOptions& o) {
     b.memset32_async(counter, 0, 1, stream);
     try {
       Verifier verifier(b, stream, max_variants, max_ws);
-      Runner runner(b, stream, inputs, o.protocol);
+      const ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
+      Gate gate(b, ref.gate, o.protocol.gate_timeout_ms);
+      Runner runner(b, stream, inputs, o.protocol, &gate);
       const TieRule rule{o.protocol.tie_margin, o.protocol.tie_z};
       std::size_t step = 0;
       for (auto& wk : work) {
@@ -187,7 +190,10 @@ CheckReport run_check(const CheckOptions& o) {
           timed_idx.push_back(idx[j]);
         }
         const auto samples = runner.interleaved(timed, e.n * info(e.dtype).bytes, o.protocol.final_rounds);
-        for (std::size_t j = 0; j < timed_idx.size(); ++j) e.variants[timed_idx[j]].now = Stats::of(samples[j]);
+        for (std::size_t j = 0; j < timed_idx.size(); ++j) {
+          e.variants[timed_idx[j]].now = Stats::of(samples[j]);
+          e.variants[timed_idx[j]].host_us = Stats::of(timed[j].host_us).median_us;
+        }
         const CheckedVariant* best = nullptr;
         for (const auto& v : e.variants)
           if (v.now.samples > 0 && (!best || v.now.median_us < best->now.median_us)) best = &v;

@@ -1,6 +1,8 @@
 #include "amax/measure.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -10,19 +12,31 @@
 
 namespace amax::tune {
 
+namespace {
+std::string timing_method(const TimingProtocol& p) {
+  return p.gated ? fmt::format("GPU time: device events around batches held behind a gate kernel (timeout {:g} ms)",
+                               p.gate_timeout_ms)
+                 : std::string("host-inclusive: device events around batches enqueued back to back");
+}
+}  // namespace
+
+bool measured_in_gpu_time(const std::string& timing_protocol) noexcept {
+  return timing_protocol.starts_with("GPU time");
+}
+
 std::string TimingProtocol::describe() const {
-  return fmt::format("device events; batches >= {:g} us (<= {} calls); warmup {}; screen {} (stop at {:g}x best); "
+  return fmt::format("{}; batches >= {:g} us (<= {} calls); warmup {}; screen {} (stop at {:g}x best); "
                      "final {} interleaved rounds x {} finalists + baselines; ties: medians within max({:g}%, {:g} "
-                     "SE), fewest launches then least spread; confirmed in {} more rounds; {}",
-                     batch_target_us, max_batch, warmup_batches, screen_batches, early_stop, final_rounds,
-                     finalists, 100 * tie_margin, tie_z, confirm_rounds,
+                     "SE), fewest launches, then least host cost, then least spread; confirmed in {} more rounds; {}",
+                     timing_method(*this), batch_target_us, max_batch, warmup_batches, screen_batches, early_stop,
+                     final_rounds, finalists, 100 * tie_margin, tie_z, confirm_rounds,
                      warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x last-level cache)");
 }
 
 std::string TimingProtocol::describe_interleaved(int rounds) const {
-  return fmt::format("device events; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} "
+  return fmt::format("{}; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} "
                      "interleaved rounds; cold: rotating over the largest input + 5x the last-level cache; warm: same input",
-                     batch_target_us, max_batch, warmup_batches, rounds);
+                     timing_method(*this), batch_target_us, max_batch, warmup_batches, rounds);
 }
 
 double gbps(std::uint64_t bytes, double us) noexcept { return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0; }
@@ -76,17 +90,60 @@ const void* InputRegion::next(std::uint64_t bytes, bool warm) {
   return static_cast<char*>(base_) + k * stride;
 }
 
-std::vector<double> time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes,
-                                 bool warm, int batch, int batches,
-                                 const std::function<void(const void*)>& call) {
+Gate::Gate(Backend& b, FunctionHandle kernel, double timeout_ms)
+    : b_(b), kernel_(kernel), timeout_ms_(timeout_ms), words_(b.allocate_mapped_host(2 * sizeof(unsigned))) {}
+
+Gate::~Gate() { b_.release_mapped_host(words_.host); }
+
+void Gate::close(StreamHandle stream) {
+  auto* w = static_cast<volatile unsigned*>(words_.host);
+  w[0] = 0u;
+  w[1] = 0u;
+  // The device's constant-rate clock: %globaltimer in ns on NVIDIA, the 100 MHz wall clock on AMD.
+  unsigned long long ticks =
+      static_cast<unsigned long long>(timeout_ms_ * (b_.vendor() == Vendor::nvidia ? 1e6 : 1e5));
+  void* dev = words_.device;
+  void* args[] = {&dev, &ticks};
+  b_.launch(kernel_, 1, 1, stream, args);
+}
+
+void Gate::release() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  static_cast<volatile unsigned*>(words_.host)[0] = 1u;
+}
+
+bool Gate::timed_out() const noexcept { return static_cast<volatile unsigned*>(words_.host)[1] != 0u; }
+
+BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm, int batch,
+                        int batches, const std::function<void(const void*)>& call, Gate* gate) {
+  using Clock = std::chrono::steady_clock;
   EventHandle start = b.create_event(), stop = b.create_event();
-  std::vector<double> out;
+  BatchTimes out;
   try {
     for (int k = 0; k < batches; ++k) {
-      b.record(start, stream);
-      for (int j = 0; j < batch; ++j) call(inputs.next(bytes, warm));
-      b.record(stop, stream);
-      out.push_back(1000.0 * b.elapsed_ms(start, stop) / batch);
+      for (int calls = batch, attempt = 0;; calls = std::max(1, calls / 2), ++attempt) {
+        if (attempt == 4)
+          throw GateTimeout(fmt::format("the timing gate timed out 4 times ({:g} ms each, batches of {} down to {} "
+                                        "calls): the host could not enqueue a batch in time",
+                                        gate->timeout_ms(), batch, std::max(1, batch / 8)));
+        if (gate) gate->close(stream);
+        b.record(start, stream);
+        const auto t0 = Clock::now();
+        try {
+          for (int j = 0; j < calls; ++j) call(inputs.next(bytes, warm));
+        } catch (...) {
+          if (gate) gate->release();
+          throw;
+        }
+        const auto t1 = Clock::now();
+        b.record(stop, stream);
+        if (gate) gate->release();
+        const double ms = b.elapsed_ms(start, stop);
+        if (gate && gate->timed_out()) continue;
+        out.us.push_back(1000.0 * ms / calls);
+        out.host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+        break;
+      }
     }
   } catch (...) {
     b.destroy_event(start);

@@ -298,28 +298,17 @@ namespace {
 // The search's samples for one group: variant i launched on the list laid out in the slice the
 // runner rotates to (tensor j at j x n elements), its arguments packed on every call as
 // amax_multi_compute does.
-class GroupSource : public SampleSource {
+class GroupSource : public RunnerSource {
  public:
   GroupSource(const GroupTuneContext& ctx, Runner& runner, StreamHandle stream, const GroupResult& g,
               void* workspace, std::uint32_t* counter, float* out)
-      : ctx_(ctx), runner_(runner), stream_(stream), g_(g), ws_(workspace), counter_(counter), out_(out) {
+      : RunnerSource(runner, g.bytes()), ctx_(ctx), stream_(stream), g_(g), ws_(workspace), counter_(counter), out_(out) {
     list_.resize(g.spec.tensors);
     for (std::uint32_t i = 0; i < list_.size(); ++i) list_[i] = {nullptr, g.spec.n, i};
   }
-  std::vector<double> sample(std::size_t i, int batches, bool prepare) override {
-    Timed& t = timed(i);
-    if (prepare) runner_.prepare(t, g_.bytes());
-    return runner_.measure(t, g_.bytes(), batches);
-  }
-  std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override {
-    std::vector<Timed> ts;
-    for (std::size_t i : which) ts.push_back({timed(i).call});
-    return runner_.interleaved(ts, g_.bytes(), rounds, second ? InterleaveOrder{1, true} : InterleaveOrder{});
-  }
-  void recover() override { ctx_.backend.synchronize(stream_); }
 
  private:
-  Timed& timed(std::size_t i) {
+  Timed& timed(std::size_t i) override {
     if (auto it = timed_.find(i); it != timed_.end()) return it->second;
     const MultiConfig& c = *g_.variants[i].multi;
     const LoadedMultiKernel* k = ctx_.kernels.find_multi(c, g_.spec.dtype, g_.capacity);
@@ -333,7 +322,6 @@ class GroupSource : public SampleSource {
            }};
   }
   const GroupTuneContext& ctx_;
-  Runner& runner_;
   StreamHandle stream_;
   const GroupResult& g_;
   void* ws_;
@@ -406,7 +394,8 @@ GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, Multi
   void* sink = b.allocate(4);
   b.memset32_async(counter, 0, kSlotWords, stream);
   try {
-    Runner runner(b, stream, inputs, ctx.protocol);
+    Gate gate(b, ctx.reference.gate, ctx.protocol.gate_timeout_ms);
+    Runner runner(b, stream, inputs, ctx.protocol, &gate);
     GroupSource source(ctx, runner, stream, g, ws, counter, out);
     screen(g.variants, ctx.protocol, source);
     const auto fin = multi_finalists(g.variants, ctx.protocol, g.baseline);

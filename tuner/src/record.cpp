@@ -14,7 +14,9 @@ std::vector<db::Trial> trials_of(const KeyResult& k) {
       t.spread_us = r.stats.spread_us;
       t.samples = r.stats.samples;
       t.gbps = gbps(k.bytes(), r.stats.median_us);
+      t.host_us = r.host_us;
     }
+    t.launches = r.launches > 0 ? r.launches : -1;
     t.tie_rank = r.tie_rank;
     t.confirm_median_us = r.confirm.samples > 0 ? r.confirm.median_us : 0.0;
     t.registers = r.usage.registers;

@@ -26,6 +26,7 @@ ReferenceKernels ReferenceKernels::load(Backend& backend, const JitCompiler& com
   k.module = backend.load_module(b.binary);
   k.stream_read = k.module->function("amax_stream_read");
   k.empty = k.module->function("amax_empty");
+  k.gate = k.module->function("amax_gate");
   return k;
 }
 

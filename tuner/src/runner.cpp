@@ -1,5 +1,7 @@
 #include "amax/runner.hpp"
 
+#include <stdexcept>
+
 namespace amax::tune {
 
 Timed variant_timed(Backend& b, const LoadedKernel& k, const LaunchShape& shape, std::uint64_t n, LaunchBuffers buf,
@@ -9,14 +11,22 @@ Timed variant_timed(Backend& b, const LoadedKernel& k, const LaunchShape& shape,
   }};
 }
 
-void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
-  const bool warm = protocol_.warm_cache;
-  if (t.batch == 0) t.batch = batch_size(protocol_, time_batches(b_, stream_, inputs_, bytes, warm, 1, 2, t.call).back());
-  if (warm_up) time_batches(b_, stream_, inputs_, bytes, warm, t.batch, protocol_.warmup_batches, t.call);
+Runner::Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, TimingProtocol protocol, Gate* gate)
+    : b_(backend), stream_(stream), inputs_(inputs), protocol_(protocol), gate_(protocol.gated ? gate : nullptr) {
+  if (protocol.gated && !gate) throw std::invalid_argument("Runner: a gated timing protocol needs a Gate");
 }
 
-std::vector<double> Runner::measure(const Timed& t, std::uint64_t bytes, int batches) {
-  return time_batches(b_, stream_, inputs_, bytes, protocol_.warm_cache, t.batch, batches, t.call);
+void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
+  const bool warm = protocol_.warm_cache;
+  if (t.batch == 0)
+    t.batch = batch_size(protocol_, time_batches(b_, stream_, inputs_, bytes, warm, 1, 2, t.call, gate_).us.back());
+  if (warm_up) time_batches(b_, stream_, inputs_, bytes, warm, t.batch, protocol_.warmup_batches, t.call, gate_);
+}
+
+std::vector<double> Runner::measure(Timed& t, std::uint64_t bytes, int batches) {
+  BatchTimes r = time_batches(b_, stream_, inputs_, bytes, protocol_.warm_cache, t.batch, batches, t.call, gate_);
+  t.host_us.insert(t.host_us.end(), r.host_us.begin(), r.host_us.end());
+  return std::move(r.us);
 }
 
 std::vector<std::vector<double>> Runner::interleaved(std::vector<Timed>& entries, std::uint64_t bytes, int rounds,
@@ -30,6 +40,47 @@ std::vector<std::vector<double>> Runner::interleaved(std::vector<Timed>& entries
       samples[i].push_back(measure(entries[i], bytes, 1)[0]);
     }
   return samples;
+}
+
+std::vector<BothTimes> measure_both(Backend& b, StreamHandle stream, InputRegion& inputs, Gate& gate,
+                                    TimingProtocol p, bool warm, const std::vector<Timed>& entries, std::uint64_t bytes,
+                                    int rounds) {
+  p.warm_cache = warm;
+  std::vector<BothTimes> out(entries.size());
+  for (const bool gated : {true, false}) {
+    p.gated = gated;
+    std::vector<Timed> ts;
+    for (const auto& e : entries) ts.push_back({e.call});
+    const auto samples = Runner(b, stream, inputs, p, &gate).interleaved(ts, bytes, rounds);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      (gated ? out[i].gpu : out[i].host_inclusive) = Stats::of(samples[i]);
+      if (gated) out[i].host_us = Stats::of(ts[i].host_us).median_us;
+    }
+  }
+  return out;
+}
+
+std::vector<double> RunnerSource::sample(std::size_t i, int batches, bool prepare) {
+  Timed& t = timed(i);
+  if (prepare) runner_.prepare(t, bytes_);
+  t.host_us.clear();
+  auto us = runner_.measure(t, bytes_, batches);
+  host_[i].insert(host_[i].end(), t.host_us.begin(), t.host_us.end());
+  return us;
+}
+
+std::vector<std::vector<double>> RunnerSource::rounds(const std::vector<std::size_t>& which, int rounds, bool second) {
+  std::vector<Timed> ts;
+  for (std::size_t i : which) ts.push_back({timed(i).call});
+  auto us = runner_.interleaved(ts, bytes_, rounds, second ? InterleaveOrder{1, true} : InterleaveOrder{});
+  for (std::size_t j = 0; j < which.size(); ++j)
+    host_[which[j]].insert(host_[which[j]].end(), ts[j].host_us.begin(), ts[j].host_us.end());
+  return us;
+}
+
+double RunnerSource::host_us(std::size_t i) const {
+  const auto it = host_.find(i);
+  return it == host_.end() ? 0.0 : Stats::of(it->second).median_us;
 }
 
 }  // namespace amax::tune

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -46,6 +47,7 @@ void screen(std::vector<VariantResult>& variants, const TimingProtocol& protocol
         times.insert(times.end(), more.begin(), more.end());
       }
       r.stats = Stats::of(times);
+      r.host_us = source.host_us(i);
       best = std::min(best, r.stats.median_us);
     } catch (const BackendError& e) {
       r.status = db::TrialStatus::launch_failed;
@@ -82,6 +84,7 @@ std::vector<std::vector<double>> final_pass(std::vector<VariantResult>& variants
   auto samples = source.rounds(which, protocol.final_rounds, false);
   for (std::size_t j = 0; j < which.size(); ++j) {
     variants[which[j]].stats = Stats::of(samples[j]);
+    variants[which[j]].host_us = source.host_us(which[j]);
     variants[which[j]].finalist = true;
   }
   return samples;
@@ -104,6 +107,9 @@ std::string TieRule::describe() const {
 
 bool preferred(const VariantResult& a, const VariantResult& b) {
   if (a.launches != b.launches) return a.launches < b.launches;
+  // An unknown host cost (0) ranks after every known one.
+  auto bucket = [](double h) { return h > 0 ? std::lround(h / kHostCostStepUs) : std::numeric_limits<long>::max(); };
+  if (bucket(a.host_us) != bucket(b.host_us)) return bucket(a.host_us) < bucket(b.host_us);
   const double ra = a.stats.median_us > 0 ? a.stats.spread_us / a.stats.median_us : INFINITY;
   const double rb = b.stats.median_us > 0 ? b.stats.spread_us / b.stats.median_us : INFINITY;
   if (ra != rb) return ra < rb;
@@ -149,6 +155,7 @@ void select_winner(KeyResult& k, const std::set<std::size_t>& fin, const std::ve
     std::vector<VariantResult> conf;  // the entrants with their confirmation stats, for the tie rule
     for (std::size_t j = 0; j < entrants.size(); ++j) {
       v[entrants[j]].confirm = Stats::of(second[j]);
+      v[entrants[j]].host_us = source.host_us(entrants[j]);
       conf.push_back(v[entrants[j]]);
       conf.back().stats = v[entrants[j]].confirm;
     }

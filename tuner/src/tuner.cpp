@@ -148,6 +148,12 @@ class Session {
       for (const auto& s : db_->stale_keys(current_))
         for (DType d : o_.dtypes)
           if (s.key.arch == arch_.name && d == s.key.dtype) wanted.emplace_back(d, s.key.n);
+      // Winners of this identity measured before GPU time (host-inclusive) are re-tuned too.
+      for (DType d : o_.dtypes)
+        for (const auto& w : db_->winners(db::WinnerFilter{arch_.name, d}))
+          if (db::same_identity(w.provenance, current_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
+              std::find(wanted.begin(), wanted.end(), std::pair{d, w.key.n}) == wanted.end())
+            wanted.emplace_back(d, w.key.n);
     } else if (o_.tune_sizes) {
       const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
       for (DType d : o_.dtypes)
@@ -183,6 +189,18 @@ class Session {
         for (DType d : o_.dtypes)
           if (k.key.arch == arch_.name && d == k.key.dtype && k.key.largest_bytes % info(d).bytes == 0)
             wanted.push_back({k.key.tensors, k.key.largest_bytes / info(d).bytes, d});
+      // Group winners of this identity measured before GPU time are re-tuned too (a uniform group:
+      // total = tensors x largest).
+      for (DType d : o_.dtypes)
+        for (const auto& w : db_->group_winners(db::WinnerFilter{arch_.name, d}))
+          if (db::same_identity(w.provenance, current_multi_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
+              w.key.largest_bytes % info(d).bytes == 0 && w.key.total_bytes == w.key.tensors * w.key.largest_bytes) {
+            const GroupSpec g{w.key.tensors, w.key.largest_bytes / info(d).bytes, d};
+            if (std::none_of(wanted.begin(), wanted.end(), [&](const GroupSpec& h) {
+                  return h.tensors == g.tensors && h.n == g.n && h.dtype == g.dtype;
+                }))
+              wanted.push_back(g);
+          }
     } else {
       wanted = o_.groups ? *o_.groups : default_groups(o_.dtypes);
     }
@@ -297,25 +315,13 @@ class Session {
   }
 
   // The sample source of the search: variant i of the key being tuned, timed by the runner.
-  class Source : public SampleSource {
+  class Source : public RunnerSource {
    public:
-    Source(Session& s, DType d, std::uint64_t n, const std::vector<VariantResult>& vs) : s_(s), d_(d), n_(n), vs_(vs) {}
-    std::vector<double> sample(std::size_t i, int batches, bool prepare) override {
-      Timed& t = timed(i);
-      if (prepare) s_.runner_->prepare(t, bytes());
-      return s_.runner_->measure(t, bytes(), batches);
-    }
-    std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override {
-      std::vector<Timed> ts;
-      for (std::size_t i : which) ts.push_back({timed(i).call});  // a fresh probe per pass
-      return s_.runner_->interleaved(ts, bytes(), rounds,
-                                     second ? InterleaveOrder{1, true} : InterleaveOrder{});
-    }
-    void recover() override { s_.backend_->synchronize(s_.stream_); }  // throws if the context is lost
+    Source(Session& s, DType d, std::uint64_t n, const std::vector<VariantResult>& vs)
+        : RunnerSource(*s.runner_, n * info(d).bytes), s_(s), d_(d), n_(n), vs_(vs) {}
 
    private:
-    std::uint64_t bytes() const { return n_ * info(d_).bytes; }
-    Timed& timed(std::size_t i) {
+    Timed& timed(std::size_t i) override {
       auto it = timed_.find(i);
       if (it != timed_.end()) return it->second;
       const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
@@ -356,7 +362,8 @@ class Session {
     }
     inputs_ = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
     stream_ = backend_->create_stream();
-    runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol);
+    gate_ = std::make_unique<Gate>(*backend_, reference_.gate, o_.protocol.gate_timeout_ms);
+    runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol, gate_.get());
     out_ = static_cast<float*>(backend_->allocate(4));
     workspace_ = backend_->allocate(max_ws);
     counter_ = static_cast<std::uint32_t*>(backend_->allocate(4 * kSlotWords));
@@ -518,6 +525,7 @@ class Session {
   std::map<std::string, std::string> build_errors_;
   std::map<std::string, ResourceUsage> usage_;
   std::unique_ptr<InputRegion> inputs_;
+  std::unique_ptr<Gate> gate_;
   std::unique_ptr<Runner> runner_;
   StreamHandle stream_ = nullptr;
   float* out_ = nullptr;

@@ -104,6 +104,7 @@ std::string check_trial(const Trial& t) {
     return who + " has status ok but median_us = " + double_text(t.median_us) + " (must be > 0)";
   }
   if (t.samples < 0) return who + " has samples = " + std::to_string(t.samples) + " (must be >= 0)";
+  if (t.launches < -1) return who + " has launches = " + std::to_string(t.launches) + " (must be >= 0, or -1 unknown)";
   return {};
 }
 

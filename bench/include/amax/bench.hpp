@@ -50,9 +50,11 @@ struct Row {
   bool warm = false;
   std::uint64_t n = 0;
   std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kTeScaleStep, kAmaxTuneScale, kCub, kStreamRead, kEmptyLaunch
-  tune::Stats stats;
+  tune::Stats stats;      ///< GPU time per call (batches behind the timing gate): what targets judge
   std::string detail;     ///< the variant label (amax-tune), what the contender runs, or empty
-  double gbps() const;    ///< bytes of the input / median, GB/s
+  tune::Stats host_inclusive;  ///< per call back to back from the host, without the gate
+  double host_us = 0;     ///< the host's enqueue cost per call (CPU clock around the enqueue), us
+  double gbps() const;    ///< bytes of the input / GPU median, GB/s
 };
 
 /// One target of DESIGN.md section 7 and how it fared.
@@ -78,18 +80,21 @@ struct BenchReport {
 /// the contender, dtype, n and both bit patterns), BackendError, CompileError.
 BenchReport run_bench(const BenchOptions& options);
 
-/// The targets of DESIGN.md section 7 evaluated on the cold-regime rows of `rows` (sizes in bytes
-/// of the input, MiB = 2^20): >= 256 MiB at >= 99% of the streaming read; 4-256 MiB at >= 1.2x
-/// "TE atomic (zero kernel)" (geometric mean, every dtype); <= 512 KiB within 1.10x and up to
-/// 2 MiB within 1.15x of an empty launch; from 4 MiB (below 256 MiB) >= 90% of the streaming read;
-/// no size where a TE contender or CUB is faster; torch (not measured here). Targets without rows
-/// to judge them are left out, except torch. Thread-safe.
+/// The targets of DESIGN.md section 7 evaluated in GPU time on the cold-regime rows of `rows`
+/// (sizes in bytes of the input, KiB/MiB = 2^10/2^20): >= 256 MiB at >= 99% of the streaming read;
+/// 256 KiB - 16 MiB at >= 1.15x TE's fastest sequence at each size (geometric mean, every dtype);
+/// 4-256 MiB within 1.10x and 256 KiB - 4 MiB within 1.25x of the streaming read; below 256 KiB
+/// at most the streaming read + 1.0 us; no size where a TE contender or CUB is faster; the fused
+/// amax + scale within 0.2 us of amax alone; torch (not measured here). Targets without rows to
+/// judge them are left out, except torch. Thread-safe.
 std::vector<TargetCheck> check_targets(const std::vector<Row>& rows);
 
 /// Writes `rows` as CSV with the header
-/// device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read
-/// (text fields quoted; pct_of_stream_read: the same key's streaming-read time / this time x 100,
-/// empty when the key has no streaming read). Errors: std::runtime_error when the file cannot be
+/// device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read,
+/// host_inclusive_us,host_us
+/// (text fields quoted; median_us, spread_us and gbps in GPU time; pct_of_stream_read: the same key's
+/// streaming-read GPU time / this GPU time x 100, empty when the key has no streaming read;
+/// host_inclusive_us: the median back to back from the host; host_us: the enqueue cost per call). Errors: std::runtime_error when the file cannot be
 /// written.
 void write_csv(const std::vector<Row>& rows, const DeviceInfo& device, const std::filesystem::path& path);
 

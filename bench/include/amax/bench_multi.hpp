@@ -48,11 +48,13 @@ struct MultiBenchOptions {
 struct MultiRow {
   MultiGroupSpec group;
   std::string contender;
-  tune::Stats stats;
+  tune::Stats stats;             ///< GPU time per call (batches behind the timing gate)
   std::string detail;
-  /// Host time of one call, microseconds: the wall time of 20 back-to-back calls (on rotated
-  /// inputs, the GPU busy behind them) / 20; measured for the eager amax-tune multi calls, else 0.
+  /// The host's enqueue cost of one call, microseconds (CPU clock around the enqueue of the gated
+  /// batches, per call; for the eager multi calls this includes validating and packing the list
+  /// where it is not served prepared).
   double host_us = 0;
+  tune::Stats host_inclusive;    ///< per call back to back from the host, without the gate
 };
 
 struct MultiTarget {

@@ -95,6 +95,17 @@ class Backend {
 
   virtual void* allocate(std::size_t bytes) = 0;  ///< device memory; BackendError when out of memory
   virtual void release(void* p) noexcept = 0;
+  /// Page-locked host memory of `bytes` bytes, mapped into the device's address space: `host` is
+  /// the host's pointer and `device` the address kernels use for the same bytes (they may be
+  /// equal). The host's stores become visible to a kernel that polls the words with volatile
+  /// loads while it runs, which is what the timing gate (measure.hpp Gate) needs. Zeroed.
+  /// Errors: BackendError. Release with release_mapped_host(host).
+  struct MappedHost {
+    void* host = nullptr;
+    void* device = nullptr;
+  };
+  virtual MappedHost allocate_mapped_host(std::size_t bytes) = 0;
+  virtual void release_mapped_host(void* host) noexcept = 0;
   /// Synchronous: returns once the bytes are in device memory (also from pageable host memory,
   /// where the driver's copy may return before its DMA completes), so that work on any stream
   /// sees them.

@@ -35,7 +35,8 @@ struct CheckOptions {
 /// One measured alternative of a key.
 struct CheckedVariant {
   std::string label;
-  Stats now;              ///< this run's interleaved rounds; samples 0 when it could not be timed
+  Stats now;              ///< this run's interleaved rounds (GPU time); samples 0 when it could not be timed
+  double host_us = 0;     ///< the host's enqueue cost per call in those rounds (median), us; 0 not timed
   std::string problem;    ///< why it was not timed (invalid label, compile failure, wrong result)
 };
 

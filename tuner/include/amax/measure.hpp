@@ -4,6 +4,7 @@
 // runner.hpp).
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,16 @@ namespace amax::tune {
 
 /// How times are taken. Defaults are the tuner's; every field is recorded in the DB's
 /// timing_protocol column through describe().
+///
+/// GPU time (gated, the default) and host-inclusive time are different quantities (DESIGN.md
+/// section 5): a batch enqueued while the GPU already runs it measures the host's launch rate once
+/// calls are short (an empty kernel: 1.30 us of GPU time, 3.6-4.7 us per call back to back from the
+/// host on the H200, 2026-12-02). Gated, each batch is enqueued behind a Gate that the host opens
+/// once the whole batch is queued, so the events around it see the GPU's time per call.
 struct TimingProtocol {
-  double batch_target_us = 200;  ///< a batch of back-to-back calls lasts at least this long
+  bool gated = true;               ///< true: GPU time behind a Gate; false: host-inclusive back to back
+  double gate_timeout_ms = 1000;   ///< a closed gate gives up after this long (the batch is then retried)
+  double batch_target_us = 200;  ///< a batch of back-to-back calls lasts at least this long (per-call time x calls)
   int max_batch = 200;           ///< at most this many calls per batch (tiny sizes)
   int warmup_batches = 1;        ///< untimed batches first (module load, clocks, TLB)
   int screen_batches = 3;        ///< batches per variant in the screening pass
@@ -34,6 +43,11 @@ struct TimingProtocol {
   /// every contender. Thread-safe.
   std::string describe_interleaved(int rounds) const;
 };
+
+/// Whether a row's provenance.timing_protocol (TimingProtocol::describe()) records GPU time
+/// behind a gate, as the tuner measures from schema 5 on; false for host-inclusive rows of older
+/// versions, which `amax-tune --stale-only` re-tunes. Thread-safe.
+bool measured_in_gpu_time(const std::string& timing_protocol) noexcept;
 
 /// Effective bandwidth of reading `bytes` in `us` microseconds, GB/s (1e9 B/s); 0 when `us` is
 /// not positive. The one formula behind every GB/s the tuner, the database rows and the bench
@@ -75,12 +89,62 @@ class InputRegion {
   std::uint64_t cursor_ = 0;
 };
 
+/// A timing gate that never opened (measure.hpp Gate): the batch behind it could not be timed.
+class GateTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// nvbench's blocking kernel: holds a stream while the host enqueues a batch behind it, so that
+/// the batch then runs back to back on the GPU and events around it measure GPU time, not the
+/// host's launch rate. close() enqueues templates/bench_kernels.h's amax_gate, a one-thread kernel
+/// that polls a word of mapped pinned host memory; release() sets that word from the host (a plain
+/// store, no API call). A gate left closed longer than `timeout_ms` gives up by itself and marks
+/// itself timed out, so a stream is never held for ever (timed_out() tells, once the work behind it
+/// has completed). Not thread-safe: one stream, one batch at a time. The backend must outlive it.
+class Gate {
+ public:
+  /// `kernel`: the loaded amax_gate (ReferenceKernels::gate). Errors: BackendError (no pinned
+  /// memory).
+  Gate(Backend& backend, FunctionHandle kernel, double timeout_ms = 1000);
+  ~Gate();
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  /// Enqueues the closed gate on `stream`: work enqueued after it waits for release() or the
+  /// timeout. Errors: BackendError.
+  void close(StreamHandle stream);
+  /// Opens the last closed gate. Never throws.
+  void release() noexcept;
+  /// Whether the last closed gate gave up before release(). Meaningful once work enqueued after
+  /// it has completed (for example after an event behind it was waited for).
+  bool timed_out() const noexcept;
+  double timeout_ms() const noexcept { return timeout_ms_; }
+
+ private:
+  Backend& b_;
+  FunctionHandle kernel_;
+  double timeout_ms_;
+  Backend::MappedHost words_;  // [0]: 1 = released; [1]: 1 = timed out
+};
+
+/// Per-call times of timed batches, one entry per batch, microseconds.
+struct BatchTimes {
+  /// Events around the batch divided by its calls: GPU time when gated, else host-inclusive time.
+  std::vector<double> us;
+  /// The host's enqueue cost per call: the CPU clock around the loop that enqueues the batch,
+  /// divided by its calls (while a gate holds the stream, so that no launch waits for the GPU).
+  std::vector<double> host_us;
+};
+
 /// Times `call` (which enqueues one operation on `stream` reading `in`) with device events:
-/// `batches` batches of `batch` back-to-back calls, each on the next rotated input. Returns the
-/// per-call time of each batch, microseconds. Errors: BackendError.
-std::vector<double> time_batches(Backend& backend, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes,
-                                 bool warm, int batch, int batches,
-                                 const std::function<void(const void* in)>& call);
+/// `batches` batches of `batch` back-to-back calls, each on the next rotated input. With `gate`
+/// each batch is enqueued behind it (GPU time); a batch whose gate timed out (the host took longer
+/// than the gate's timeout to enqueue it) is timed again with half as many calls, at most three
+/// times, and then GateTimeout is thrown: a time is never taken from a batch whose gate was
+/// released late. Without `gate`: back to back from the host (host-inclusive time).
+/// Errors: BackendError, GateTimeout.
+BatchTimes time_batches(Backend& backend, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm,
+                        int batch, int batches, const std::function<void(const void* in)>& call, Gate* gate = nullptr);
 
 /// The bytes a cold-cache rotation region spans for inputs of up to `max_input_bytes`: that plus
 /// 5x the last-level cache (last_level_cache_bytes: the L2 on NVIDIA, the 256 MiB Infinity Cache

@@ -1,23 +1,29 @@
 #pragma once
 // The timing runner (DESIGN.md section 5): how one call is measured, for the tuner and the bench
 // alike. A call is probed for its batch size, warmed up, then timed in batches of back-to-back
-// calls between device events, each call on the next rotated input slice.
+// calls between device events, each call on the next rotated input slice; under the default
+// (gated) protocol every batch is held behind a Gate until it is fully enqueued, so the times are
+// GPU time, and the host's enqueue cost per call is recorded beside them.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "amax/backend.hpp"
 #include "amax/launch.hpp"
 #include "amax/measure.hpp"
+#include "amax/search.hpp"
 
 namespace amax::tune {
 
 /// One thing to time: `call` enqueues one operation on the runner's stream reading the device
-/// pointer it is given; `batch` is its calls per batch, 0 until the runner probed it.
+/// pointer it is given; `batch` is its calls per batch, 0 until the runner probed it; `host_us`
+/// collects the host's enqueue cost per call of every batch the runner timed (warm-up excluded).
 struct Timed {
   std::function<void(const void* in)> call;
   int batch = 0;
+  std::vector<double> host_us;
 };
 
 /// Device memory a variant's timed calls write: its output word, a workspace of at least the
@@ -42,20 +48,22 @@ struct InterleaveOrder {
 };
 
 /// Measures calls on one stream over one input region with one protocol. Not thread-safe (one
-/// stream, one rotation cursor); the backend, stream and region must outlive it.
+/// stream, one rotation cursor); the backend, stream, region and gate must outlive it.
 class Runner {
  public:
-  Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, TimingProtocol protocol)
-      : b_(backend), stream_(stream), inputs_(inputs), protocol_(protocol) {}
+  /// `gate` holds each batch when protocol.gated (GPU time); it may be null only for an ungated
+  /// (host-inclusive) protocol. Errors: std::invalid_argument for a gated protocol without a gate.
+  Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, TimingProtocol protocol, Gate* gate);
 
   /// Finds t.batch when it is 0 (two one-call batches; the second's per-call time decides, through
   /// batch_size()), then runs protocol.warmup_batches untimed batches when `warm_up`.
   /// `bytes`: the input size of one call. Errors: BackendError.
   void prepare(Timed& t, std::uint64_t bytes, bool warm_up = true);
 
-  /// Per-call time of each of `batches` batches of t.batch calls, microseconds (prepare() first).
-  /// Errors: BackendError.
-  std::vector<double> measure(const Timed& t, std::uint64_t bytes, int batches);
+  /// Per-call time of each of `batches` batches of t.batch calls, microseconds (prepare() first):
+  /// GPU time when gated. Appends each batch's host cost per call to t.host_us.
+  /// Errors: BackendError, GateTimeout.
+  std::vector<double> measure(Timed& t, std::uint64_t bytes, int batches);
 
   /// Prepares every entry (in order), then runs `rounds` rounds, each timing one batch of every
   /// entry in `order`, so that drift affects all alike. Returns each entry's per-call times
@@ -64,6 +72,8 @@ class Runner {
                                                InterleaveOrder order = {});
 
   const TimingProtocol& protocol() const noexcept { return protocol_; }
+  /// Waits for the runner's stream. Errors: BackendError (for example a lost context).
+  void synchronize() { b_.synchronize(stream_); }
   /// The protocol as recorded with every measurement (TimingProtocol::describe()).
   std::string describe() const { return protocol_.describe(); }
 
@@ -72,6 +82,45 @@ class Runner {
   StreamHandle stream_;
   InputRegion& inputs_;
   TimingProtocol protocol_;
+  Gate* gate_;
+};
+
+/// One entry's times in both views (DESIGN.md section 5), for the benches.
+struct BothTimes {
+  Stats gpu;             ///< GPU time per call: interleaved rounds behind the gate
+  Stats host_inclusive;  ///< per call back to back from the host: the same rounds without the gate
+  double host_us = 0;    ///< the host's enqueue cost per call (median over the gated rounds)
+};
+
+/// Measures `entries` in both views with `protocol` (its gated flag is ignored; warm_cache set to
+/// `warm`): `rounds` interleaved rounds behind `gate`, then `rounds` interleaved rounds without it,
+/// each entry prepared (batch size, warm-up) per view. Result i belongs to entries[i].
+/// Errors: BackendError, GateTimeout.
+std::vector<BothTimes> measure_both(Backend& backend, StreamHandle stream, InputRegion& inputs, Gate& gate,
+                                    TimingProtocol protocol, bool warm, const std::vector<Timed>& entries,
+                                    std::uint64_t bytes, int rounds);
+
+/// The search's SampleSource over a Runner: variant i is the Timed that timed(i) returns (made
+/// once per variant by the subclass), each call reading `bytes` bytes; every timed batch's host
+/// cost is kept per variant, and host_us(i) is their median. recover() waits for the runner's
+/// stream. Not thread-safe.
+class RunnerSource : public SampleSource {
+ public:
+  RunnerSource(Runner& runner, std::uint64_t bytes) : runner_(runner), bytes_(bytes) {}
+  std::vector<double> sample(std::size_t i, int batches, bool prepare) override;
+  /// A fresh probe per pass: each entry is a copy of timed(i) with no batch size yet.
+  std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override;
+  void recover() override { runner_.synchronize(); }
+  double host_us(std::size_t i) const override;
+
+ protected:
+  /// Variant i's call, made on first use and kept (its batch size too).
+  virtual Timed& timed(std::size_t i) = 0;
+
+ private:
+  Runner& runner_;
+  std::uint64_t bytes_;
+  std::map<std::size_t, std::vector<double>> host_;
 };
 
 }  // namespace amax::tune

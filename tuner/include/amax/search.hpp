@@ -32,6 +32,7 @@ struct VariantResult {
   ResourceUsage usage;
   bool finalist = false;  ///< re-timed in the final pass
   int launches = 0;       ///< launches per call at the key's size (LaunchShape::launches())
+  double host_us = 0;     ///< the host's enqueue cost per call, median over its timed batches, us; 0 unknown
   Stats confirm;          ///< its stats in the confirmation measurement; samples 0 if not in it
   int tie_rank = -1;      ///< 0 the winner, 1.. the other members of its tie set by preference, -1 none
 };
@@ -84,6 +85,9 @@ class SampleSource {
                                                   bool second) = 0;
   /// Called after a BackendError from sample(): throws if the device is unusable.
   virtual void recover() {}
+  /// The host's enqueue cost per call of variant i, the median over every batch timed so far
+  /// (sample() and rounds()), microseconds; 0 when unknown.
+  virtual double host_us(std::size_t /*i*/) const { return 0; }
 };
 
 /// Screening: every ok variant gets one batch after its warm-up and, unless that batch is more
@@ -125,10 +129,17 @@ struct TieRule {
   std::string describe() const;
 };
 
-/// The order in which tied variants are preferred: fewer launches per call first (one_pass and
-/// self_reset 1, atomic 2 with its memset, two_stage 2 with more than one block), then the smaller
+/// Host costs closer than this are treated as equal by preferred(): they are compared in steps of
+/// kHostCostStepUs (the spread of one variant's host cost between batches on the H200 is about
+/// 0.1 us; a launch costs about 2 us).
+inline constexpr double kHostCostStepUs = 0.25;
+
+/// The order in which tied variants are preferred (the objective is GPU time; among variants tied
+/// in GPU time, what the host pays decides): fewer launches per call first (one_pass and
+/// self_reset 1, atomic 2 with its memset, two_stage 2 with more than one block), then the lower
+/// host cost per call in steps of kHostCostStepUs (an unknown one, 0, last), then the smaller
 /// relative spread (IQR / median), then the lower median, then the label. True when a is
-/// preferred to b. Deterministic.
+/// preferred to b. Deterministic, and a strict weak order.
 bool preferred(const VariantResult& a, const VariantResult& b);
 
 /// The tie set among `which` (indices into variants, each with stats): every variant tied by

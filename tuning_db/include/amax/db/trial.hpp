@@ -36,7 +36,8 @@ enum class TrialStatus {
 ///
 /// Rules checked by TuningDb::record_key (DbError InvalidArgument otherwise): label non-empty;
 /// status ok <=> reason empty; every double finite and >= 0; status ok needs median_us > 0;
-/// samples >= 0. Measurement fields of failed trials are 0 by convention.
+/// samples >= 0; launches >= -1. Measurement fields of failed trials are 0 by convention
+/// (launches -1).
 ///
 /// Thread-safety: plain value type.
 struct Trial {
@@ -55,6 +56,14 @@ struct Trial {
   /// Median in the tuner's confirmation measurement, microseconds; 0 when the variant was not in
   /// it (since schema 3).
   double confirm_median_us = 0.0;
+  /// The host's enqueue cost of one call (CPU clock around the enqueue of a gated batch, per
+  /// call), median over the timed batches, microseconds; 0 unknown (failed trials, rows measured
+  /// before schema 5). From schema 5 on, median_us and spread_us are GPU time (batches behind a
+  /// gate kernel; the provenance's timing_protocol says which).
+  double host_us = 0.0;
+  /// Kernel launches and memset nodes one call enqueues at the key's size; -1 unknown (since
+  /// schema 5).
+  std::int64_t launches = -1;
 
   /// Field-by-field equality over trial_fields.
   friend bool operator==(const Trial& a, const Trial& b);
@@ -79,6 +88,8 @@ inline constexpr std::tuple trial_fields{
                                "0 winner, 1.. tied with it by preference, -1 not tied", kPlain, 3},
     Field<Trial, double>{"confirm_median_us", &Trial::confirm_median_us,
                          "median in the confirmation measurement, us; 0 not in it", kPlain, 3},
+    Field<Trial, double>{"host_us", &Trial::host_us, "host enqueue cost per call, us; 0 unknown", kPlain, 5},
+    Field<Trial, std::int64_t>{"launches", &Trial::launches, "launches per call; -1 unknown", kPlain, 5},
 };
 static_assert(aggregate_arity<Trial>() == std::tuple_size_v<decltype(trial_fields)>,
               "every Trial member must be listed in trial_fields");

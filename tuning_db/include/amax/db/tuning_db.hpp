@@ -115,8 +115,9 @@ class TuningDb {
   /// Schema version this build writes (and migrates older files to). Version 1: meta, trials,
   /// winners. Version 2: trials.spill_bytes. Version 3: trials.tie_rank, trials.confirm_median_us.
   /// Version 4: provenance stored once (table provenance, referenced by provenance_id);
-  /// group_trials and group_winners.
-  static constexpr int kSchemaVersion = 4;
+  /// group_trials and group_winners. Version 5: trials.host_us and trials.launches (group trials
+  /// too); median_us and spread_us are GPU time from then on.
+  static constexpr int kSchemaVersion = 5;
 
   /// Opens (ReadWrite: creates if missing) the database at @p path.
   ///
