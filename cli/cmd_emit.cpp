@@ -107,6 +107,8 @@ int run_emit(const EmitOptions& o) {
     for (const auto& c : space) std::cout << c.label() << "\n";
     const auto excluded = space_exclusions(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
     for (const auto& [c, why] : excluded) std::cerr << fmt::format("left out: {}: {}\n", c.label(), why);
+    for (const auto& note : space_notes(arch, o.full ? SpaceKind::full : SpaceKind::pruned))
+      std::cerr << fmt::format("left out: {}\n", note);
     std::cerr << fmt::format("{} variants ({} compiled kernels) in the {} space for {} {}{}\n",
                              space.size(), distinct_kernels(space).size(),
                              o.full ? "full" : "pruned", arch.name, to_string(dtype),

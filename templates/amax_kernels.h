@@ -13,6 +13,12 @@
 //   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
 //                     scale and scale_inv by amax_scale_rule in the same launch; each defined too,
 //                     from the generator's kEpilogues)
+//   AMAX_CLUSTER      blocks per thread-block cluster: 1 (none), or 2, 4, 8 (NVIDIA sm_90+; the
+//                     prelude then defines AMAX_CLUSTER_DIMS and the amax_cluster_* helpers): the
+//                     blocks of a cluster combine their maxima through distributed shared memory
+//                     and only the cluster's first block does the strategy's cross-block step, as
+//                     participant clusterid of gridDim.x / AMAX_CLUSTER (the grid is a multiple of
+//                     AMAX_CLUSTER); one cluster alone writes the result itself, as one block does
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 //   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
@@ -33,13 +39,15 @@
 //   AMAX_KERNEL_NAME(const void* in, unsigned long long n, float* out,
 //                    unsigned* workspace, unsigned* counter, unsigned flags)
 //   in: n elements, element-aligned (any offset; the unaligned head and tail are peeled);
-//   out: one fp32; workspace: gridDim.x words (two_stage, one_pass with more than one block);
+//   out: one fp32; workspace: one word per participant (below; two_stage, one_pass with more
+//            than one);
 //   counter: the stream's slot: words that are 0 before the launch and are 0 again after it:
 //            counter[0] the arrival count (one_pass, self_reset), counter[1] the accumulator of
-//            the block maxima (self_reset); only with more than one block;
+//            the participants' maxima (self_reset); only with more than one participant;
+//   (participants: the grid's blocks, or with AMAX_CLUSTER > 1 its clusters)
 //   flags: bit 0 set = ignore NaN.
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
-// launched with one block of AMAX_THREADS threads.
+// launched with one block of AMAX_THREADS threads; count = the participants.
 // atomic requires *out == +0.0 before the launch (the launcher memsets it).
 //
 // The scale epilogue (AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE) adds one last parameter by value to
@@ -258,6 +266,33 @@ AMAX_DEVICE unsigned amax_reduce_words(const volatile unsigned* words, unsigned 
   return amax_block_reduce(v);
 }
 
+#if !defined(AMAX_MULTI) && AMAX_CLUSTER > 1
+#ifndef AMAX_CLUSTER_DIMS
+#error "AMAX_CLUSTER > 1 needs thread-block clusters (NVIDIA sm_90+); this vendor's prelude has none"
+#endif
+#if AMAX_CLUSTER > AMAX_WAVE_SIZE
+#error "AMAX_CLUSTER must be at most the wave size (one wave folds the cluster's maxima)"
+#endif
+// Max of fp32 bits over the cluster's blocks, valid in thread 0 of its first block (rank 0);
+// `bits` is the calling block's maximum (valid in its thread 0). Each block's thread 0 stores its
+// maximum into word `rank` of rank 0's shared array through distributed shared memory; the cluster
+// barrier (release/acquire, every thread of every block) makes those stores visible to rank 0 and
+// keeps rank 0 resident until they have landed; the other blocks touch no shared memory of theirs
+// from outside, so they may exit after it.
+AMAX_DEVICE unsigned amax_cluster_reduce(unsigned bits) {
+  __shared__ unsigned cluster_max[AMAX_CLUSTER];
+  const unsigned rank = amax_cluster_rank();
+  if (threadIdx.x == 0) amax_store_shared_rank0(&cluster_max[rank], bits);
+  amax_cluster_sync();
+  if (rank == 0 && threadIdx.x < AMAX_WAVE_SIZE)
+    bits = amax_wave_reduce(threadIdx.x < AMAX_CLUSTER ? cluster_max[threadIdx.x] : 0u);
+  return bits;
+}
+#define AMAX_CLUSTER_ATTR AMAX_CLUSTER_DIMS(AMAX_CLUSTER)
+#else
+#define AMAX_CLUSTER_ATTR
+#endif
+
 // Writes the amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue, scale and
 // scale_inv from it. Called by one thread.
 AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
@@ -271,7 +306,7 @@ AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
 // The single-tensor entry points (not rendered into multi-tensor sources, which define
 // AMAX_MULTI and bring their own: amax_multi_kernels.h).
 #ifndef AMAX_MULTI
-AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS)
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS) AMAX_CLUSTER_ATTR
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
@@ -281,6 +316,17 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
                                                   : amax_thread_partial<false>(p, n);
   bits = amax_block_reduce(bits);
+  // The participants of the cross-block step below: the blocks, or the clusters (their first
+  // blocks, holding the cluster's maximum; the other blocks are done). In the comments below a
+  // "block" is a participant, and "the block's index" is `part`.
+#if AMAX_CLUSTER > 1
+  bits = amax_cluster_reduce(bits);
+  if (amax_cluster_rank() != 0) return;
+  const unsigned part = amax_cluster_index(), parts = gridDim.x / AMAX_CLUSTER;
+#else
+  const unsigned part = blockIdx.x, parts = gridDim.x;
+#endif
+  (void)part;
 #if AMAX_STRATEGY == AMAX_STRATEGY_ATOMIC
   // Canonical NaN (0x7fc00000) is above every non-NaN value, so the atomic max keeps it.
   if (threadIdx.x == 0) {
@@ -292,22 +338,22 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
     // final amax with an atomic (max with 0 returns it unchanged), writes scale and scale_inv and
     // resets the count. The release orders each block's atomic max before its count. One block:
     // it holds the final amax itself and needs no count.
-    if (gridDim.x == 1) {
+    if (parts == 1) {
       amax_write_scale(scale_args, bits);
-    } else if (amax_arrive(counter) == gridDim.x - 1) {
+    } else if (amax_arrive(counter) == parts - 1) {
       amax_write_scale(scale_args, amax_atomic_max(out_bits, 0u));
       *counter = 0u;
     }
 #endif
   }
-  (void)workspace; (void)counter;
+  (void)workspace; (void)counter; (void)parts;
 #else
-  if (gridDim.x == 1) {  // one block: it holds the result; no workspace, no counter
+  if (parts == 1) {  // one participant: it holds the result; no workspace, no counter
     if (threadIdx.x == 0) amax_write_result(out, bits AMAX_SCALE_ARG);
     return;
   }
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
-  if (threadIdx.x == 0) workspace[blockIdx.x] = bits;
+  if (threadIdx.x == 0) workspace[part] = bits;
   (void)counter;
 #elif AMAX_STRATEGY == AMAX_STRATEGY_SELF_RESET
   // Thread 0 folds the block maximum into the slot's accumulator (counter[1]) with an atomic max
@@ -319,7 +365,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // of each block takes part.
   if (threadIdx.x == 0) {
     amax_atomic_max(counter + 1, bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
-    if (amax_arrive(counter) == gridDim.x - 1) {
+    if (amax_arrive(counter) == parts - 1) {
       amax_write_result(out, amax_atomic_exch(counter + 1, 0u) AMAX_SCALE_ARG);
       *counter = 0u;
     }
@@ -332,12 +378,12 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // semaphore).
   __shared__ bool is_last;
   if (threadIdx.x == 0) {
-    workspace[blockIdx.x] = bits;
-    is_last = amax_arrive(counter) == gridDim.x - 1;
+    workspace[part] = bits;
+    is_last = amax_arrive(counter) == parts - 1;
   }
   __syncthreads();
   if (is_last) {
-    bits = amax_reduce_words(workspace, gridDim.x);
+    bits = amax_reduce_words(workspace, parts);
     if (threadIdx.x == 0) {
       amax_write_result(out, bits AMAX_SCALE_ARG);
       *counter = 0u;

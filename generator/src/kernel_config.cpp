@@ -78,7 +78,7 @@ std::string define_value(const BlockCap&) { return {}; }
 
 namespace {
 constexpr detail::LabelSyntax kSyntax{"", "variant label",
-                                      "strategy.tT.vN.uU.bB[.scale], e.g. two_stage.t256.v8.u4.b8cu"};
+                                      "strategy.tT.vN.uU.bB[.scale][.cC], e.g. two_stage.t256.v8.u4.b8cu"};
 static_assert(detail::required_field_count<KernelConfig>() == 5);
 }  // namespace
 
@@ -115,6 +115,23 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     return why("max blocks " + std::to_string(max_blocks.value) + " is outside 1..2^31-1");
   if (max_blocks.kind == BlockCap::Kind::uncapped && max_blocks.value != 0)
     return why("uncapped grid carries a value");
+  if (cluster != 1 && cluster != 2 && cluster != 4 && cluster != 8)
+    return why("cluster " + std::to_string(cluster) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
+  if (cluster > 1)
+    if (auto no = cluster_unsupported_reason(arch)) return why("cluster " + std::to_string(cluster) + ": " + *no);
+  return std::nullopt;
+}
+
+std::optional<std::string> cluster_unsupported_reason(const ArchInfo& arch) {
+  if (arch.vendor == Vendor::amd)
+    return "thread-block clusters are NVIDIA sm_90+ (distributed shared memory); " + arch.name + " (AMD) has none";
+  // NVIDIA processors are "sm_XY" or "sm_XYa"/"sm_XYf" (ArchInfo::parse): compute capability X.Y,
+  // XY >= 90 for Hopper on.
+  std::string_view digits = std::string_view(arch.processor).substr(3);
+  while (!digits.empty() && (digits.back() < '0' || digits.back() > '9')) digits.remove_suffix(1);
+  const auto cc = detail::parse_u32(digits);
+  if (!cc || *cc < 90)
+    return "thread-block clusters need sm_90 or later (distributed shared memory); " + arch.name + " has none";
   return std::nullopt;
 }
 

@@ -104,17 +104,26 @@ Config parse_label(std::string_view label, const LabelSyntax& syntax) {
   const Config defaults{};
   Config c;
   std::size_t i = tag;
+  std::string first_bad;  // the first refusal of an omissible field, and the token it refused
+  std::size_t first_bad_at = 0;
   std::apply(
       [&](const auto&... f) {
         (
             [&] {
               if (i == parts.size()) return;  // an omitted (omissible) field keeps its default
-              const std::string_view tok = parts[i++];
+              const std::string_view tok = parts[i];
               if (tok.size() < f.prefix.size() + f.suffix.size() || !tok.starts_with(f.prefix) ||
                   !tok.ends_with(f.suffix) ||
                   !parse_value(tok.substr(f.prefix.size(), tok.size() - f.prefix.size() - f.suffix.size()),
-                               c.*(f.member)))
-                throw fail("bad " + std::string(f.name) + " field '" + std::string(tok) + "'");
+                               c.*(f.member))) {
+                const std::string why = "bad " + std::string(f.name) + " field '" + std::string(tok) + "'";
+                if (!f.omitted_at_default) throw fail(why);
+                // An omissible field may be left out while a later one is written: the token is
+                // offered to the next field, this one keeps its default.
+                if (first_bad.empty()) first_bad = why, first_bad_at = i;
+                return;
+              }
+              ++i;
               if (f.omitted_at_default && c.*(f.member) == defaults.*(f.member))
                 throw fail("the " + std::string(f.name) + " field '" + std::string(tok) +
                            "' is the default and is written by leaving it out");
@@ -122,6 +131,11 @@ Config parse_label(std::string_view label, const LabelSyntax& syntax) {
             ...);
       },
       Config::fields());
+  if (i != parts.size()) {  // a token no field took: misspelt, or omissible fields out of order
+    if (!first_bad.empty() && first_bad_at == i) throw fail(first_bad);
+    throw fail("unexpected field '" + std::string(parts[i]) + "' after the last field it could be (" +
+               std::string(syntax.pattern) + ")");
+  }
   return c;
 }
 

@@ -1,10 +1,23 @@
 #include "amax/search_space.hpp"
 
 #include <algorithm>
+#include <span>
 
 namespace amax {
 
 namespace {
+// Thread-block cluster sizes (KernelConfig::cluster) besides 1, per space, where the arch has
+// clusters (cluster_unsupported_reason): with 16-byte vectors and 256-1024 threads only (the
+// shapes of the sizes the clusters are for, issue 27). The pruned space holds none until an H200
+// run shows a clustered variant winning; adding them to the tuner's default is this one line
+// (e.g. {8}). Keep it in step with space_notes below, which reads these lists.
+constexpr std::uint32_t kFullClusters[] = {2, 4, 8};
+constexpr std::span<const std::uint32_t> kPrunedClusters{};
+
+std::span<const std::uint32_t> cluster_sizes(SpaceKind kind) {
+  return kind == SpaceKind::full ? std::span<const std::uint32_t>(kFullClusters) : kPrunedClusters;
+}
+
 // Every config of the grid that passes validate(), recorded exclusions included.
 std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKind kind) {
   const std::uint32_t elem = info(dtype).bytes;
@@ -22,20 +35,27 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
     caps.push_back(BlockCap::per_cu(b));
   caps.push_back(BlockCap::uncapped());
 
+  std::vector<std::uint32_t> clusters{1};
+  if (!cluster_unsupported_reason(arch))
+    for (std::uint32_t k : cluster_sizes(kind)) clusters.push_back(k);
+
   std::vector<KernelConfig> out;
-  for (const StrategyInfo& si : kStrategies) {
-    const Strategy s = si.value;
-    for (auto t : threads)
-      for (auto v : nvecs)
-        for (auto u : unrolls)
-          for (auto b : caps) {
-            // Pruned self_reset: the launch-bound band it is for (up to a few MiB) wants blocks of
-            // >= 256 threads and grids of >= 4 blocks per SM/CU; at large sizes it ties atomic.
-            if (!full && s == Strategy::self_reset && (t < 256 || b == BlockCap::per_cu(2))) continue;
-            KernelConfig c{s, t, v, u, b};
-            if (!c.validate(arch, dtype)) out.push_back(c);
-          }
-  }
+  for (std::uint32_t k : clusters)
+    for (const StrategyInfo& si : kStrategies) {
+      const Strategy s = si.value;
+      for (auto t : threads)
+        for (auto v : nvecs)
+          for (auto u : unrolls)
+            for (auto b : caps) {
+              // Pruned self_reset: the launch-bound band it is for (up to a few MiB) wants blocks of
+              // >= 256 threads and grids of >= 4 blocks per SM/CU; at large sizes it ties atomic.
+              if (!full && s == Strategy::self_reset && (t < 256 || b == BlockCap::per_cu(2))) continue;
+              if (k > 1 && (t < 256 || v * elem != 16)) continue;
+              KernelConfig c{s, t, v, u, b};
+              c.cluster = k;
+              if (!c.validate(arch, dtype)) out.push_back(c);
+            }
+    }
   return out;
 }
 }  // namespace
@@ -65,6 +85,19 @@ std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInf
   std::vector<std::pair<KernelConfig, std::string>> out;
   for (const auto& c : candidates(arch, dtype, kind))
     if (auto why = recorded_exclusion(arch, dtype, c)) out.emplace_back(c, *why);
+  return out;
+}
+
+std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind) {
+  std::vector<std::string> out;
+  const auto sizes = cluster_sizes(kind);
+  std::string spelled;
+  for (std::uint32_t k : sizes) spelled += (spelled.empty() ? ".c" : "/.c") + std::to_string(k);
+  if (sizes.empty())
+    out.push_back("clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; "
+                  "the full space (--full) has them where the arch has thread-block clusters");
+  else if (auto why = cluster_unsupported_reason(arch))
+    out.push_back("clustered variants (" + spelled + "): " + *why);
   return out;
 }
 

@@ -18,15 +18,21 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   const std::uint64_t per_block = std::uint64_t{c.threads} * c.unroll;
   std::uint64_t grid = (vectors + per_block - 1) / per_block;
   grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));
+  // A clustered kernel runs whole clusters: the grid rounds up to a multiple of the cluster (the
+  // extra blocks find no vector of their own and contribute +0.0), and the cross-block step has
+  // one participant per cluster.
+  const std::uint64_t k = std::max<std::uint32_t>(1, c.cluster);
+  grid = (grid + k - 1) / k * k;
   s.grid = static_cast<std::uint32_t>(grid);
+  s.parts = static_cast<std::uint32_t>(grid / k);
   s.memset_output = c.strategy == Strategy::atomic;
-  if ((c.strategy == Strategy::two_stage || c.strategy == Strategy::one_pass) && s.grid > 1)
-    s.workspace_bytes = 4ull * s.grid;
-  // atomic with the scale epilogue counts its blocks in the slot to find the last one.
+  if ((c.strategy == Strategy::two_stage || c.strategy == Strategy::one_pass) && s.parts > 1)
+    s.workspace_bytes = 4ull * s.parts;
+  // atomic with the scale epilogue counts its participants in the slot to find the last one.
   s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset ||
                  (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
-                s.grid > 1;
-  s.finish_kernel = c.strategy == Strategy::two_stage && s.grid > 1;
+                s.parts > 1;
+  s.finish_kernel = c.strategy == Strategy::two_stage && s.parts > 1;
   s.dependent_finish = s.finish_kernel;
   return s;
 }
@@ -55,8 +61,8 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
   backend.launch(k.main, shape.grid, shape.block, stream, args);
   if (shape.finish_kernel) {
-    unsigned blocks = shape.grid;
-    void* fargs[] = {&workspace, &blocks, &out, &sa};
+    unsigned parts = shape.parts;
+    void* fargs[] = {&workspace, &parts, &out, &sa};
     if (shape.dependent_finish && !backend.is_capturing(stream))
       backend.launch_dependent(k.finish, 1, shape.block, stream, fargs);
     else

@@ -292,9 +292,9 @@ TEST_F(Cli, MultiTensorRowsAreCheckedShownExportedAndMerged) {
   const std::string trial = R"({"row":"group_trial",)" + key +
                             R"("label":"multi.t512.v8.u4.c32k.b4cu.warp","status":"ok","reason":"","median_us":60.5,)"
                             R"("spread_us":0.5,"samples":15,"gbps":2218.25,"registers":32,"spill_bytes":0,"tie_rank":0,)"
-                            R"("confirm_median_us":61.0,)" + prov + "\n";
+                            R"("confirm_median_us":61.0,"host_us":3.25,"launches":1,)" + prov + "\n";
   std::string single = without_end_line(slurp(AMAX_SYSTEM_DB_TEXT));
-  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","format_version":2,"schema_version":4})");
+  single.replace(0, single.find('\n'), R"({"format":"amax-tune-db","format_version":2,"schema_version":5})");
   const std::string text = with_end_line(single + winner + trial);
   // The shipped file's own rows: the added winner is the line after them; its group winners add up.
   const std::string winner_line = "multi.jsonl line " + std::to_string(std::count(single.begin(), single.end(), '\n') + 1);
@@ -393,6 +393,22 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "288 variants (60 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
+  EXPECT_TRUE(has(r.out, "left out: clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space"))
+      << r.out;
+  // clustered variants (issue 27): in sm_90's full space; on AMD the reason is listed
+  r = run("emit --list --full --arch sm_90 --dtype bf16");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(has(r.out, "\nself_reset.t512.v8.u2.b4cu.c8\n")) << r.out.substr(0, 200);
+  r = run("emit --list --full --arch gfx942 --dtype bf16");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_FALSE(has(r.out, ".c8\n"));
+  EXPECT_TRUE(has(r.out, "left out: clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
+                         "(distributed shared memory); gfx942 (AMD) has none"))
+      << r.out;
+  r = run("emit --arch sm_90 --dtype bf16 --label self_reset.t512.v8.u2.b4cu.scale.c8");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "#define AMAX_CLUSTER 8\n"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_KERNEL_NAME amax_self_reset_t512_v8_u2_scale_c8_bf16\n"));
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 60);
@@ -492,8 +508,11 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
   EXPECT_TRUE(has(r.out, "sm_90: 48 kernels (0 for database winners, 48 for built-in defaults")) << r.out;
-  // The same rows made fresh: their 42 distinct kernels are bundled with both epilogues, and the
-  // defaults they lack.
+  // The same rows made fresh: their 48 distinct amax-only kernels and the 43 distinct kernels their
+  // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its shape
+  // where that is pruned) are bundled, and the defaults they lack. (This part runs only when the
+  // templates differ from the shipped rows', so it is checked when a template changes: the counts
+  // follow data/system-db.jsonl.)
   std::string fresh = text;
   for (auto p = fresh.find(key + recorded); p != std::string::npos; p = fresh.find(key + recorded, p))
     fresh.replace(p + key.size(), 16, current);
@@ -503,7 +522,7 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   r = run("bundle --arch sm_90 --db " + (dir / "fresh.db").string() + " -o " + (dir / "b").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(has(r.out, "stale")) << r.out;
-  EXPECT_TRUE(has(r.out, "(84 for database winners, ")) << r.out;
+  EXPECT_TRUE(has(r.out, "(91 for database winners, ")) << r.out;
 }
 
 // Issue 24 item 3: a dump ends with a line stating its row counts; a dump cut at a line boundary,

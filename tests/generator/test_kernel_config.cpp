@@ -24,6 +24,52 @@ TEST(KernelConfig, LabelHasEveryFieldInOrder) {
             "amax_self_reset_t512_v8_u2_bf16");
 }
 
+// The cluster (issue 27) is the last field, left out at 1: every label written before it existed
+// names the same cluster-less variant; a clustered one ends in .cN, after .scale when fused.
+TEST(KernelConfig, ClusterIsOmittedAtOneAndEndsTheLabel) {
+  KernelConfig c{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
+  EXPECT_EQ(c.cluster, 1u);
+  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu").cluster, 1u);
+  c.cluster = 8;
+  EXPECT_EQ(c.label(), "self_reset.t512.v8.u2.b4cu.c8");
+  EXPECT_EQ(c.kernel_label(), "self_reset.t512.v8.u2.c8");
+  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu.c8"), c);
+  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_self_reset_t512_v8_u2_c8_bf16");
+  EXPECT_NE(c.compile_time_part(), KernelConfig::parse("self_reset.t512.v8.u2.b4cu").compile_time_part())
+      << "the cluster is compiled in";
+  EXPECT_NE(c.compile_time_defines().find("#define AMAX_CLUSTER 8\n"), std::string::npos) << c.compile_time_defines();
+  c.epilogue = Epilogue::scale;
+  EXPECT_EQ(c.label(), "self_reset.t512.v8.u2.b4cu.scale.c8");
+  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu.scale.c8"), c);
+  EXPECT_EQ(kernel_name(c, DType::fp32), "amax_self_reset_t512_v8_u2_scale_c8_fp32");
+  EXPECT_EQ(finish_kernel_name(KernelConfig::parse("two_stage.t256.v8.u4.b8cu.c2"), DType::fp16),
+            "amax_two_stage_t256_v8_u4_c2_fp16_finish");
+}
+
+// Clusters run on NVIDIA sm_90 and later only, in the portable sizes 2, 4 and 8; validate() says
+// why elsewhere, naming the arch.
+TEST(KernelConfig, ClusterIsValidOnSm90AndLaterOnlyWithItsReason) {
+  const auto c8 = KernelConfig::parse("self_reset.t512.v8.u2.b4cu.c8");
+  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16), std::nullopt);
+  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90a"), DType::bf16), std::nullopt);
+  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_100"), DType::bf16), std::nullopt);
+  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_80"), DType::bf16),
+            "self_reset.t512.v8.u2.b4cu.c8: cluster 8: thread-block clusters need sm_90 or later (distributed "
+            "shared memory); sm_80 has none");
+  EXPECT_EQ(c8.validate(ArchInfo::parse("gfx942"), DType::bf16),
+            "self_reset.t512.v8.u2.b4cu.c8: cluster 8: thread-block clusters are NVIDIA sm_90+ (distributed shared "
+            "memory); gfx942 (AMD) has none");
+  EXPECT_EQ(cluster_unsupported_reason(ArchInfo::parse("sm_89")),
+            "thread-block clusters need sm_90 or later (distributed shared memory); sm_89 has none");
+  EXPECT_EQ(cluster_unsupported_reason(ArchInfo::parse("sm_120")), std::nullopt);
+  for (std::uint32_t bad : {0u, 3u, 16u, 32u}) {
+    KernelConfig c = c8;
+    c.cluster = bad;
+    EXPECT_EQ(c.validate(ArchInfo::parse("sm_90"), DType::bf16),
+              c.label() + ": cluster " + std::to_string(bad) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
+  }
+}
+
 // The epilogue is the last field, left out of the label when it is the amax alone: every label
 // written before the field existed still parses to the amax-only variant it named.
 TEST(KernelConfig, EpilogueIsOmittedWhenAmaxOnlyAndEndsTheLabelWhenFused) {
@@ -49,7 +95,7 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
       ASSERT_EQ(c.epilogue, Epilogue::amax) << "the tuned space is amax-only: " << c.label();
       c.epilogue = Epilogue::scale;
       const std::string label = c.label();
-      ASSERT_TRUE(label.ends_with(".scale")) << label;
+      ASSERT_TRUE(label.ends_with(".scale") || label.ends_with(".scale.c" + std::to_string(c.cluster))) << label;
       ASSERT_EQ(KernelConfig::parse(label), c) << label;
     }
 }
@@ -122,9 +168,13 @@ TEST(KernelConfig, ParseRejectsMalformedLabelsNamingTheField) {
     const char* label;
     const char* expect;
   } cases[] = {
-      {"", "expected 5 to 6 '.'-separated fields"},
-      {"two_stage.t256.v8.u4", "expected 5 to 6 '.'-separated fields"},
-      {"two_stage.t256.v8.u4.b8cu.scale.x", "expected 5 to 6 '.'-separated fields (strategy.tT.vN.uU.bB[.scale]"},
+      {"", "expected 5 to 7 '.'-separated fields"},
+      {"two_stage.t256.v8.u4", "expected 5 to 7 '.'-separated fields"},
+      {"two_stage.t256.v8.u4.b8cu.scale.c8.x", "expected 5 to 7 '.'-separated fields (strategy.tT.vN.uU.bB[.scale][.cC]"},
+      {"two_stage.t256.v8.u4.b8cu.scale.x", "bad cluster field 'x'"},
+      {"two_stage.t256.v8.u4.b8cu.c8.scale", "unexpected field 'scale' after the last field it could be"},
+      {"two_stage.t256.v8.u4.b8cu.c1", "the cluster field 'c1' is the default and is written by leaving it out"},
+      {"two_stage.t256.v8.u4.b8cu.cx", "bad epilogue field 'cx'"},
       {"two_stage.t256.v8.u4.b8cu.x", "bad epilogue field 'x'"},
       {"two_stage.t256.v8.u4.b8cu.", "bad epilogue field ''"},
       {"two_stage.t256.v8.u4.b8cu.amax", "the epilogue field 'amax' is the default and is written by leaving it out"},

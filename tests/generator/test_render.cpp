@@ -76,7 +76,7 @@ TEST(Render, DefinesComeFromTheFieldListAndTheStrategyTable) {
   const std::string s = render_source(c, DType::fp32, Vendor::amd);
   EXPECT_EQ(c.compile_time_defines(),
             "#define AMAX_STRATEGY AMAX_STRATEGY_ATOMIC\n#define AMAX_THREADS 128\n#define AMAX_NVEC 4\n"
-            "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n");
+            "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
   EXPECT_NE(s.find(c.compile_time_defines()), std::string::npos);
   for (const auto& st : kStrategies)
     EXPECT_NE(s.find("#define " + std::string(st.macro) + " " + std::to_string(static_cast<int>(st.value)) + "\n"),

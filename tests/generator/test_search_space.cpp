@@ -35,13 +35,15 @@ TEST(SearchSpace, PrunedSpaceSizes) {
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
   // 4 strategies. NVIDIA: threads 32..1024 (6); AMD CDNA: 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}.
-  // unroll 4 values, caps 6 per-CU + uncapped = 7.
+  // unroll 4 values, caps 6 per-CU + uncapped = 7. sm_90 adds clusters 2, 4, 8 for threads
+  // 256..1024 (3) and the 16-byte nvec (1): 3 x 4 x 3 x 1 x 4 x 7 = 1008; sm_80 and AMD none.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 4 * 6 * 3 * 4 * 7},
-               {"sm_90", DType::bf16, 4 * 6 * 4 * 4 * 7},
+  } cases[] = {{"sm_90", DType::fp32, 4 * 6 * 3 * 4 * 7 + 1008},
+               {"sm_90", DType::bf16, 4 * 6 * 4 * 4 * 7 + 1008},
+               {"sm_80", DType::bf16, 4 * 6 * 4 * 4 * 7},
                {"gfx90a", DType::fp32, 4 * 5 * 3 * 4 * 7},
                {"gfx942:sramecc+:xnack-", DType::fp16, 4 * 5 * 4 * 4 * 7}};
   for (const auto& c : cases) {
@@ -55,6 +57,43 @@ TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
     }
     EXPECT_EQ(labels.size(), space.size()) << "duplicate labels";
   }
+}
+
+// Clustered variants (issue 27) are out of the pruned space until an H200 run shows one winning
+// (search_space.cpp's pruned cluster list), in the full space only where the arch has clusters, and
+// emit --list says so (space_notes).
+TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
+  for (const char* arch : {"sm_90", "sm_80", "gfx942"})
+    for (const auto& d : all_dtypes())
+      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned))
+        EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
+  std::map<std::uint32_t, int> per;
+  for (const auto& c : enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::full)) {
+    ++per[c.cluster];
+    if (c.cluster > 1) {
+      EXPECT_GE(c.threads, 256u) << c.label();
+      EXPECT_EQ(c.nvec, 8u) << c.label();
+    }
+  }
+  EXPECT_EQ(per[2], 336);
+  EXPECT_EQ(per[4], 336);
+  EXPECT_EQ(per[8], 336);
+  EXPECT_EQ(per.size(), 4u);
+  for (const char* arch : {"sm_80", "gfx942"})
+    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::bf16, SpaceKind::full))
+      EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
+
+  const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
+  ASSERT_EQ(pruned.size(), 1u);
+  EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
+                       "space (--full) has them where the arch has thread-block clusters");
+  EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
+  EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
+            std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
+                                     "(distributed shared memory); gfx942 (AMD) has none"});
+  EXPECT_EQ(space_notes(ArchInfo::parse("sm_80"), SpaceKind::full),
+            std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters need sm_90 or later "
+                                     "(distributed shared memory); sm_80 has none"});
 }
 
 TEST(SearchSpace, AmdSpaceHasNoSubWaveBlocks) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <map>
@@ -26,9 +27,29 @@ struct Variant {
   const LoadedKernel* kernel;
 };
 
-// Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included) and
-// TransformerEngine's two fixed configs. Kernels are built in parallel (through the binary cache),
-// then loaded.
+// Clustered variants to verify where the device has thread-block clusters (issue 27; none are in
+// the pruned space yet): every strategy and cluster size 2, 4, 8 at three shapes of the full space
+// (small blocks, a capped grid, the largest blocks uncapped), so the sizes below run one cluster,
+// a few and many, with the grid rounded up to whole clusters.
+std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) {
+  std::vector<KernelConfig> out;
+  if (cluster_unsupported_reason(arch)) return out;
+  const std::uint32_t nvec = 16 / info(dtype).bytes;
+  for (const StrategyInfo& s : kStrategies)
+    for (std::uint32_t k : {2u, 4u, 8u})
+      for (KernelConfig c : {KernelConfig{s.value, 256, nvec, 1, BlockCap::per_cu(4)},
+                             KernelConfig{s.value, 512, nvec, 2, BlockCap::per_cu(1)},
+                             KernelConfig{s.value, 1024, nvec, 8, BlockCap::uncapped()}}) {
+        c.cluster = k;
+        if (auto why = c.validate(arch, dtype)) throw std::logic_error(*why);
+        out.push_back(c);
+      }
+  return out;
+}
+
+// Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included),
+// TransformerEngine's two fixed configs and the clustered variants where the device has clusters.
+// Kernels are built in parallel (through the binary cache), then loaded.
 const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   static std::map<std::pair<const test::GpuEnv*, DType>, std::vector<Variant>> cache;
   auto& out = cache[{&env, dtype}];
@@ -36,6 +57,8 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   auto configs = enumerate_space(env.arch, dtype, SpaceKind::pruned);
   configs.push_back(transformer_engine_config(dtype, Strategy::atomic));
   configs.push_back(transformer_engine_config(dtype, Strategy::two_stage));
+  const auto clustered = clustered_variants(env.arch, dtype);
+  configs.insert(configs.end(), clustered.begin(), clustered.end());
   const auto kernels = distinct_kernels(configs);
   std::atomic<std::size_t> next{0};
   std::vector<std::optional<KernelBinary>> built(kernels.size());
@@ -58,6 +81,12 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   for (const StrategyInfo& s : kStrategies)
     if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.value; }))
       throw std::logic_error("no " + std::string(s.name) + " variant in the verified set");
+  if (!cluster_unsupported_reason(env.arch))
+    std::printf("[ clusters ] %s: %zu clustered variants verified with the pruned space\n", env.arch.name.c_str(),
+                clustered.size());
+  else
+    std::printf("[ clusters ] %s: no clustered variant verified: %s\n", env.arch.name.c_str(),
+                cluster_unsupported_reason(env.arch)->c_str());
   return out;
 }
 

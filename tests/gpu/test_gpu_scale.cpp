@@ -127,16 +127,25 @@ std::vector<SpecialCase> special_cases(DType d) {
   return c;
 }
 
-// The fused config of a strategy for a dtype (16-byte loads).
-KernelConfig fused(Strategy s, DType d, BlockCap cap = BlockCap::per_cu(4)) {
-  return KernelConfig{s, 256, 16 / info(d).bytes, 2, cap, Epilogue::scale};
+// The fused config of a strategy for a dtype (16-byte loads), in clusters of `cluster` blocks.
+KernelConfig fused(Strategy s, DType d, BlockCap cap = BlockCap::per_cu(4), std::uint32_t cluster = 1) {
+  KernelConfig c{s, 256, 16 / info(d).bytes, 2, cap, Epilogue::scale};
+  c.cluster = cluster;
+  return c;
+}
+
+// The cluster sizes to run: 1, and 2 and 8 where the device has thread-block clusters (issue 27).
+std::vector<std::uint32_t> clusters_here(const ArchInfo& arch) {
+  if (cluster_unsupported_reason(arch)) return {1};
+  return {1, 2, 8};
 }
 
 }  // namespace
 
 // Every strategy x dtype x special case, with a one-block grid (n = 1000) and a many-block grid
 // (n = 2^20 + 3, the amax in the last element), garbage in all three outputs beforehand, the slot
-// back at zero afterwards.
+// back at zero afterwards; without clusters and, where the device has them, in clusters of 2 and 8
+// (one cluster at n = 1000, many at 2^20 + 3).
 TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
@@ -144,9 +153,10 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   DeviceBuffer in(b, ((1u << 20) + 3) * 4), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 1u << 20);
   b.memset32_async(slot.p, 0, kSlotWords, nullptr);
   int checked = 0;
+  for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes()) {
-      const KernelConfig c = fused(st, d.dtype);
+      const KernelConfig c = fused(st, d.dtype, BlockCap::per_cu(4), cluster);
       const LoadedKernel& k = env->kernels->get(c, d.dtype);
       for (std::uint64_t n : {std::uint64_t{1000}, (std::uint64_t{1} << 20) + 3})
         for (const SpecialCase& sc : special_cases(d.dtype)) {
@@ -180,7 +190,8 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
 }
 
 // Random inputs of every kind, sizes and offsets, capped and uncapped grids: amax, scale and
-// scale_inv against the CPU reference for every strategy, both NaN modes, random rules.
+// scale_inv against the CPU reference for every strategy, both NaN modes, random rules; without
+// clusters and in clusters of 2 and 8 where the device has them.
 TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
@@ -190,10 +201,11 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   DeviceBuffer in(b, max_n * 4 + 64), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 64u << 20);
   b.memset32_async(slot.p, 0, kSlotWords, nullptr);
   int checked = 0;
+  for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes())
       for (BlockCap cap : {BlockCap::per_cu(2), BlockCap::uncapped()}) {
-        const KernelConfig c = fused(st, d.dtype, cap);
+        const KernelConfig c = fused(st, d.dtype, cap, cluster);
         const LoadedKernel& k = env->kernels->get(c, d.dtype);
         for (int i = 0; i < 12; ++i) {
           const std::uint64_t n = 1 + rng() % (i < 6 ? 5000 : max_n - 16);
@@ -243,73 +255,101 @@ struct ForceStrategy {
 };
 }  // namespace
 
+namespace {
+// amax_and_scale through the C++ API of a context created now (under whatever forcing variable
+// the caller set): n = 0, then for bf16 and fp32 one block, many blocks and a capped grid, direct
+// and from a graph captured once and replayed with new data. `what` names the case in failures.
+void api_and_graph_replay(test::GpuEnv* env, const std::string& what) {
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(std::random_device{}());
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
+  DeviceBuffer in(b, 50000000ull * 4 + 16), out(b, 12);
+  amax_tune::Context ctx(api_options());
+  const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
+  ctx.preload_scale({AMAX_DTYPE_BF16, AMAX_DTYPE_FP32}, {1000, 1u << 20, 50000000});
+  amax_tune::ScaleOptions o = opts(AMAX_FP8_E4M3, 1e-12f, true, false);
+  const ScaleRule r = rule_of(o);
+  // n = 0: amax +0.0 and the rule's scale for it (epsilon 1e-12: 448 / 1e-12, pow2), no kernel
+  b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+  ctx.amax_and_scale(in.p, AMAX_DTYPE_FP32, 0, o, out.get<float>(), out.get<float>(4), out.get<float>(8), nullptr, 4);
+  b.synchronize(nullptr);
+  const ScaleBits zero = reference_scale_bits(0u, r);
+  EXPECT_EQ(read_bits(b, out.p), 0u);
+  EXPECT_EQ(read_bits(b, out.get(4)), zero.scale);
+  EXPECT_EQ(read_bits(b, out.get(8)), zero.scale_inv);
+  for (amax_dtype_t dt : dtypes)
+    for (std::uint64_t n : sizes) {
+      const DType d = static_cast<DType>(dt);
+      const std::size_t wsb = ctx.workspace_size(dt, n);
+      DeviceBuffer ws(b, wsb);
+      // direct
+      auto host = make_input(InputKind::random, d, n, rng());
+      b.copy_to_device(in.p, host.data(), host.size());
+      b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+      ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
+      b.synchronize(nullptr);
+      std::uint32_t ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
+      ScaleBits rs = reference_scale_bits(ra, r);
+      const std::string where = what + " " + std::string(to_string(d)) + " n=" + std::to_string(n);
+      ASSERT_EQ(read_bits(b, out.p), ra) << where;
+      ASSERT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
+      ASSERT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
+      // captured once, replayed with new data
+      StreamHandle s = b.create_stream();
+      b.begin_capture(s);
+      ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, s);
+      GraphExecHandle g = b.end_capture(s);
+      std::uint32_t previous = ra;
+      for (int replay = 0; replay < 3; ++replay) {
+        const InputKind kind = replay == 0 ? InputKind::max_last : replay == 1 ? InputKind::nan_middle : InputKind::random;
+        host = make_input(kind, d, n, rng());
+        b.copy_to_device(in.p, host.data(), host.size());
+        b.memset32_async(out.p, 0xffffffffu, 3, s);
+        b.launch_graph(g, s);
+        b.synchronize(s);
+        ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
+        rs = reference_scale_bits(ra, r);
+        EXPECT_EQ(read_bits(b, out.p), ra) << where << " replay " << replay;
+        EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where << " replay " << replay;
+        EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where << " replay " << replay;
+        if (replay == 1) {
+          EXPECT_NE(ra, previous) << "the NaN input must change the result";
+        }
+        previous = ra;
+      }
+      b.destroy_graph(g);
+      b.destroy_stream(s);
+    }
+}
+
+// AMAX_TUNE_FORCE_LABEL for the contexts created while it lives (read at creation).
+struct ForceLabel {
+  explicit ForceLabel(const std::string& l) { setenv("AMAX_TUNE_FORCE_LABEL", l.c_str(), 1); }
+  ~ForceLabel() { unsetenv("AMAX_TUNE_FORCE_LABEL"); }
+};
+}  // namespace
+
 // amax_and_scale through the C++ API for every strategy (forced), one block, many blocks and a
 // capped grid, and n = 0; then a graph captured once per strategy and replayed with new data:
 // every replay gives the new amax, scale and scale_inv.
 TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
   AMAX_REQUIRE_GPU();
-  Backend& b = *env->backend;
-  std::mt19937_64 rng(std::random_device{}());
-  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
-  DeviceBuffer in(b, 50000000ull * 4 + 16), out(b, 12);
   for (Strategy st : all_strategies()) {
     ForceStrategy force(st);
-    amax_tune::Context ctx(api_options());
-    const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
-    ctx.preload_scale({AMAX_DTYPE_BF16, AMAX_DTYPE_FP32}, {1000, 1u << 20, 50000000});
-    amax_tune::ScaleOptions o = opts(AMAX_FP8_E4M3, 1e-12f, true, false);
-    const ScaleRule r = rule_of(o);
-    // n = 0: amax +0.0 and the rule's scale for it (epsilon 1e-12: 448 / 1e-12, pow2), no kernel
-    b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-    ctx.amax_and_scale(in.p, AMAX_DTYPE_FP32, 0, o, out.get<float>(), out.get<float>(4), out.get<float>(8), nullptr, 4);
-    b.synchronize(nullptr);
-    const ScaleBits zero = reference_scale_bits(0u, r);
-    EXPECT_EQ(read_bits(b, out.p), 0u);
-    EXPECT_EQ(read_bits(b, out.get(4)), zero.scale);
-    EXPECT_EQ(read_bits(b, out.get(8)), zero.scale_inv);
-    for (amax_dtype_t dt : dtypes)
-      for (std::uint64_t n : sizes) {
-        const DType d = static_cast<DType>(dt);
-        const std::size_t wsb = ctx.workspace_size(dt, n);
-        DeviceBuffer ws(b, wsb);
-        // direct
-        auto host = make_input(InputKind::random, d, n, rng());
-        b.copy_to_device(in.p, host.data(), host.size());
-        b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-        ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
-        b.synchronize(nullptr);
-        std::uint32_t ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
-        ScaleBits rs = reference_scale_bits(ra, r);
-        const std::string where = std::string(to_string(st)) + " " + std::string(to_string(d)) + " n=" + std::to_string(n);
-        ASSERT_EQ(read_bits(b, out.p), ra) << where;
-        ASSERT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
-        ASSERT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
-        // captured once, replayed with new data
-        StreamHandle s = b.create_stream();
-        b.begin_capture(s);
-        ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, s);
-        GraphExecHandle g = b.end_capture(s);
-        std::uint32_t previous = ra;
-        for (int replay = 0; replay < 3; ++replay) {
-          const InputKind kind = replay == 0 ? InputKind::max_last : replay == 1 ? InputKind::nan_middle : InputKind::random;
-          host = make_input(kind, d, n, rng());
-          b.copy_to_device(in.p, host.data(), host.size());
-          b.memset32_async(out.p, 0xffffffffu, 3, s);
-          b.launch_graph(g, s);
-          b.synchronize(s);
-          ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
-          rs = reference_scale_bits(ra, r);
-          EXPECT_EQ(read_bits(b, out.p), ra) << where << " replay " << replay;
-          EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where << " replay " << replay;
-          EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where << " replay " << replay;
-          if (replay == 1) {
-            EXPECT_NE(ra, previous) << "the NaN input must change the result";
-          }
-          previous = ra;
-        }
-        b.destroy_graph(g);
-        b.destroy_stream(s);
-      }
+    api_and_graph_replay(env, std::string(to_string(st)));
+  }
+}
+
+// Clustered variants (issue 27) through the C++ API, forced by label (bf16 runs the label in
+// clusters of 8; fp32, for which a v8 label is invalid, runs the built-in default), direct and
+// from graphs replayed with new data: the cluster launch is graph-capture safe.
+TEST(GpuScale, ClusteredLabelsThroughTheApiAndGraphReplay) {
+  AMAX_REQUIRE_GPU();
+  if (auto why = cluster_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
+  for (Strategy st : all_strategies()) {
+    const std::string label = std::string(to_string(st)) + ".t512.v8.u2.b4cu.c8";
+    ForceLabel force(label);
+    api_and_graph_replay(env, label);
   }
 }
 

@@ -115,3 +115,56 @@ TEST(LaunchShape, PerCuCapsFollowTheDevicesCuCount) {
   const KernelConfig te{Strategy::two_stage, 512, 8, 2, BlockCap::absolute(65535)};
   EXPECT_EQ(launch_shape(te, 1ull << 30, 304).grid, 65535u);
 }
+
+// A clustered config (issue 27) launches whole clusters: the grid rounds up to a multiple of the
+// cluster, and the cross-block step (workspace words, slot, finish kernel) has one participant per
+// cluster; a grid of one cluster needs neither workspace nor slot, as a one-block grid.
+TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
+  KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
+  self.cluster = 8;
+  auto s = launch_shape(self, 1000, 132);  // 126 vectors: 1 block -> one cluster of 8
+  EXPECT_EQ(s.grid, 8u);
+  EXPECT_EQ(s.parts, 1u);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(self, 1u << 20, 132);  // 131073 vectors / 1024 -> 129 blocks -> 136 = 17 clusters
+  EXPECT_EQ(s.grid, 136u);
+  EXPECT_EQ(s.parts, 17u);
+  EXPECT_TRUE(s.uses_slot);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(self, 1ull << 33, 132);  // the cap 528 is a multiple of 8: 66 clusters
+  EXPECT_EQ(s.grid, 528u);
+  EXPECT_EQ(s.parts, 66u);
+  self.cluster = 1;
+  EXPECT_EQ(launch_shape(self, 1u << 20, 132).parts, 129u);  // no cluster: the blocks
+
+  KernelConfig one{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(4)};
+  one.cluster = 4;
+  s = launch_shape(one, 1u << 20, 132);  // 262145 vectors / 512 -> 513 blocks -> 516 = 129 clusters
+  EXPECT_EQ(s.grid, 516u);
+  EXPECT_EQ(s.parts, 129u);
+  EXPECT_EQ(s.workspace_bytes, 129u * 4);
+  EXPECT_TRUE(s.uses_slot);
+
+  KernelConfig two{Strategy::two_stage, 256, 4, 2, BlockCap::per_cu(1)};
+  two.cluster = 2;
+  s = launch_shape(two, 1u << 20, 131);  // cap 131 -> 132 = 66 clusters (the cap exceeded by one)
+  EXPECT_EQ(s.grid, 132u);
+  EXPECT_EQ(s.parts, 66u);
+  EXPECT_EQ(s.workspace_bytes, 66u * 4);
+  EXPECT_TRUE(s.finish_kernel);
+  EXPECT_EQ(s.launches(), 2);
+  s = launch_shape(two, 100, 131);  // one cluster of 2: no finish kernel
+  EXPECT_EQ(s.grid, 2u);
+  EXPECT_FALSE(s.finish_kernel);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+
+  KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped(), Epilogue::scale};
+  atomic.cluster = 2;
+  s = launch_shape(atomic, 1u << 20, 132);  // 262145 / 1024 -> 257 blocks -> 258 = 129 clusters
+  EXPECT_EQ(s.grid, 258u);
+  EXPECT_TRUE(s.memset_output);
+  EXPECT_TRUE(s.uses_slot);  // the epilogue counts the clusters
+  EXPECT_EQ(s.launches(), 2);
+}

@@ -48,7 +48,7 @@ TEST(FieldLists, ListEveryMemberInOrder) {
                                       "template_hash", "tool_version", "timing_protocol", "timestamp"}));
   EXPECT_EQ(names(trial_fields), (std::vector<std::string>{"label", "status", "reason", "median_us", "spread_us",
                                                            "samples", "gbps", "registers", "spill_bytes",
-                                                           "tie_rank", "confirm_median_us"}));
+                                                           "tie_rank", "confirm_median_us", "host_us", "launches"}));
   EXPECT_EQ(names(winner_fields), (std::vector<std::string>{"label", "median_us", "gbps"}));
   EXPECT_EQ(aggregate_arity<Provenance>(), 9u);
   EXPECT_EQ(aggregate_arity<Trial>(), 11u);

@@ -133,6 +133,12 @@ struct KernelConfig {
   std::uint32_t unroll = 1;     ///< vector loads in flight per thread per iteration
   BlockCap max_blocks{};        ///< grid cap; a launch parameter, not compiled in
   Epilogue epilogue = Epilogue::amax;  ///< amax alone, or amax + scale + scale_inv (compiled in)
+  /// Blocks per thread-block cluster (compiled in): 1 = no cluster; 2, 4 or 8 (NVIDIA sm_90+, the
+  /// portable cluster sizes): the blocks of a cluster combine their maxima through distributed
+  /// shared memory and only the cluster's first block takes part in the strategy's cross-block step
+  /// (atomic max, workspace word, count), so that step has grid / cluster participants. The grid
+  /// is rounded up to a multiple of the cluster (launch_shape). Issue 27.
+  std::uint32_t cluster = 1;
 
   auto operator<=>(const KernelConfig&) const = default;
 
@@ -142,9 +148,11 @@ struct KernelConfig {
 
   /// The field list: the one place the variant's fields are enumerated. The labels, label
   /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.
-  /// The epilogue is omissible: labels written before it existed (in databases, overrides,
-  /// documents) name the amax-only variant they always named, and a fused variant's label ends in
-  /// `.scale` (`one_pass.t256.v8.u4.b8cu.scale`). `.amax` is not accepted: one label per variant.
+  /// The epilogue and the cluster are omissible: labels written before they existed (in databases,
+  /// overrides, documents) name the amax-only, cluster-less variant they always named; a fused
+  /// variant's label has `.scale` after the grid cap (`one_pass.t256.v8.u4.b8cu.scale`), a
+  /// clustered one ends in `.cN` (`self_reset.t512.v8.u2.b4cu.c8`, `...b4cu.scale.c8`). `.amax`
+  /// and `.c1` are not accepted: one label per variant.
   static constexpr auto fields() {
     return std::make_tuple(
         Field<Strategy>{"strategy", "", "", "AMAX_STRATEGY", &KernelConfig::strategy},
@@ -152,7 +160,8 @@ struct KernelConfig {
         Field<std::uint32_t>{"nvec", "v", "", "AMAX_NVEC", &KernelConfig::nvec},
         Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &KernelConfig::unroll},
         Field<BlockCap>{"max_blocks", "b", "", "", &KernelConfig::max_blocks},
-        Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &KernelConfig::epilogue, true});
+        Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &KernelConfig::epilogue, true},
+        Field<std::uint32_t>{"cluster", "c", "", "AMAX_CLUSTER", &KernelConfig::cluster, true});
   }
 
   /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu` or `two_stage.t256.v8.u4.b8cu.scale`:
@@ -171,9 +180,15 @@ struct KernelConfig {
   /// `#define AMAX_THREADS 256` etc.: one line per compile-time field, in field order.
   std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
-  /// multiple of the wave size or over the limit, vector wider than 16 bytes, and so on.
+  /// multiple of the wave size or over the limit, vector wider than 16 bytes, a cluster other than
+  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
+
+/// Why `arch` cannot run thread-block clusters (KernelConfig::cluster > 1), or nullopt where it
+/// can (NVIDIA sm_90 and later: Hopper's distributed shared memory). AMD has no clusters; an NVIDIA
+/// arch below sm_90 has none either. Pure, thread-safe.
+std::optional<std::string> cluster_unsupported_reason(const ArchInfo& arch);
 
 namespace detail {
 /// Label tokens: a decimal u32 without leading zeros (nullopt otherwise), and `s` split at `sep`.
@@ -186,7 +201,8 @@ static_assert(aggregate_arity<KernelConfig>() == std::tuple_size_v<decltype(Kern
               "every KernelConfig member must be listed in KernelConfig::fields()");
 
 /// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
-/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`),
+/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`,
+/// `amax_self_reset_t512_v8_u2_c8_bf16`),
 /// plus the second-stage kernel of two_stage (`..._finish`).
 std::string kernel_name(const KernelConfig& c, DType dtype);
 std::string finish_kernel_name(const KernelConfig& c, DType dtype);

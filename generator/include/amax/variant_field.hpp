@@ -9,8 +9,9 @@ namespace amax {
 /// Descriptor of one field of a variant config `Config`: its name, the label prefix and suffix of
 /// its token, the kernels' preprocessor name it is compiled in as (empty: a launch parameter, not
 /// compiled in), the member it reads, and whether the label leaves it out at its default value (an
-/// omissible field; only at the end of the list, so that a label's token count says which are
-/// present). Plain constexpr value type.
+/// omissible field; only at the end of the list; when several are, each is written or left out on
+/// its own, in list order, and their spellings must not overlap so a token names its field).
+/// Plain constexpr value type.
 template <class Config, class M>
 struct VariantField {
   std::string_view name;

@@ -12,22 +12,27 @@ namespace amax {
 struct LoadedKernel;  // kernel_cache.hpp
 
 /// 32-bit words of one stream slot: [0] the arrival count (one_pass, self_reset), [1] the
-/// accumulator of block maxima (self_reset). A slot is zeroed once when allocated; every kernel
+/// accumulator of block (or cluster) maxima (self_reset). A slot is zeroed once when allocated; every kernel
 /// that uses it leaves it zero again.
 inline constexpr std::size_t kSlotWords = 2;
 
 /// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
-/// ceil(n / nvec) + 1 (the unaligned head can add one).
+/// ceil(n / nvec) + 1 (the unaligned head can add one), then rounded up to a multiple of the
+/// config's cluster (a clustered kernel launches whole clusters: the cap may be exceeded by at
+/// most cluster - 1 blocks).
 struct LaunchShape {
-  std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched)
+  std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched); a multiple of the
+                                      ///< config's cluster
   std::uint32_t block = 0;
-  std::uint64_t workspace_bytes = 0;  ///< 4 x grid for two_stage/one_pass when grid > 1, else 0
+  std::uint32_t parts = 0;            ///< participants of the cross-block step: grid / cluster
+                                      ///< (the blocks, or the clusters of a clustered config)
+  std::uint64_t workspace_bytes = 0;  ///< 4 x parts for two_stage/one_pass when parts > 1, else 0
   bool uses_slot = false;             ///< one_pass, self_reset or atomic with the scale epilogue,
-                                      ///< with grid > 1: the stream's slot
+                                      ///< with parts > 1: the stream's slot
   bool memset_output = false;         ///< atomic: the output is zeroed first
-  bool finish_kernel = false;         ///< two_stage with grid > 1: a second launch
-  /// two_stage with grid > 1: the finish kernel is launched as a programmatic dependent of stage
+  bool finish_kernel = false;         ///< two_stage with parts > 1: a second launch
+  /// two_stage with parts > 1: the finish kernel is launched as a programmatic dependent of stage
   /// one (Backend::launch_dependent: sm_90+; elsewhere an ordinary launch), except while the stream
   /// is being captured (an ordinary launch there). Measured on the H200 (docs/results/2026-12-02.md,
   /// "Programmatic dependent launch"): two_stage 1.02-1.12x faster, cold, 2^14-2^24 elements.
