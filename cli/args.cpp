@@ -17,17 +17,34 @@ namespace amax::cli {
 
 std::filesystem::path default_db_path() { return default_user_db_path(); }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, end - start);
+    const auto first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    items.push_back(first == std::string::npos ? std::string() : item.substr(first, last - first + 1));
+    if (end == text.size()) break;
+    start = end + 1;
+  }
+  return items;
+}
+
+ArchInfo parse_user_arch(const std::string& arch) {
+  try {
+    return ArchInfo::parse_known(arch);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 std::vector<DType> parse_dtypes(const std::string& s) {
   std::vector<DType> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(start, end - start);
+  for (const std::string& item : split_list(s)) {
     auto d = parse_dtype(item);
     if (!d) throw UsageError("unknown dtype '" + item + "' in --dtypes '" + s + "' (expected fp32, fp16, bf16)");
     out.push_back(*d);
-    start = end + 1;
   }
   return out;
 }
@@ -46,6 +63,18 @@ std::string output_file_problem(const std::filesystem::path& path) {
   if (!std::filesystem::exists(dir, ec)) return "its directory '" + dir.string() + "' does not exist";
   if (!std::filesystem::is_directory(dir, ec)) return "'" + dir.string() + "' is not a directory";
   return access_problem(dir, W_OK | X_OK, "its directory");
+}
+
+std::string output_dir_problem(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec)) return "'" + dir.string() + "' is not a directory";
+    return access_problem(dir, W_OK | X_OK, "the directory");
+  }
+  std::filesystem::path up = std::filesystem::absolute(dir, ec).parent_path();
+  while (!std::filesystem::exists(up, ec) && up.has_parent_path() && up.parent_path() != up) up = up.parent_path();
+  if (!std::filesystem::is_directory(up, ec)) return "'" + up.string() + "' is not a directory";
+  return access_problem(up, W_OK | X_OK, "its nearest existing directory");
 }
 
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
@@ -73,50 +102,51 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   }
 }
 
+std::uint64_t parse_count(std::string s) {
+  if (s.starts_with("2^")) {
+    int p = 0;
+    auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), p);
+    if (ec != std::errc{} || ptr != s.data() + s.size() || p < 0 || p > 62)
+      throw std::invalid_argument("exponent must be 0..62");
+    return 1ull << p;
+  }
+  std::uint64_t mult = 1;
+  if (!s.empty()) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
+    if (c == 'k') mult = 1ull << 10;
+    if (c == 'm') mult = 1ull << 20;
+    if (c == 'g') mult = 1ull << 30;
+    if (mult != 1) s.pop_back();
+  }
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) throw std::invalid_argument("not a number");
+  if (v > (1ull << 62) / mult) throw std::invalid_argument("too large");
+  return v * mult;
+}
+
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   auto bad = [&](const std::string& item, const std::string& why) {
     return std::invalid_argument("invalid size '" + item + "' in --sizes '" + text + "': " + why +
                                  " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
   };
-  auto number = [&](std::string s, const std::string& item) -> std::uint64_t {
-    if (s.starts_with("2^")) {
-      int p = 0;
-      auto [ptr, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), p);
-      if (ec != std::errc{} || ptr != s.data() + s.size() || p < 0 || p > 62) throw bad(item, "exponent must be 0..62");
-      return 1ull << p;
-    }
-    std::uint64_t mult = 1;
-    if (!s.empty()) {
-      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s.back())));
-      if (c == 'k') mult = 1ull << 10;
-      if (c == 'm') mult = 1ull << 20;
-      if (c == 'g') mult = 1ull << 30;
-      if (mult != 1) s.pop_back();
-    }
-    std::uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) throw bad(item, "not a number");
-    if (v > (1ull << 62) / mult) throw bad(item, "too large");
-    return v * mult;
-  };
   std::vector<std::uint64_t> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& item : split_list(text)) {
     if (item.empty()) throw bad(item, "empty item");
-    if (const auto dots = item.find(".."); dots != std::string::npos) {
-      const std::uint64_t a = number(item.substr(0, dots), item), b = number(item.substr(dots + 2), item);
-      if (a == 0 || a > b || (a & (a - 1)) != 0) throw bad(item, "a range needs a power of two A <= B");
-      for (std::uint64_t v = a; v <= b; v *= 2) out.push_back(v);
-    } else {
-      const std::uint64_t v = number(item, item);
-      if (v == 0) throw bad(item, "sizes must be at least 1");
-      out.push_back(v);
+    try {
+      if (const auto dots = item.find(".."); dots != std::string::npos) {
+        const std::uint64_t a = parse_count(item.substr(0, dots)), b = parse_count(item.substr(dots + 2));
+        if (a == 0 || a > b || (a & (a - 1)) != 0) throw bad(item, "a range needs a power of two A <= B");
+        for (std::uint64_t v = a; v <= b; v *= 2) out.push_back(v);
+      } else {
+        const std::uint64_t v = parse_count(item);
+        if (v == 0) throw bad(item, "sizes must be at least 1");
+        out.push_back(v);
+      }
+    } catch (const std::invalid_argument& e) {
+      if (std::string(e.what()).starts_with("invalid size")) throw;
+      throw bad(item, e.what());
     }
-    if (end == text.size()) break;
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -54,10 +54,7 @@ int run(const Args& a) {
 std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
   if (text.empty()) throw UsageError("--groups is empty (expected TENSORSxN:DTYPE,..., e.g. 500x4096:fp32)");
   std::vector<tune::GroupSpec> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_list(text)) {
     auto bad = [&](const std::string& why) {
       return UsageError("invalid group '" + item + "' in --groups '" + text + "': " + why +
                         " (expected TENSORSxN:DTYPE, e.g. 500x4096:fp32)");
@@ -68,16 +65,17 @@ std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
     const auto d = parse_dtype(item.substr(colon + 1));
     if (!d) throw bad("unknown dtype '" + item.substr(colon + 1) + "'");
     g.dtype = *d;
-    std::vector<std::uint64_t> t, n;
-    try {
-      t = parse_sizes(item.substr(0, x));
-      n = parse_sizes(item.substr(x + 1, colon - x - 1));
-    } catch (const std::invalid_argument& e) {
-      throw bad(e.what());
-    }
-    if (t.size() != 1 || n.size() != 1) throw bad("one count of tensors and one element count");
-    g.tensors = t[0];
-    g.n = n[0];
+    // One count each (as --sizes counts: 4096, 16k, 2^20), named as what they are in the group.
+    auto count = [&](const std::string& s, const char* what) {
+      try {
+        return parse_count(s);
+      } catch (const std::invalid_argument& e) {
+        throw bad(std::string(what) + " '" + s + "': " + e.what());
+      }
+    };
+    g.tensors = count(item.substr(0, x), "tensor count");
+    g.n = count(item.substr(x + 1, colon - x - 1), "element count");
+    if (g.tensors == 0 || g.n == 0) throw bad("counts must be at least 1");
     // The limits of one call (amax_tune.h): 2^24 - 1 tensors, 2^40 - 1 elements each.
     if (g.tensors > kMultiMaxTensors)
       throw bad(fmt::format("{} tensors exceed the limit of {} (2^24 - 1) per call", g.tensors, kMultiMaxTensors));
@@ -87,7 +85,6 @@ std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
     if (u128{g.tensors} * g.n * info(g.dtype).bytes > u128{1} << 62)
       throw bad(fmt::format("{} x {} elements of {} is more than 2^62 bytes", g.tensors, g.n, to_string(g.dtype)));
     out.push_back(g);
-    start = end + 1;
   }
   return out;
 }

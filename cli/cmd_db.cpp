@@ -14,6 +14,7 @@
 #include "amax/dispatch.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
+#include "amax/paths.hpp"
 #include "commands.hpp"
 #include "dump_import.hpp"
 
@@ -22,6 +23,7 @@ namespace amax::cli {
 namespace {
 struct DbArgs {
   std::string db, format = "table", arch, dtype, out, a, b;
+  bool arch_given = false, verbose = false;
   bool trials = false, allow_devices = false, overwrite = false, integrity = false, groups = false;
 };
 
@@ -42,16 +44,10 @@ std::string default_line(const ArchInfo& arch, const std::optional<DType>& only)
 }
 
 int run_show(const DbArgs& a) {
-  const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
   // --arch gfx942 lists every gfx942 target ID (gfx942:sramecc+:xnack-, ...); features narrow it.
   std::optional<ArchInfo> want;
-  if (!a.arch.empty()) {
-    try {
-      want = ArchInfo::parse(a.arch);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
+  if (a.arch_given) want = parse_user_arch(a.arch);
   db::WinnerFilter f;
   std::optional<DType> only;
   if (!a.dtype.empty()) {
@@ -59,6 +55,22 @@ int run_show(const DbArgs& a) {
     if (!d) throw UsageError("unknown dtype '" + a.dtype + "' (expected fp32, fp16 or bf16)");
     f.dtype = *d;
     only = d;
+  }
+  // Without --db and without a user database (nothing tuned on this machine yet) the system
+  // database is what the library uses, so it is shown; without that either, the built-in default.
+  std::error_code ec;
+  if (a.db.empty() && !std::filesystem::exists(path, ec)) {
+    const std::filesystem::path sys = default_system_db_path();
+    if (!std::filesystem::exists(sys, ec)) {
+      std::cout << fmt::format("0 winners: no user database ({}) and no system database ({})\n", path.string(),
+                               sys.string());
+      std::cout << (want ? default_line(*want, only)
+                         : std::string("amax-tune show --arch ARCH names the built-in default that serves ARCH"))
+                << "\n";
+      return kExitOk;
+    }
+    std::cerr << fmt::format("note: no user database at {}: showing the system database\n", path.string());
+    path = sys;
   }
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
   std::vector<db::WinnerRow> rows;
@@ -150,6 +162,24 @@ int run_merge(const DbArgs& a) {
                                ? std::string()
                                : fmt::format(", {} group winners, {} group trials", r.group_winners_written,
                                              r.group_trials_written));
+  // The summary: where the winners came from, how many keys both inputs held; the per-key
+  // decisions with --verbose.
+  const std::size_t contested = r.contested.size() + r.group_contested.size();
+  std::size_t other_device = 0;
+  for (const auto& c : r.contested) other_device += c.different_devices;
+  for (const auto& c : r.group_contested) other_device += c.different_devices;
+  std::cout << fmt::format("  winners kept: {} from {}, {} from {}{}; {} keys had more than one winner (the fastest kept){}\n",
+                           r.winners_from_a, a.a, r.winners_from_b, a.b,
+                           r.group_winners_written == 0
+                               ? std::string()
+                               : fmt::format(" (group winners: {} from {}, {} from {})", r.group_winners_from_a, a.a,
+                                             r.group_winners_from_b, a.b),
+                           contested, contested && !a.verbose ? " (listed with --verbose)" : "");
+  if (other_device)
+    std::cerr << fmt::format("warning: --allow-different-devices: {} of them kept a winner measured on another device "
+                             "than the winner it replaced{}\n",
+                             other_device, a.verbose ? "" : " (listed with --verbose)");
+  if (!a.verbose) return kExitOk;
   auto report = [&](const auto& c) {
     std::cout << fmt::format("  {}: kept {} ({:.2f} us, from {}) over {} ({:.2f} us){}\n", db::to_string(c.key),
                              c.kept.winner.label, c.kept.winner.median_us, c.kept_from == 'a' ? a.a : a.b,
@@ -165,8 +195,11 @@ int run_merge(const DbArgs& a) {
 void add_db_commands(CLI::App& app) {
   auto s = std::make_shared<DbArgs>();
   auto* show = app.add_subcommand("show", "List the winners of a tuning database as a table");
-  show->add_option("--db", s->db, "Database (default: the per-user one)");
-  show->add_option("--arch", s->arch, "Only this arch");
+  show->add_option("--db", s->db,
+                   "Database (default: the per-user one; where that does not exist yet, the system database)");
+  show->add_option_function<std::string>(
+      "--arch", [s](const std::string& v) { s->arch = v, s->arch_given = true; },
+      "Only this arch, and the built-in default that serves it where no entry does");
   show->add_option("--dtype", s->dtype, "Only this dtype");
   show->add_flag("--integrity", s->integrity,
                  "First run SQLite's full integrity check and print its result and the row counts; exit 1 unless ok");
@@ -183,7 +216,7 @@ void add_db_commands(CLI::App& app) {
 
   auto im = std::make_shared<DbArgs>();
   auto* imp = app.add_subcommand("import", "Build a database from a text dump (export --format text)");
-  imp->add_option("text", im->a, "Text dump, one JSON row per line")->required()->check(CLI::ExistingFile);
+  imp->add_option("text", im->a, "Text dump, one JSON row per line")->required();
   imp->add_option("-o,--out", im->out, "Database to create (replaced if present)")->required();
   imp->final_callback([im] {
     refuse_same_file(im->out, im->a, "the text dump being imported");
@@ -193,12 +226,13 @@ void add_db_commands(CLI::App& app) {
 
   auto m = std::make_shared<DbArgs>();
   auto* mer = app.add_subcommand("merge", "Merge two databases: per key the faster winner with its provenance");
-  mer->add_option("a", m->a, "First database")->required()->check(CLI::ExistingFile);
-  mer->add_option("b", m->b, "Second database")->required()->check(CLI::ExistingFile);
+  mer->add_option("a", m->a, "First database")->required();
+  mer->add_option("b", m->b, "Second database")->required();
   mer->add_option("-o,--out", m->out, "Output database")->required();
   mer->add_flag("--allow-different-devices", m->allow_devices,
                 "Keep the faster winner even when the two were measured on different devices");
   mer->add_flag("--overwrite", m->overwrite, "Replace an existing output file");
+  mer->add_flag("-v,--verbose", m->verbose, "Also list every key both inputs held: which winner was kept, over which");
   mer->final_callback([m] { throw CLI::RuntimeError(run_merge(*m)); });
 }
 

@@ -18,6 +18,7 @@ namespace {
 struct EmitOptions {
   std::string arch = "sm_90";
   std::string dtype = "fp32";
+  bool dtype_given = false;  // without --dtype fp32 is assumed, and emit says so
   std::string label;
   bool list = false;
   bool full = false;
@@ -26,18 +27,22 @@ struct EmitOptions {
   std::string out_dir;
 };
 
+// "" with --dtype; else the words saying fp32 was assumed and how to choose, for notes and errors.
+std::string assumed_dtype(const EmitOptions& o) {
+  return o.dtype_given ? std::string() : "--dtype not given, fp32 assumed; choose with --dtype fp16 or bf16";
+}
+
+// The variant's problem for `arch` and `dtype`, as a usage error saying which dtype was assumed.
+UsageError invalid_variant(const EmitOptions& o, const ArchInfo& arch, DType dtype, const std::string& why) {
+  const std::string assumed = assumed_dtype(o);
+  return UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) +
+                    (assumed.empty() ? "" : " (" + assumed + ")") + ": " + why);
+}
+
 DType need_dtype(const std::string& s) {
   auto d = parse_dtype(s);
   if (!d) throw UsageError("unknown dtype '" + s + "' (expected fp32, fp16 or bf16)");
   return *d;
-}
-
-ArchInfo need_arch(const std::string& s) {
-  try {
-    return ArchInfo::parse(s);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
 }
 
 void make_out_dir(const std::string& dir) {
@@ -87,15 +92,15 @@ int run_emit_multi(const EmitOptions& o, const ArchInfo& arch, DType dtype) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  if (auto why = c.validate(arch, dtype))
-    throw UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) + ": " + *why);
+  if (auto why = c.validate(arch, dtype)) throw invalid_variant(o, arch, dtype, *why);
   write_source(o, render_multi_source(c, dtype, arch, k));
   return kExitOk;
 }
 
 int run_emit(const EmitOptions& o) {
-  const ArchInfo arch = need_arch(o.arch);
+  const ArchInfo arch = parse_user_arch(o.arch);
   const DType dtype = need_dtype(o.dtype);
+
   const auto space = enumerate_space(arch, dtype, o.full ? SpaceKind::full : SpaceKind::pruned);
   if (int(o.list) + int(!o.label.empty()) + int(!o.out_dir.empty()) > 1)
     throw UsageError("emit takes one of --label, --list and --out-dir");
@@ -133,9 +138,7 @@ int run_emit(const EmitOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  if (auto why = c.validate(arch, dtype))
-    throw UsageError("variant not valid for " + arch.name + " " + std::string(to_string(dtype)) +
-                     ": " + *why);
+  if (auto why = c.validate(arch, dtype)) throw invalid_variant(o, arch, dtype, *why);
   write_source(o, render_source(c, dtype, arch.vendor));
   return kExitOk;
 }
@@ -147,7 +150,9 @@ void add_emit(CLI::App& app) {
   auto* sub = app.add_subcommand("emit", "Print the rendered kernel source of a variant, or list the space");
   sub->add_option("--arch", o->arch, "Target: sm_XY or an AMD target ID (gfx942:sramecc+:xnack-)")
       ->capture_default_str();
-  sub->add_option("--dtype", o->dtype, "Element type: fp32, fp16, bf16")->capture_default_str();
+  sub->add_option_function<std::string>(
+         "--dtype", [o](const std::string& v) { o->dtype = v, o->dtype_given = true; },
+         "Element type: fp32, fp16, bf16 (default fp32; emit says when it assumed it)");
   sub->add_option("--label", o->label,
                   "Variant label, e.g. two_stage.t256.v8.u4.b8cu, or a multi-tensor one, multi.t512.v8.u4.c32k.b4cu.thread");
   sub->add_option("--family", o->family, "Kernel family of --list and --out-dir: single or multi (many tensors per launch)")
@@ -156,7 +161,13 @@ void add_emit(CLI::App& app) {
   sub->add_flag("--full", o->full, "Use the full space instead of the pruned default");
   sub->add_option("-o,--out", o->out, "Write the source to this file instead of stdout");
   sub->add_option("--out-dir", o->out_dir, "Write every kernel source of the space into this directory");
-  sub->final_callback([o] { throw CLI::RuntimeError(run_emit(*o)); });
+  sub->final_callback([o] {
+    const int rc = run_emit(*o);
+    // After the output (on stderr: stdout holds only the source or the list); an invalid variant's
+    // error says it itself.
+    if (const std::string assumed = assumed_dtype(*o); !assumed.empty()) std::cerr << "note: " << assumed << "\n";
+    throw CLI::RuntimeError(rc);
+  });
 }
 
 }  // namespace amax::cli

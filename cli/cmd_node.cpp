@@ -32,7 +32,8 @@ namespace amax::cli {
 std::vector<int> parse_device_list(const std::string& text, int present) {
   std::vector<int> out;
   if (text == "all") {
-    if (present <= 0) throw UsageError("--device all: no GPU found (" + no_device_reason(Vendor::nvidia) + ")");
+    if (present <= 0)  // no device is a failed run (exit 1), as everywhere
+      throw std::runtime_error("--device all: no GPU found (" + no_device_reason(Vendor::nvidia) + ")");
     for (int i = 0; i < present; ++i) out.push_back(i);
     return out;
   }

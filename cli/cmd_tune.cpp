@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@ namespace {
 
 struct TuneArgs {
   std::string arch;
+  bool arch_given = false;  // --arch '' is an error, not "no --arch"
   std::string dtypes = "fp32,fp16,bf16";
   std::string sizes;
   std::string db;
@@ -219,6 +221,9 @@ int run_tune(const TuneArgs& a) {
     throw UsageError("nothing to tune: --sizes none and --groups none");
   if (!(a.budget >= 0) || !std::isfinite(a.budget))
     throw UsageError(fmt::format("--time-budget must be >= 0 seconds, got {}", a.budget));
+  // A user's --arch must name an arch this tool knows; the device's own is taken as it reports it.
+  std::optional<ArchInfo> arch;
+  if (a.arch_given) arch = parse_user_arch(a.arch);
   if (a.rebuild && a.db_in_memory)
     throw UsageError("--rebuild moves a damaged database aside and --db-in-memory never writes it: give one of them");
   int present = 0;
@@ -237,7 +242,7 @@ int run_tune(const TuneArgs& a) {
                                            "writable or name another database with --db FILE (or $AMAX_TUNE_DB)",
                                            req.db.string(), why));
     req.jobs = a.jobs;
-    if (!a.arch.empty()) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
+    if (arch) req.forwarded.insert(req.forwarded.end(), {"--arch", a.arch});
     req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
     if (!a.sizes.empty()) req.forwarded.insert(req.forwarded.end(), {"--sizes", a.sizes});
     if (a.groups_given) req.forwarded.insert(req.forwarded.end(), {"--groups", a.groups});
@@ -248,17 +253,14 @@ int run_tune(const TuneArgs& a) {
     return run_node_tune(req);
   }
   const int device = devices.at(0);
-  if (a.arch.empty()) {
+  if (!arch) {
     Vendor v;
-    if (!first_available_vendor(v, device))
-      throw UsageError("--arch not given and no GPU found to take it from (" + no_device_reason(Vendor::nvidia) + ")");
+    if (!first_available_vendor(v, device))  // no device is a failed run (exit 1), not a usage error
+      throw std::runtime_error("--arch not given and no GPU found to take it from (" +
+                               no_device_reason(Vendor::nvidia) + ")");
     o.arch = make_backend(v, device)->device().arch;
   } else {
-    try {
-      o.arch = ArchInfo::parse(a.arch).name;
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    o.arch = arch->name;
   }
   o.db_path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
   o.jobs = a.jobs;
@@ -292,7 +294,9 @@ int run_tune(const TuneArgs& a) {
 }
 
 void add_tune_options(CLI::App& app, TuneArgs& a) {
-  app.add_option("--arch", a.arch, "Target arch; must match the device (default: the device's)");
+  app.add_option_function<std::string>(
+      "--arch", [&a](const std::string& v) { a.arch = v, a.arch_given = true; },
+      "Target arch (sm_90, gfx942, ...: one amax-tune knows); must match the device (default: the device's)");
   app.add_option("--dtypes", a.dtypes, "Comma-separated dtypes")->capture_default_str();
   app.add_option_function<std::string>(
          "--sizes", [&a](const std::string& v) { a.sizes = v, a.sizes_given = true; },

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "amax/arch.hpp"
 #include "amax/bench_multi.hpp"
 #include "amax/dtype.hpp"
 
@@ -42,20 +43,38 @@ void add_bundle(CLI::App& app);
 void add_db_commands(CLI::App& app);
 /// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
 std::filesystem::path default_db_path();
+/// Splits a comma-separated list into its items, each without the spaces and tabs around it
+/// ("1M, 4M" -> "1M", "4M"; "" -> one empty item). Every list option goes through it.
+std::vector<std::string> split_list(const std::string& text);
+/// One count: 1048576, 2^20, 1M = 2^20, 4k = 4096, 1G = 2^30. std::invalid_argument with the
+/// reason alone ("not a number", "exponent must be 0..62", "too large"): the caller names the option.
+std::uint64_t parse_count(std::string text);
+/// An arch a user names with --arch: ArchInfo::parse_known (an arch this tool knows; "" is an
+/// error). UsageError naming the value and listing the known archs.
+ArchInfo parse_user_arch(const std::string& arch);
 /// Parses a comma-separated dtype list ("fp32,bf16"). UsageError naming the bad item.
 std::vector<DType> parse_dtypes(const std::string& list);
 /// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
 /// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
 /// naming the bad item.
 std::vector<std::uint64_t> parse_sizes(const std::string& text);
+/// Why the directory `dir` cannot receive output files, found without creating anything: "" when
+/// it exists and can be written, or does not exist and its nearest existing ancestor can be
+/// written (it is created then); otherwise the reason ("'x' is not a directory", "its nearest
+/// existing directory '/' is not writable by this user (uid 65534): owned by root ..."). Thread-safe.
+std::string output_dir_problem(const std::filesystem::path& dir);
 /// The options `bench` and `bench-multi` share, checked and copied from their arguments (`Args`:
 /// db, system_db, device, rounds, out, quiet) into their options (`Options`: user_db, system_db,
 /// device, rounds, out_dir, progress). Errors: UsageError naming the value (rounds below 3, a
-/// negative device ordinal).
+/// negative device ordinal); std::runtime_error naming -o when the output directory cannot be
+/// written (output_dir_problem).
 template <class Options, class Args>
 void set_bench_common(Options& o, const Args& a) {
   if (a.rounds < 3) throw UsageError("--rounds must be at least 3, got " + std::to_string(a.rounds));
   if (a.device < 0) throw UsageError("--device must be a device ordinal >= 0, got " + std::to_string(a.device));
+  // The output directory is checked before the measurement: a run must not end unable to write.
+  if (const std::string why = output_dir_problem(a.out); !why.empty())
+    throw std::runtime_error("-o " + a.out + ": " + why + "; nothing was measured");
   o.user_db = a.db;
   o.system_db = a.system_db;
   o.device = a.device;

@@ -2,7 +2,9 @@
 // `amax-tune import` and amax-tune-import (import_main.cpp).
 #include "dump_import.hpp"
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 
@@ -65,8 +67,10 @@ void validate_dump_rows(const std::string& path) {
 }
 
 void import_dump(const std::filesystem::path& text, const std::filesystem::path& out, std::ostream& log) {
-  validate_dump_rows(text.string());
   std::ifstream in(text);
+  if (!in)  // a file that cannot be read is a failed run (exit 1), as a missing database is
+    throw std::runtime_error(fmt::format("cannot read the text dump {}: {}", text.string(), std::strerror(errno)));
+  validate_dump_rows(text.string());
   db::TuningDb::load_text(in, out, text);
   auto db = db::TuningDb::open(out, db::OpenMode::ReadOnly);
   log << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n", db.winners().size(),

@@ -33,7 +33,8 @@ ArchInfo ArchInfo::parse(std::string_view arch) {
     std::string_view cc = arch.substr(3);
     // sm_90a / sm_100a: architecture-specific feature sets are accepted as NVRTC spells them.
     if (!cc.empty() && (cc.back() == 'a' || cc.back() == 'f')) cc.remove_suffix(1);
-    if (!all_digits(cc) || cc.size() < 2) throw bad("compute capability must be digits");
+    if (!all_digits(cc)) throw bad("compute capability must be digits");
+    if (cc.size() < 2) throw bad("compute capability '" + std::string(cc) + "' needs a major and a minor digit (sm_90 is 9.0)");
     return ArchInfo{Vendor::nvidia, std::string(arch), std::string(arch), 32, 1024};
   }
   if (arch.starts_with("gfx")) {
@@ -68,7 +69,34 @@ ArchInfo ArchInfo::parse(std::string_view arch) {
                       proc[3] != '6';
     return ArchInfo{Vendor::amd, std::string(arch), std::string(proc), rdna ? 32 : 64, 1024};
   }
+  if (arch.empty()) throw bad("the name is empty");
   throw bad("unknown vendor prefix");
+}
+
+const std::vector<std::string_view>& known_processors() {
+  static const std::vector<std::string_view> known = {
+      "sm_50",  "sm_52",  "sm_53",  "sm_60",  "sm_61",   "sm_62",   "sm_70",   "sm_72",   "sm_75",
+      "sm_80",  "sm_86",  "sm_87",  "sm_89",  "sm_90",   "sm_100",  "sm_101",  "sm_103",  "sm_110",
+      "sm_120", "sm_121", "gfx906", "gfx908", "gfx90a",  "gfx940",  "gfx941",  "gfx942",  "gfx950",
+      "gfx1030", "gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201"};
+  return known;
+}
+
+std::string known_processors_list() {
+  std::string out;
+  for (std::string_view p : known_processors()) out += (out.empty() ? "" : ", ") + std::string(p);
+  return out;
+}
+
+ArchInfo ArchInfo::parse_known(std::string_view arch) {
+  ArchInfo a = parse(arch);
+  std::string_view proc = a.processor;
+  if (a.vendor == Vendor::nvidia && (proc.back() == 'a' || proc.back() == 'f')) proc.remove_suffix(1);
+  const auto& known = known_processors();
+  if (std::find(known.begin(), known.end(), proc) == known.end())
+    throw std::invalid_argument("unknown arch '" + std::string(arch) + "': amax-tune knows " + known_processors_list() +
+                                (a.vendor == Vendor::amd ? " (an AMD target ID may add :sramecc+/- and :xnack+/-)" : ""));
+  return a;
 }
 
 std::optional<bool> ArchInfo::feature(std::string_view f) const {

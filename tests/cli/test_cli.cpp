@@ -147,6 +147,27 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"check --device -1 --db " + (dir / "a.db").string(), "--device must be a device ordinal >= 0, got -1"},
       {"check --retune=maybe --db " + (dir / "a.db").string(), "--retune"},
       {"check --rounds 3 --db " + (dir / "a.db").string(), "--rounds"},
+      // Issue 24 item 6: arch names are checked against the archs this tool knows, with the list.
+      {"--arch sm_91 --db " + (dir / "a.db").string(), "unknown arch 'sm_91': amax-tune knows sm_50, sm_52, "},
+      {"--arch '' --db " + (dir / "a.db").string(), "invalid arch '': the name is empty"},
+      {"--arch sm_1 --db " + (dir / "a.db").string(),
+       "invalid arch 'sm_1': compute capability '1' needs a major and a minor digit (sm_90 is 9.0)"},
+      {"emit --arch sm_999 --dtype bf16 --list", "unknown arch 'sm_999': amax-tune knows "},
+      {"emit --arch gfx9422 --dtype bf16 --list", "unknown arch 'gfx9422': amax-tune knows "},
+      {"emit --arch gfx1 --dtype bf16 --list", "gfx950, gfx1030, gfx1100, gfx1101, gfx1102, gfx1200, gfx1201 (an AMD "
+                                              "target ID may add :sramecc+/- and :xnack+/-)"},
+      {"emit --arch '' --list", "invalid arch '': the name is empty"},
+      {"show --arch sm_91 --db " + (dir / "none.db").string(), "unknown arch 'sm_91'"},
+      {"show --arch '' --db " + (dir / "none.db").string(), "invalid arch '': the name is empty"},
+      // Item 7: a --groups error names --groups, and what in the group is wrong.
+      {"bench-multi --groups '5x12q:bf16'",
+       "invalid group '5x12q:bf16' in --groups '5x12q:bf16': element count '12q': not a number"},
+      {"--arch sm_90 --groups '0x4k:fp32' --db " + (dir / "a.db").string(),
+       "invalid group '0x4k:fp32' in --groups '0x4k:fp32': counts must be at least 1"},
+      // Item 9: emit says which dtype it assumed.
+      {"emit --arch sm_90 --label one_pass.t256.v8.u4.b8cu",
+       "variant not valid for sm_90 fp32 (--dtype not given, fp32 assumed; choose with --dtype fp16 or bf16): "
+       "one_pass.t256.v8.u4.b8cu: vector of 8 x fp32 = 32 bytes exceeds 16 bytes"},
       {"bundle --arch sm_90", "bundle needs -o DIR"},
       {"bundle --arch sm_9x -o " + (dir / "b").string(), "invalid arch 'sm_9x'"},
       {"bundle --arch , -o " + (dir / "b").string(), "--arch lists no arch"},
@@ -570,8 +591,9 @@ TEST_F(Cli, ImportRefusesACutOrMiscountedDumpAndWarnsOnceForAnOldOne) {
                          std::to_string(lines.size()) + ")")) << r.out;
   // Text format 1 (the header without format_version, no end line): imported, one warning.
   const fs::path old = dir / "old.jsonl";
-  std::ofstream(old) << R"({"format":"amax-tune-db","schema_version":4})" "\n" +
-                            join(lines.begin() + 1, lines.end() - 1);
+  std::string old_header = lines.front();
+  old_header.erase(old_header.find(R"("format_version":2,)"), 19);
+  std::ofstream(old) << old_header + "\n" + join(lines.begin() + 1, lines.end() - 1);
   r = run("import " + old.string() + " -o " + (dir / "old.db").string());
   EXPECT_EQ(r.code, 0) << r.out;
   std::size_t group_winners = 0;
@@ -635,7 +657,7 @@ TEST_F(Cli, ATuneIntoAnUnwritableDatabaseIsRefusedBeforeAnyWork) {
   EXPECT_TRUE(has(r.out, "mode 0555 (r-xr-xr-x)")) << r.out;
   EXPECT_FALSE(fs::exists(locked / "new.db"));
   // --db-in-memory: the database is read, never written; without a GPU the run then stops at the device.
-  r = run_unprivileged("--arch sm_90 --db-in-memory --db " + db.string());
+  r = run_unprivileged("--arch sm_90 --sizes 1024 --dtypes fp32 --groups none --db-in-memory --db " + db.string());
   if (r.code == 0) GTEST_SKIP() << "a GPU is present (the in-memory tune ran)";
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_FALSE(has(r.out, "cannot tune into")) << r.out;
@@ -689,4 +711,126 @@ TEST_F(Cli, AFailedTuneLeavesTheDatabaseAsItWas) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_TRUE(has(r.out, "cannot use the tuning database " + bad.string())) << r.out;
   EXPECT_EQ(listing(), with_bad);
+}
+
+// Issue 24 items 7-9: list options take spaces after commas; `show` without a user database shows
+// the system database (without one either, the built-in default); merge prints a summary (the
+// per-key lines with --verbose) and warns once for --allow-different-devices; messages name flags.
+TEST_F(Cli, ListsWithSpacesAreAccepted) {
+  // Every list parsed, then the --json check stops the run before any device or database.
+  const CmdResult r = run("--arch sm_90 --sizes '1M, 4M' --dtypes 'fp32, bf16' --groups '8x1M:fp32, 4x4k:bf16' "
+                          "--json " + (dir / "no" / "s.json").string() + " --db " + (dir / "t.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--json " + (dir / "no" / "s.json").string() + ": its directory")) << r.out;
+  EXPECT_FALSE(has(r.out, "invalid")) << r.out;
+}
+
+TEST_F(Cli, ShowWithoutAUserDatabaseShowsTheSystemDatabaseOrTheDefault) {
+  const auto sys = shipped_db();
+  const std::string env = "AMAX_TUNE_DB=" + (dir / "none.db").string() + " AMAX_TUNE_SYSTEM_DB=";
+  CmdResult r = run("show", env + sys.string() + " ");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "note: no user database at " + (dir / "none.db").string() + ": showing the system database"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "78 winners in " + sys.string() + "\n")) << r.out;
+  r = run("show --arch gfx942", env + (dir / "nosys.db").string() + " ");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "0 winners: no user database (" + (dir / "none.db").string() + ") and no system database (" +
+                         (dir / "nosys.db").string() + ")\nbuilt-in default for gfx942 where no entry serves: "
+                         "two_stage.t512.v4.u2.b65535 (fp32)")) << r.out;
+  // A database named with --db must exist.
+  r = run("show --db " + (dir / "none.db").string(), env + sys.string() + " ");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "no such file")) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "none.db"));
+}
+
+TEST_F(Cli, MergePrintsASummaryAndWarnsOnceForDifferentDevices) {
+  const auto a = shipped_db();
+  // The same rows measured on "another device": every key is contested across devices.
+  std::string text = slurp(AMAX_SYSTEM_DB_TEXT);
+  for (std::size_t at = 0; (at = text.find("\"NVIDIA H200\"", at)) != std::string::npos; ++at)
+    text.replace(at, 13, "\"NVIDIA H100\"");
+  std::ofstream(dir / "h100.jsonl") << text;
+  const auto b = dir / "h100.db";
+  ASSERT_EQ(run("import " + (dir / "h100.jsonl").string() + " -o " + b.string()).code, 0);
+  std::size_t groups = 0;
+  for (std::size_t at = 0; (at = text.find("{\"row\":\"group_winner\"", at)) != std::string::npos; ++at) ++groups;
+  const std::string keys = std::to_string(78 + groups);
+  const auto out = dir / "m.db";
+  CmdResult r = run("merge " + a.string() + " " + b.string() + " -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "(and " + std::to_string(78 + groups - 1) + " more key(s)); rows from different devices are "
+                         "never mixed silently: give --allow-different-devices to keep the faster winner anyway"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(out));
+  r = run("merge --allow-different-devices " + a.string() + " " + b.string() + " -o " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "  winners kept: 78 from " + a.string() + ", 0 from " + b.string() + " (group winners: " +
+                         std::to_string(groups) + " from " + a.string() + ", 0 from " + b.string() + "); " + keys +
+                         " keys had more than one winner (the fastest kept) (listed with --verbose)\n")) << r.out;
+  EXPECT_TRUE(has(r.out, "warning: --allow-different-devices: " + keys + " of them kept a winner measured on another "
+                         "device than the winner it replaced (listed with --verbose)\n")) << r.out;
+  EXPECT_EQ(r.out.find("warning"), r.out.rfind("warning")) << "warned more than once:\n" << r.out;
+  EXPECT_FALSE(has(r.out, ": kept ")) << "per-key lines without --verbose:\n" << r.out;
+  // An existing output is named with the flag that replaces it.
+  r = run("merge " + a.string() + " " + b.string() + " -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "the output exists (give --overwrite to replace it)")) << r.out;
+  EXPECT_FALSE(has(r.out, "MergePolicy")) << r.out;
+  r = run("merge --verbose --overwrite --allow-different-devices " + a.string() + " " + b.string() + " -o " +
+          out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  // One line per key: "  sm_90/bf16/n=1000: kept LABEL (T us, from A) over LABEL (T us), measured on different devices".
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = r.out.find(": kept ", at)) != std::string::npos; ++at) ++lines;
+  EXPECT_EQ(lines, 78 + groups) << r.out;
+  const auto first = r.out.find("  sm_90/bf16/n=1000: kept ");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const std::string line = r.out.substr(first, r.out.find('\n', first) - first);
+  EXPECT_TRUE(has(line, " us, from " + a.string() + ") over ")) << line;
+  EXPECT_TRUE(line.ends_with(" us), measured on different devices")) << line;
+}
+
+// One exit-code rule: 2 for a command line that is wrong in itself, 1 for a run that failed (a
+// missing or bad file, no device).
+TEST_F(Cli, ExitCodesFollowOneRule) {
+  CmdResult r = run("import " + (dir / "missing.jsonl").string() + " -o " + (dir / "x.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "cannot read the text dump " + (dir / "missing.jsonl").string() + ": No such file")) << r.out;
+  r = run("merge " + (dir / "missing.db").string() + " " + (dir / "missing2.db").string() + " -o " +
+          (dir / "x.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "no such file")) << r.out;
+  EXPECT_EQ(run("--no-such-option").code, 2);
+  EXPECT_EQ(run("merge a.db").code, 2);  // a required argument left out
+  // No --arch: the device's own, and there is none here (on a GPU machine: one small key).
+  r = run("--sizes 1024 --dtypes fp32 --groups none --db " + (dir / "t.db").string());
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present (tuning ran)";
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--arch not given and no GPU found")) << r.out;
+  r = run("--device all --sizes 1024 --dtypes fp32 --groups none --db " + (dir / "t.db").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "--device all: no GPU found")) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "t.db"));
+}
+
+TEST_F(Cli, EmitSaysWhichDtypeItAssumed) {
+  CmdResult r = run("emit --arch sm_90 --label one_pass.t256.v4.u4.b8cu");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "note: --dtype not given, fp32 assumed; choose with --dtype fp16 or bf16\n")) << r.out;
+  r = run("emit --arch sm_90 --dtype fp32 --label one_pass.t256.v4.u4.b8cu");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(has(r.out, "assumed")) << r.out;
+}
+
+// Issue 24 item 2 for the benchmarks: the output directory is checked before anything is measured.
+TEST_F(Cli, BenchOutputDirectoriesAreCheckedFirst) {
+  std::ofstream(dir / "file") << "x";
+  for (const std::string cmd : {"bench --no-plot", "bench-multi"}) {
+    const CmdResult r = run(cmd + " -o " + (dir / "file").string());
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, "amax-tune: error: -o " + (dir / "file").string() + ": '" + (dir / "file").string() +
+                           "' is not a directory; nothing was measured")) << cmd << "\n" << r.out;
+  }
 }

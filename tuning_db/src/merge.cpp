@@ -6,8 +6,6 @@
 #include "codec.hpp"
 #include "util.hpp"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -57,6 +55,7 @@ struct TableMerge {
   std::vector<BasicMergeDecision<Key, WRow>> contested;
   std::size_t conflicts = 0;
   std::string first_conflict;
+  std::size_t from_a = 0, from_b = 0;  // winners kept from each input
 };
 
 template <class WRow, class TRow>
@@ -75,6 +74,7 @@ TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector
     std::sort(cands.begin(), cands.end(), faster<WRow>);
     const Candidate<WRow>& best = cands.front();
     kept.push_back(best);
+    ++(best.src == 'a' ? m.from_a : m.from_b);
     m.winners.push_back(*best.row);
     if (cands.size() == 1) continue;
     const Candidate<WRow>* other_device = nullptr;
@@ -97,13 +97,6 @@ TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector
     d.dropped = *cands[1].row;
     d.different_devices = other_device != nullptr;
     for (auto name : differing_fields(best.row->provenance, cands[1].row->provenance)) d.differing_fields.emplace_back(name);
-    if (other_device) {
-      spdlog::warn("merge: key {}: kept the winner from {} ({}, {} us) over one from a different device {} ({} us), "
-                   "as allowed by MergePolicy::allow_different_devices",
-                   to_string(best.row->key), describe_device(best.row->provenance), src_path(best.src).string(),
-                   best.row->winner.median_us, describe_device(other_device->row->provenance),
-                   other_device->row->winner.median_us);
-    }
     m.contested.push_back(std::move(d));
   }
   std::sort(m.contested.begin(), m.contested.end(), [](const auto& x, const auto& y) { return x.key < y.key; });
@@ -146,7 +139,7 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
   if (same_path(out_path, a_path) || same_path(out_path, b_path)) invalid("the output is one of the inputs");
   std::error_code ec;
   if (fs::exists(fs::symlink_status(out_path, ec)) && !policy.overwrite_output) {
-    invalid("the output exists (set MergePolicy::overwrite_output to replace it)");
+    invalid("the output exists (give --overwrite to replace it)");
   }
 
   std::vector<WinnerRow> wa, wb;
@@ -173,8 +166,8 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
   if (const std::size_t conflicts = single.conflicts + group.conflicts; conflicts > 0) {
     invalid((single.conflicts ? single.first_conflict : group.first_conflict) +
             (conflicts > 1 ? " (and " + std::to_string(conflicts - 1) + " more key(s))" : "") +
-            "; rows from different devices are never mixed silently: set "
-            "MergePolicy::allow_different_devices to keep the faster winner anyway");
+            "; rows from different devices are never mixed silently: give --allow-different-devices to keep "
+            "the faster winner anyway");
   }
 
   const fs::path tmp = detail::temp_beside(out_path);
@@ -200,9 +193,13 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
   MergeReport report;
   report.winners_written = single.winners.size();
   report.trials_written = single.trials.size();
+  report.winners_from_a = single.from_a;
+  report.winners_from_b = single.from_b;
   report.contested = std::move(single.contested);
   report.group_winners_written = group.winners.size();
   report.group_trials_written = group.trials.size();
+  report.group_winners_from_a = group.from_a;
+  report.group_winners_from_b = group.from_b;
   report.group_contested = std::move(group.contested);
   return report;
 }

@@ -162,7 +162,7 @@ void connect(TuningDb::Impl& im, bool immutable) {
     throw DbError(ErrorKind::ReadOnly,
                   "tuning database " + quoted(im.path) +
                       " cannot be opened for writing (the file or its filesystem is read-only); "
-                      "open it with OpenMode::ReadOnly to read it",
+                      "it can still be read (amax-tune show, export)",
                   im.path);
   }
   if (im.mode == OpenMode::ReadOnly) {
@@ -298,8 +298,8 @@ void require_writable_directory(const fs::path& path) {
   if (why.empty()) return;
   throw DbError(ErrorKind::ReadOnly,
                 "tuning database " + quoted(path) + " cannot be opened for writing: " + why +
-                    ", and SQLite creates its journal files there; open it read-only to read it, or use a "
-                    "database in a writable directory",
+                    ", and SQLite creates its journal files there; it can still be read (amax-tune show, "
+                    "export), or use a database in a writable directory",
                 path);
 }
 
@@ -428,8 +428,8 @@ TuningDb TuningDb::open(const fs::path& path, OpenMode mode, const OpenOptions& 
     if (fst.version == 0) {
       throw DbError(ErrorKind::InvalidArgument,
                     "tuning database " + quoted(path) +
-                        " holds no amax-tune tables (an empty SQLite file); open it with "
-                        "OpenMode::ReadWrite once to initialize it",
+                        " holds no amax-tune tables (an empty SQLite file); a tune into it (amax-tune --db "
+                        "FILE) initializes it",
                     path);
     }
     im->version = fst.version;

@@ -25,8 +25,8 @@ bool is_busy(int sqlite_code) noexcept {
 }
 
 std::string corrupt_advice() {
-  return "; the file was left unchanged: move it aside, or rebuild it (amax-tune --rebuild, "
-         "TuningDb::rebuild) to start a fresh database";
+  return "; the file was left unchanged: move it aside, or tune with --rebuild (which moves it aside) to "
+         "start a fresh database";
 }
 
 DbError translate(const SQLite::Exception& e, const std::filesystem::path& path,

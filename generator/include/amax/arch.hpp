@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace amax {
 
@@ -31,6 +32,13 @@ struct ArchInfo {
   /// value, the bad feature (`gfx942:foo+`, `gfx942:xnack`, an empty feature) and the expected forms.
   static ArchInfo parse(std::string_view arch);
 
+  /// parse() for an arch a user names (--arch): the processor must also be one of
+  /// known_processors() (an NVIDIA name may carry NVRTC's a/f suffix: sm_90a). Errors:
+  /// std::invalid_argument naming the value and listing the known processors ("unknown arch
+  /// 'sm_91': amax-tune knows sm_50, ..., gfx1201"). A device's own arch is read with parse()
+  /// (a GPU newer than this list still tunes).
+  static ArchInfo parse_known(std::string_view arch);
+
   /// The setting of target feature `f` ("xnack", "sramecc") in this target ID: true (+), false (-),
   /// nullopt when the ID leaves it unspecified ("any").
   std::optional<bool> feature(std::string_view f) const;
@@ -40,6 +48,14 @@ struct ArchInfo {
   /// `gfx942:sramecc+:xnack-`; `gfx942:xnack-` does not accept `gfx942:xnack+`). NVIDIA: equal names.
   bool accepts(const ArchInfo& device) const;
 };
+
+/// The processors amax-tune knows, NVIDIA first, each vendor's in ascending order: the compute
+/// capabilities NVRTC 12-13 targets (sm_50 to sm_121) and the AMD processors ROCm 6 supports
+/// (gfx906 to gfx1201). "sm_90", "gfx942". Thread-safe (static table).
+const std::vector<std::string_view>& known_processors();
+
+/// known_processors() as one comma-separated list, for messages.
+std::string known_processors_list();
 
 /// What the timing protocol and the resource rules need to know about one AMD processor that the
 /// device does not report (hipDeviceProp_t::l2CacheSize is the L2 only). One row per processor;

@@ -18,7 +18,7 @@ struct MergePolicy {
   /// For a key whose winners come from different devices (device_name, arch or CU count
   /// differ): false (default) fails with DbError(InvalidArgument) naming the key and both
   /// devices; true keeps the faster one anyway and lists the key in MergeReport::contested with
-  /// different_devices set.
+  /// different_devices set (nothing is logged: the caller reports it, once).
   bool allow_different_devices = false;
   /// Replace an existing @p out_path (default: refuse with DbError(InvalidArgument)).
   bool overwrite_output = false;
@@ -44,9 +44,13 @@ using GroupMergeDecision = BasicMergeDecision<GroupKey, GroupWinnerRow>;
 struct MergeReport {
   std::size_t winners_written = 0;
   std::size_t trials_written = 0;
+  std::size_t winners_from_a = 0;        ///< of winners_written: kept from a (the rest from b)
+  std::size_t winners_from_b = 0;
   std::vector<MergeDecision> contested;  ///< sorted by key
   std::size_t group_winners_written = 0;
   std::size_t group_trials_written = 0;
+  std::size_t group_winners_from_a = 0;  ///< of group_winners_written: kept from a (the rest from b)
+  std::size_t group_winners_from_b = 0;
   std::vector<GroupMergeDecision> group_contested;  ///< sorted by key
 };
 
