@@ -73,7 +73,7 @@ int run_emit_multi(const EmitOptions& o, const ArchInfo& arch, DType dtype) {
   }
   if (!o.out_dir.empty()) {
     make_out_dir(o.out_dir);
-    std::set<std::string> kernels;  // variants that differ only in the chunk size and grid cap share one kernel
+    std::set<std::string> kernels;  // variants that differ only in launch parameters share one kernel
     for (std::uint32_t cap : multi_capacities(arch))  // every descriptor capacity the runtime launches
       for (const auto& c : space) {
         const std::string name = multi_kernel_name(c, dtype, cap);

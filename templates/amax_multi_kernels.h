@@ -4,21 +4,20 @@
 // bit-exact contract per tensor (DESIGN.md sections 2 and 6). The generator defines, besides what
 // amax_kernels.h needs (AMAX_STRATEGY excepted):
 //   AMAX_MULTI               1
-//   AMAX_COMBINE             AMAX_COMBINE_THREAD or AMAX_COMBINE_WARP (below; each defined too,
-//                            from the generator's kCombines)
+//   AMAX_COMBINE_THREAD, AMAX_COMBINE_WARP  the values of the combines (below), from the
+//                            generator's kCombines
 //   AMAX_EPILOGUE            AMAX_EPILOGUE_AMAX or AMAX_EPILOGUE_SCALE (amax_kernels.h)
 //   AMAX_MULTI_MAX_TENSORS   tensors per launch: as many descriptors as the kernel-parameter limit
 //                            of the target holds (32764 bytes on NVIDIA sm_70+ with CUDA 12.1+,
 //                            4 KiB on AMD and older NVIDIA)
 //   AMAX_MULTI_ARGS_BYTES    sizeof(amax_multi_args), as the host lays it out
 //   AMAX_MULTI_CHUNK_SHIFT_BIT  the first bit of the chunk shift in amax_multi_args.flags
+//   AMAX_MULTI_COMBINE_BIT   the bit of the combine's value in amax_multi_args.flags
 //   AMAX_MULTI_KERNEL_NAME   the entry point
 //
 // Work split. Tensor t of the launch is cut into chunks of 2^chunk_shift elements
 // (chunk_begin[t + 1] - chunk_begin[t] of them; an empty tensor has one empty chunk, so that its
-// +0.0 is written too). The chunk size is the variant's, passed at launch time in 8 bits of flags
-// (AMAX_MULTI_CHUNK_SHIFT_BIT; not compiled in: the chunk sizes of one thread count, unroll and combine share one
-// kernel); the host's chunks are powers of two of at least 4 KiB, whole numbers of vectors. Block b reduces the consecutive chunks [b * cpb, (b + 1) * cpb) of the
+// +0.0 is written too). Block b reduces the consecutive chunks [b * cpb, (b + 1) * cpb) of the
 // launch (cpb = chunks_per_block, chosen by the host from the variant's grid cap; the last block
 // may have fewer): one tensor lookup (a binary search over chunk_begin) per block, then it walks
 // the tensors its range covers, one segment (the part of a tensor inside the range) after another,
@@ -36,6 +35,9 @@
 // writes their results and sets the arrival word back to 0. No memset, no second launch; the
 // workspace may hold anything before the launch. Workspace words: 4 per block (records), then one
 // per chunk (heads).
+// Launch parameters. The variant's chunk size (as chunk_shift) and combine come in the flags word,
+// not compiled in, so that the variants of one thread count and unroll share a kernel; the host's
+// chunks are powers of two of at least 4 KiB, whole numbers of vectors.
 //
 // Entry point: AMAX_MULTI_KERNEL_NAME(const amax_multi_args args), the descriptors by value in the
 // kernel parameters, so that a captured graph holds its own copy and no host memory outlives the
@@ -48,7 +50,8 @@
 struct amax_multi_args {
   unsigned count;             // tensors in this launch, 1..AMAX_MULTI_MAX_TENSORS
   unsigned spanning;          // tensors of this launch cut between blocks (0: no block counts itself)
-  unsigned flags;             // bit 0: ignore NaN; 8 bits from AMAX_MULTI_CHUNK_SHIFT_BIT: log2 of the elements per chunk
+  unsigned flags;             // bit 0: ignore NaN; bit AMAX_MULTI_COMBINE_BIT: the combine; 8 bits from
+                              // AMAX_MULTI_CHUNK_SHIFT_BIT: log2 of the elements per chunk
   unsigned chunks_per_block;  // consecutive chunks per block (>= 1)
   float* out;                 // the amax array of the whole call (out[index])
   unsigned* workspace;        // 4 words per block, then one per chunk (caller's memory, any content)
@@ -161,25 +164,25 @@ AMAX_DEVICE void amax_multi_body(const amax_multi_args& a) {
   if (!is_last) return;
   const volatile unsigned* w = a.workspace;
   const volatile unsigned* h = heads;
-#if AMAX_COMBINE == AMAX_COMBINE_THREAD
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += AMAX_THREADS) {
-    if (w[4 * b + 3] != 1u) continue;
-    amax_multi_write(a, w[4 * b + 2], amax_multi_heads<1>(h, w[4 * b], w[4 * b + 1], cpb, 0));
-  }
-#else
-  // Each wave looks at AMAX_WAVE_SIZE records at once (a lane per record), then takes the valid
-  // ones one after another, all its lanes reading that tensor's heads.
-  const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
-  for (unsigned base = wave * AMAX_WAVE_SIZE; base < gridDim.x; base += AMAX_THREADS) {
-    amax_wave_mask valid = amax_ballot(base + lane < gridDim.x && w[4 * (base + lane) + 3] == 1u);
-    while (valid) {
-      const unsigned b = base + amax_lowest_lane(valid);
-      valid &= valid - 1;
-      const unsigned v = amax_wave_reduce(amax_multi_heads<AMAX_WAVE_SIZE>(h, w[4 * b], w[4 * b + 1], cpb, lane));
-      if (lane == 0) amax_multi_write(a, w[4 * b + 2], v);
+  if (((a.flags >> AMAX_MULTI_COMBINE_BIT) & 1u) == AMAX_COMBINE_THREAD) {
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += AMAX_THREADS) {
+      if (w[4 * b + 3] != 1u) continue;
+      amax_multi_write(a, w[4 * b + 2], amax_multi_heads<1>(h, w[4 * b], w[4 * b + 1], cpb, 0));
+    }
+  } else {  // AMAX_COMBINE_WARP
+    // Each wave looks at AMAX_WAVE_SIZE records at once (a lane per record), then takes the valid
+    // ones one after another, all its lanes reading that tensor's heads.
+    const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
+    for (unsigned base = wave * AMAX_WAVE_SIZE; base < gridDim.x; base += AMAX_THREADS) {
+      amax_wave_mask valid = amax_ballot(base + lane < gridDim.x && w[4 * (base + lane) + 3] == 1u);
+      while (valid) {
+        const unsigned b = base + amax_lowest_lane(valid);
+        valid &= valid - 1;
+        const unsigned v = amax_wave_reduce(amax_multi_heads<AMAX_WAVE_SIZE>(h, w[4 * b], w[4 * b + 1], cpb, lane));
+        if (lane == 0) amax_multi_write(a, w[4 * b + 2], v);
+      }
     }
   }
-#endif
   __syncthreads();  // every record read before the count is reset (no other block arrives now)
   if (threadIdx.x == 0) *a.counter = 0u;
 }

@@ -104,7 +104,7 @@ std::string render_multi_source(const MultiConfig& c, DType dtype, const ArchInf
   std::string s;
   s.reserve(24000);
   s += "// amax-tune generated multi-tensor kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) + " (" +
-       arch.name + ", " + std::to_string(k) + " tensors per launch; the chunk size and the grid cap are not compiled in)\n";
+       arch.name + ", " + std::to_string(k) + " tensors per launch; the chunk size, grid cap and combine are not compiled in)\n";
   s += "// template hash " + multi_template_hash() + ", generator version " + std::string(generator_version()) + "\n";
   s += "#define AMAX_MULTI 1\n";
   // The value macros of the combines and epilogues, then the compile-time fields from MultiConfig::fields().
@@ -116,6 +116,7 @@ std::string render_multi_source(const MultiConfig& c, DType dtype, const ArchInf
   s += "#define AMAX_MULTI_MAX_TENSORS " + std::to_string(k) + "\n";
   s += "#define AMAX_MULTI_ARGS_BYTES " + std::to_string(multi_args_layout(k).bytes) + "\n";
   s += "#define AMAX_MULTI_CHUNK_SHIFT_BIT " + std::to_string(kMultiChunkShiftBit) + "\n";
+  s += "#define AMAX_MULTI_COMBINE_BIT " + std::to_string(kMultiCombineBit) + "\n";
   s += "#define AMAX_MULTI_KERNEL_NAME " + multi_kernel_name(c, dtype, k) + "\n";
   s += vendor_prelude(arch.vendor);
   detail::append_template(s, "amax_kernels.h");

@@ -485,7 +485,7 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
     for (const MultiLaunch& l : x.launches) {
       p->slot = p->slot || l.spanning;
       p->args[i].emplace_back();
-      pack_multi_args(p->args[i].back(), x.capacity, t_call.list.tensors[i], l, x.config.chunk_elems(di.dtype), nullptr,
+      pack_multi_args(p->args[i].back(), x.capacity, t_call.list.tensors[i], l, x.config, di.dtype, nullptr,
                       nullptr, nullptr, c.nan_mode, nullptr);
       p->bytes += p->args[i].back().size();
     }

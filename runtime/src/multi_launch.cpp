@@ -126,13 +126,15 @@ void patch_multi_args(std::vector<unsigned char>& args, float* out, void* worksp
 }
 
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
-                     const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
+                     const MultiLaunch& l, const MultiConfig& config, DType dtype, float* out, void* workspace,
                      std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale) {
   const MultiArgsLayout layout = multi_args_layout(capacity);
   args.resize(layout.bytes);
   unsigned char* b = args.data();
-  const unsigned shift = static_cast<unsigned>(std::countr_zero(chunk_elems));
-  const std::uint32_t flags = (nan_mode == NanMode::ignore ? 1u : 0u) | shift << kMultiChunkShiftBit;
+  const unsigned shift = static_cast<unsigned>(std::countr_zero(config.chunk_elems(dtype)));
+  const std::uint32_t flags = (nan_mode == NanMode::ignore ? 1u : 0u) |
+                              static_cast<std::uint32_t>(config.combine) << kMultiCombineBit |
+                              shift << kMultiChunkShiftBit;
   const std::uint32_t header[4] = {l.count, l.spanning, flags, l.chunks_per_block};
   std::memcpy(b, header, sizeof header);
   patch_multi_args(args, out, workspace, counter, scale);
@@ -156,9 +158,8 @@ void launch_multi_group(Backend& backend, FunctionHandle kernel, const MultiConf
                         std::span<const MultiLaunch> launches, float* out, void* workspace, std::uint32_t* counter,
                         NanMode nan_mode, const MultiScaleArgs* scale, StreamHandle stream,
                         std::vector<unsigned char>& args) {
-  const std::uint64_t chunk = config.chunk_elems(dtype);
   for (const MultiLaunch& l : launches) {
-    pack_multi_args(args, capacity, tensors, l, chunk, out, workspace, counter, nan_mode, scale);
+    pack_multi_args(args, capacity, tensors, l, config, dtype, out, workspace, counter, nan_mode, scale);
     void* params[] = {args.data()};
     backend.launch(kernel, l.grid, config.threads, stream, params);
   }

@@ -440,24 +440,24 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
 TEST_F(Cli, EmitTheMultiTensorFamily) {
   CmdResult r = run("emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32k.b4cu.warp");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("// amax-tune generated multi-tensor kernel: multi.t512.v8.u4.warp bf16 (sm_90, 1600 tensors "
-                        "per launch; the chunk size and the grid cap are not compiled in)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_EQ(r.out.rfind("// amax-tune generated multi-tensor kernel: multi.t512.v8.u4 bf16 (sm_90, 1600 tensors "
+                        "per launch; the chunk size, grid cap and combine are not compiled in)", 0), 0u) << r.out.substr(0, 200);
   EXPECT_FALSE(has(r.out, "#include"));
-  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_warp_bf16_k1600"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_bf16_k1600"));
   r = run("emit --arch sm_90 --dtype bf16 --label multi.t512.v8.u4.c32k.b4cu.warp.scale");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n"));
-  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_warp_scale_bf16_k1600"));
+  EXPECT_TRUE(has(r.out, "#define AMAX_MULTI_KERNEL_NAME amax_multi_t512_v8_u4_scale_bf16_k1600"));
   r = run("emit --list --family multi --arch sm_90 --dtype fp32");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "multi.t1024.v4.u8.c256k.buncapped.warp\n")) << r.out;
   EXPECT_TRUE(has(r.out, "360 multi-tensor variants in the pruned space for sm_90 fp32 (1600 tensors per launch at most)")) << r.out;
   r = run("emit --family multi --out-dir " + (dir / "msrc").string() + " --arch gfx90a --dtype fp16");
   EXPECT_EQ(r.code, 0) << r.out;
-  // AMD: threads 256 and 512 x unroll 2/4/8 x 2 combines; the 5 chunk sizes and 4 grid caps share kernels.
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "msrc"), fs::directory_iterator{}), 2 * 3 * 2);
-  EXPECT_TRUE(has(r.out, "wrote 12 multi-tensor kernel sources (240 variants) to ")) << r.out;
-  EXPECT_TRUE(fs::exists(dir / "msrc" / "amax_multi_t256_v8_u2_thread_fp16_k192.hip"));
+  // AMD: threads 256 and 512 x unroll 2/4/8; the 5 chunk sizes, 4 grid caps and 2 combines share kernels.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "msrc"), fs::directory_iterator{}), 2 * 3);
+  EXPECT_TRUE(has(r.out, "wrote 6 multi-tensor kernel sources (240 variants) to ")) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "msrc" / "amax_multi_t256_v8_u2_fp16_k192.hip"));
 }
 
 TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {

@@ -13,23 +13,25 @@ using namespace amax;
 TEST(MultiConfig, LabelListsEveryFieldAfterTheFamilyTag) {
   const MultiConfig c{512, 8, 4, 32, BlockCap::per_cu(4), Combine::thread};
   EXPECT_EQ(c.label(), "multi.t512.v8.u4.c32k.b4cu.thread");
-  EXPECT_EQ(c.kernel_label(), "multi.t512.v8.u4.thread");  // the chunk size and grid cap are launch parameters
+  EXPECT_EQ(c.kernel_label(), "multi.t512.v8.u4");  // the chunk size, grid cap and combine are launch parameters
   EXPECT_EQ((MultiConfig{256, 4, 1, 1024, BlockCap::uncapped(), Combine::warp}.label()),
             "multi.t256.v4.u1.c1024k.buncapped.warp");
   MultiConfig fused = c;
   fused.epilogue = Epilogue::scale;
   EXPECT_EQ(fused.label(), "multi.t512.v8.u4.c32k.b4cu.thread.scale");
-  EXPECT_EQ(multi_kernel_name(c, DType::bf16, 1600), "amax_multi_t512_v8_u4_thread_bf16_k1600");
-  EXPECT_EQ(multi_kernel_name(fused, DType::bf16, 192), "amax_multi_t512_v8_u4_thread_scale_bf16_k192");
-  // Configs that differ only in the grid cap and the chunk size share one compiled kernel.
+  EXPECT_EQ(multi_kernel_name(c, DType::bf16, 1600), "amax_multi_t512_v8_u4_bf16_k1600");
+  EXPECT_EQ(multi_kernel_name(fused, DType::bf16, 192), "amax_multi_t512_v8_u4_scale_bf16_k192");
+  // Configs that differ only in the grid cap, the chunk size and the combine share one kernel.
   MultiConfig other = c;
   other.max_blocks = BlockCap::uncapped();
   other.chunk_kib = 256;
+  other.combine = Combine::warp;
   EXPECT_EQ(multi_kernel_name(other, DType::bf16, 1600), multi_kernel_name(c, DType::bf16, 1600));
   EXPECT_EQ(other.compile_time_part(), c.compile_time_part());
   EXPECT_EQ(c.compile_time_part().max_blocks, BlockCap::uncapped());
   EXPECT_EQ(other.compile_time_part().chunk_kib, 32u);
-  other.combine = Combine::warp;  // the combine is compiled in
+  EXPECT_EQ(other.compile_time_part().combine, Combine::thread);
+  other.unroll = 8;  // the unroll is compiled in
   EXPECT_NE(multi_kernel_name(other, DType::bf16, 1600), multi_kernel_name(c, DType::bf16, 1600));
   EXPECT_TRUE(MultiConfig::is_multi_label("multi.t512.v8.u4.c32k.b4cu.thread"));
   EXPECT_FALSE(MultiConfig::is_multi_label("one_pass.t512.v8.u2.b4cu"));
@@ -106,7 +108,7 @@ TEST(MultiConfig, PrunedSpaceIsSixteenByteVectorsWithAVectorPerThread) {
       kernels.insert(c.kernel_label());
     }
     EXPECT_EQ(labels.size(), space.size());
-    EXPECT_EQ(kernels.size(), 3u * 3 * 2) << d.name;  // the chunk sizes and caps share kernels
+    EXPECT_EQ(kernels.size(), 3u * 3) << d.name;  // the chunk sizes, caps and combines share kernels
   }
   // AMD: 256 and 512 threads only.
   EXPECT_EQ(enumerate_multi_space(ArchInfo::parse("gfx942"), DType::bf16, SpaceKind::pruned).size(), 2u * 3 * 5 * 4 * 2);
@@ -149,18 +151,19 @@ TEST(MultiConfig, RenderedSourceDefinesEveryFieldAndHasNoSingleTensorEntryPoint)
   const std::string s = render_multi_source(c, DType::fp16, ArchInfo::parse("sm_90"), 1600);
   for (const char* line : {"#define AMAX_MULTI 1\n", "#define AMAX_THREADS 256\n", "#define AMAX_NVEC 8\n",
                            "#define AMAX_UNROLL 2\n", "#define AMAX_COMBINE_THREAD 0\n",
-                           "#define AMAX_COMBINE_WARP 1\n", "#define AMAX_COMBINE AMAX_COMBINE_WARP\n",
+                           "#define AMAX_COMBINE_WARP 1\n", "#define AMAX_MULTI_COMBINE_BIT 1\n",
                            "#define AMAX_ELEM_BYTES 2\n", "#define AMAX_DTYPE AMAX_DTYPE_FP16\n",
                            "#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n",
                            "#define AMAX_MULTI_MAX_TENSORS 1600\n", "#define AMAX_MULTI_ARGS_BYTES 32080\n",
                            "#define AMAX_MULTI_CHUNK_SHIFT_BIT 8\n",
-                           "#define AMAX_MULTI_KERNEL_NAME amax_multi_t256_v8_u2_warp_scale_fp16_k1600\n",
+                           "#define AMAX_MULTI_KERNEL_NAME amax_multi_t256_v8_u2_scale_fp16_k1600\n",
                            "#line 1 \"amax_multi_kernels.h\"\n", "template hash "})
     EXPECT_NE(s.find(line), std::string::npos) << line;
   EXPECT_NE(s.find(multi_template_hash()), std::string::npos);
   EXPECT_EQ(s.find("#define AMAX_STRATEGY "), std::string::npos);
   EXPECT_EQ(s.find("AMAX_MAX_BLOCKS"), std::string::npos);  // the grid cap is not compiled in
   EXPECT_EQ(s.find("AMAX_CHUNK_KIB"), std::string::npos);   // nor the chunk size
+  EXPECT_EQ(s.find("#define AMAX_COMBINE "), std::string::npos);  // nor the combine
   EXPECT_EQ(s.find("#include"), std::string::npos);
   EXPECT_NE(s.find("#ifndef AMAX_MULTI"), std::string::npos);  // the single-tensor entry points are skipped
   const std::string amd = render_multi_source(c, DType::fp16, ArchInfo::parse("gfx942"), 192);

@@ -303,8 +303,8 @@ TEST_P(JitCompile, TemplateChecksPointIntoTheTemplate) {
 
 // The multi-tensor family (templates/amax_multi_kernels.h) for every target: every dtype, every
 // descriptor capacity of the arch (NVIDIA sm_70+: 192, 512 and 1600, up to 32 KB of kernel parameters;
-// AMD: 192), both combines, both epilogues, the smallest and largest block of the pruned space with
-// the fewest and most loads in flight (one chunk size and grid cap: neither is compiled in); each code
+// AMD: 192), both epilogues, the smallest and largest block of the pruned space with the fewest and
+// most loads in flight (one chunk size, grid cap and combine: none is compiled in); each code
 // object names its kernel, with registers read back and no spills; on AMD the code object's target
 // ID, wave size and launch bound are checked as for the single-tensor kernels.
 TEST_P(JitCompile, MultiTensorSpreadCompilesWithoutSpills) {
@@ -319,7 +319,7 @@ TEST_P(JitCompile, MultiTensorSpreadCompilesWithoutSpills) {
       for (auto c : enumerate_multi_space(arch, d.dtype, SpaceKind::pruned))
         for (const EpilogueInfo& ep : kEpilogues) {
           if (!((c.threads == 256 && c.unroll == 2) || (c.threads == most && c.unroll == 8)) || c.chunk_kib != 64 ||
-              c.max_blocks != BlockCap::per_cu(4))
+              c.max_blocks != BlockCap::per_cu(4) || c.combine != Combine::thread)
             continue;
           c.epilogue = ep.value;
           CompiledProgram p;
@@ -342,8 +342,8 @@ TEST_P(JitCompile, MultiTensorSpreadCompilesWithoutSpills) {
           }
           ++compiled;
         }
-  // 3 dtypes x capacities x 2 (threads, unroll) pairs x 2 combines x 2 epilogues
-  EXPECT_EQ(compiled, 3 * static_cast<int>(multi_capacities(arch).size()) * 2 * 2 * 2);
+  // 3 dtypes x capacities x 2 (threads, unroll) pairs x 2 epilogues
+  EXPECT_EQ(compiled, 3 * static_cast<int>(multi_capacities(arch).size()) * 2 * 2);
   std::printf("[ multi ] %s: %d multi-tensor kernels compiled, no spills\n", t.arch, compiled);
 }
 

@@ -189,7 +189,9 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   std::uint32_t* ctr = reinterpret_cast<std::uint32_t*>(0xCC00);
   const MultiScaleArgs sa{reinterpret_cast<float*>(0xDD00), reinterpret_cast<float*>(0xEE00), 448.0f, 0.5f,
                           kRuleForcePow2};
-  pack_multi_args(a, 192, t, l, 4096, out, ws, ctr, NanMode::ignore, &sa);
+  MultiConfig warp = fp32_config(4096, BlockCap::per_cu(4));
+  warp.combine = Combine::warp;
+  pack_multi_args(a, 192, t, l, warp, DType::fp32, out, ws, ctr, NanMode::ignore, &sa);
   const MultiArgsLayout lay = multi_args_layout(192);
   ASSERT_EQ(a.size(), lay.bytes);
   auto u32 = [&](std::size_t off) { std::uint32_t v; std::memcpy(&v, a.data() + off, 4); return v; };
@@ -197,7 +199,7 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   auto f32 = [&](std::size_t off) { float v; std::memcpy(&v, a.data() + off, 4); return v; };
   EXPECT_EQ(u32(0), 3u);   // count
   EXPECT_EQ(u32(4), 1u);   // spanning
-  EXPECT_EQ(u32(8), 1u | 12u << 8);  // flags: ignore NaN, chunks of 2^12 = 4096 elements
+  EXPECT_EQ(u32(8), 1u | 1u << 1 | 12u << 8);  // flags: ignore NaN, the warp combine, chunks of 2^12 elements
   EXPECT_EQ(u32(12), 2u);  // chunks per block
   EXPECT_EQ(u64(16), 0xAA00u);
   EXPECT_EQ(u64(24), 0xBB00u);
@@ -217,8 +219,9 @@ TEST(MultiLaunch, PackedArgumentsFollowTheKernelsLayout) {
   EXPECT_EQ(u32(lay.chunk_offset + 8), 4u);
   EXPECT_EQ(u32(lay.chunk_offset + 12), 5u);
   // Without the epilogue the scale fields are zero.
-  pack_multi_args(a, 192, t, l, 65536, out, ws, ctr, NanMode::propagate);
-  EXPECT_EQ(u32(8), 16u << 8);  // propagate NaN, chunks of 2^16 elements
+  pack_multi_args(a, 192, t, l, fp32_config(65536, BlockCap::per_cu(4)), DType::fp32, out, ws, ctr,
+                  NanMode::propagate);
+  EXPECT_EQ(u32(8), 16u << 8);  // propagate NaN, the thread combine, chunks of 2^16 elements
   EXPECT_EQ(u64(40), 0u);
   EXPECT_EQ(u64(48), 0u);
   EXPECT_EQ(f32(56), 0.0f);

@@ -42,11 +42,11 @@ std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, 
   const MultiConfig def = builtin_multi_default(arch, group.dtype, shape);
   const std::uint32_t capacity = multi_capacity_for(arch, group.tensors);
   const std::vector<MultiTensor> list(group.tensors, MultiTensor{nullptr, group.n, 0});
-  // What decides the work of a variant on this group: its kernel with the fields that change
-  // nothing here at a fixed value (the combine without cut tensors, the chunk size when every
-  // tensor is one chunk), and its launches.
+  // What decides the work of a variant on this group: its launches, and its fields with the grid
+  // cap (the launches say what it does) and those that change nothing here (the combine without
+  // cut tensors, the chunk size when every tensor is one chunk) at a fixed value.
   using Launches = std::vector<std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>>;
-  std::map<std::pair<std::string, Launches>, std::size_t> classes;  // -> index in `out`
+  std::map<std::pair<MultiConfig, Launches>, std::size_t> classes;  // -> index in `out`
   std::vector<MultiConfig> out;
   for (const MultiConfig& c : multi_candidates(arch, group.dtype, kind, shape)) {
     bool cut = false;
@@ -55,10 +55,11 @@ std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, 
       cut = cut || l.spanning > 0;
       launches.emplace_back(l.first, l.count, l.chunks, l.chunks_per_block, l.grid);
     }
-    MultiConfig work = c.compile_time_part();
+    MultiConfig work = c;
+    work.max_blocks = BlockCap::uncapped();
     if (!cut) work.combine = Combine::thread;
-    const std::string chunk = group.n <= c.chunk_elems(group.dtype) ? "one" : std::to_string(c.chunk_kib);
-    const auto [it, added] = classes.try_emplace({work.kernel_label() + "/" + chunk, std::move(launches)}, out.size());
+    if (group.n <= c.chunk_elems(group.dtype)) work.chunk_kib = 0;
+    const auto [it, added] = classes.try_emplace({work, std::move(launches)}, out.size());
     if (added)
       out.push_back(c);
     else if (c == def)

@@ -43,8 +43,9 @@ std::string_view to_string(Combine c) noexcept;
 std::optional<Combine> parse_combine(std::string_view s) noexcept;
 
 /// One multi-tensor variant. Label: `multi.t512.v8.u4.c32k.b4cu.thread` (the family tag `multi`,
-/// then every field in order; `.scale` at the end for the fused epilogue). The chunk size and the
-/// grid cap are launch parameters: variants that differ only in them share one compiled kernel.
+/// then every field in order; `.scale` at the end for the fused epilogue). The chunk size, the grid
+/// cap and the combine are launch parameters: variants that differ only in them share one compiled
+/// kernel.
 struct MultiConfig {
   std::uint32_t threads = 512;    ///< threads per block, a multiple of the wave size
   std::uint32_t nvec = 4;         ///< elements per vector load; nvec * element bytes <= 16
@@ -55,6 +56,8 @@ struct MultiConfig {
   /// Grid cap: each block reduces ceil(chunks / cap) consecutive chunks (`buncapped`: one chunk
   /// per block). A launch parameter, not compiled in.
   BlockCap max_blocks{};
+  /// How a tensor cut between blocks is combined. A launch parameter, not compiled in (a bit of the
+  /// flags word of the kernel's arguments).
   Combine combine = Combine::thread;
   Epilogue epilogue = Epilogue::amax;  ///< amax alone, or amax + scale + scale_inv per tensor
 
@@ -71,7 +74,7 @@ struct MultiConfig {
                            Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &MultiConfig::unroll},
                            Field<std::uint32_t>{"chunk_kib", "c", "k", "", &MultiConfig::chunk_kib},
                            Field<BlockCap>{"max_blocks", "b", "", "", &MultiConfig::max_blocks},
-                           Field<Combine>{"combine", "", "", "AMAX_COMBINE", &MultiConfig::combine},
+                           Field<Combine>{"combine", "", "", "", &MultiConfig::combine},
                            Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &MultiConfig::epilogue, true});
   }
 
@@ -79,8 +82,9 @@ struct MultiConfig {
   static constexpr std::string_view kFamily = "multi";
   /// Canonical label, e.g. `multi.t512.v8.u4.c32k.b4cu.thread` or `...thread.scale`.
   std::string label() const;
-  /// The compile-time part of the label (the chunk size and the grid cap left out), e.g.
-  /// `multi.t512.v8.u4.thread`: configs with equal kernel_label() share one compiled binary.
+  /// The compile-time part of the label (the chunk size, grid cap and combine left out), e.g.
+  /// `multi.t512.v8.u4` or `multi.t512.v8.u4.scale`: configs with equal kernel_label() share one
+  /// compiled binary.
   std::string kernel_label() const;
   /// This config with the launch-time fields at their default (equal kernel_label() <=> equal part).
   MultiConfig compile_time_part() const;
@@ -100,7 +104,7 @@ static_assert(aggregate_arity<MultiConfig>() == std::tuple_size_v<decltype(Multi
               "every MultiConfig member must be listed in MultiConfig::fields()");
 
 /// Entry point of `c` for `dtype` compiled for `max_tensors` descriptors per launch:
-/// `amax_multi_t512_v8_u4_thread_bf16_k1600` (the kernel label, '.' -> '_').
+/// `amax_multi_t512_v8_u4_bf16_k1600` (the kernel label, '.' -> '_').
 std::string multi_kernel_name(const MultiConfig& c, DType dtype, std::uint32_t max_tensors);
 
 /// Tensors per launch on `arch`: as many descriptors (20 bytes each: pointer, count with output
@@ -127,9 +131,11 @@ inline constexpr std::uint64_t kMultiMaxTensors = (1ull << 24) - 1;
 /// flags, chunks per block; the output, workspace and counter pointers; the scale epilogue's two
 /// output pointers, max, epsilon and rule flags, and a reserved word.
 inline constexpr std::size_t kMultiArgsHeaderBytes = 72;
-/// The first bit of the chunk shift (log2 of the elements per chunk, 8 bits) in the flags word of
-/// `amax_multi_args` (bit 0 is the NaN mode); rendered into every source as
-/// AMAX_MULTI_CHUNK_SHIFT_BIT.
+/// The flags word of `amax_multi_args`: bit 0 the NaN mode (AMAX_FLAG_IGNORE_NAN), bit
+/// kMultiCombineBit the combine's value (Combine), 8 bits from kMultiChunkShiftBit log2 of the
+/// elements per chunk. Rendered into every source as AMAX_MULTI_COMBINE_BIT and
+/// AMAX_MULTI_CHUNK_SHIFT_BIT; pack_multi_args (runtime) writes the word.
+inline constexpr unsigned kMultiCombineBit = 1;
 inline constexpr unsigned kMultiChunkShiftBit = 8;
 /// Byte layout of the kernel's parameter struct `amax_multi_args` for `max_tensors` descriptors
 /// (templates/amax_multi_kernels.h): the header, then the pointers, the counts and the chunk starts

@@ -99,12 +99,12 @@ using MultiScaleArgs = ScaleArgs;
 
 /// Writes the kernel-parameter struct `amax_multi_args` of launch `l` into `args` (resized to the
 /// layout of `capacity` descriptors; the header is written whole, the descriptors past l.count are
-/// left as they were: the kernel never reads them). `chunk_elems` (the variant's chunk size in
-/// elements, a power of two) goes into the flags word as its log2 (kMultiChunkShiftBit), beside the
-/// NaN mode in bit 0. `scale`: the epilogue's arguments, or nullptr for an amax-only kernel.
+/// left as they were: the kernel never reads them). The flags word holds `nan_mode` and the launch
+/// parameters of `config` for `dtype` (its combine and log2 of its chunk size in elements; see
+/// kMultiChunkShiftBit). `scale`: the epilogue's arguments, or nullptr for an amax-only kernel.
 /// Thread-safe (pure).
 void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, std::span<const MultiTensor> tensors,
-                     const MultiLaunch& l, std::uint64_t chunk_elems, float* out, void* workspace,
+                     const MultiLaunch& l, const MultiConfig& config, DType dtype, float* out, void* workspace,
                      std::uint32_t* counter, NanMode nan_mode, const MultiScaleArgs* scale = nullptr);
 
 /// Rewrites the per-call fields of a packed `amax_multi_args` (pack_multi_args): the output,

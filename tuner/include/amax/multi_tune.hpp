@@ -57,11 +57,10 @@ std::vector<MultiConfig> multi_candidates(const ArchInfo& arch, DType dtype, Spa
 
 /// The variants a tune of `group` times on a device of `cu_count` CUs/SMs: multi_candidates() of
 /// the group's shape, less every variant whose launches on this group do the same work as an
-/// earlier one's. Two variants do the same work when they run the same compiled kernel
-/// (kernel_label()) or differ only in the combine while no launch has a tensor cut between blocks
-/// (the combine then never runs), and split_multi_launches() gives them the same launches (tensors,
-/// chunks, chunks per block and grid of each), with the same chunk size or every tensor one chunk
-/// at both (the chunk size then changes no segment). Of each such class the built-in default is
+/// earlier one's. Two variants do the same work when split_multi_launches() gives them the same
+/// launches (tensors, chunks, chunks per block and grid of each) and they differ in no field but
+/// the grid cap, the combine where no launch has a tensor cut between blocks (it never runs then),
+/// and the chunk size where every tensor is one chunk at both (it then changes no segment). Of each such class the built-in default is
 /// kept where it is a member, else the first in multi_candidates() order, at the place of that
 /// first member. Example (H200, 132 SMs): 64 x 4096 fp32 keeps 9 of 360 (every chunk size and grid
 /// cap gives one block per tensor, none cut: the 9 thread counts x unrolls remain); 32 x 16 Mi keeps
