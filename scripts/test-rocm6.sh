@@ -2,7 +2,10 @@
 # Builds amax-tune (library, tuner, CPU tests; no CUDA) INSIDE the ROCm 6.4 sid root of
 # scripts/fetch-rocm.sh --sid, against its ROCm 6.4 (CMake packages hip and hiprtc, libhiprtc.so.6,
 # hipDeviceProp_t R0600, LLVM 21), then runs the JIT tests there: gfx90a, gfx942 target IDs and
-# gfx950, the whole pruned space for gfx942:sramecc+:xnack- and gfx950. Extra arguments go to ctest.
+# gfx950, the whole pruned space for gfx942:sramecc+:xnack- and gfx950, and its release bundle of the
+# gfx950 target IDs (ROCm 6.4 is the first hipRTC that knows gfx950; scripts/bundle-amd.sh adds
+# those entries to the Debian 12 build's bundle) with every code object's ELF notes read back.
+# Extra arguments go to ctest.
 # Skips (exit 0, with a message) where the root is absent. Needs root (chroot).
 #   usage: [AMAX_ROCM_SID=DIR] scripts/test-rocm6.sh [CTEST ARGS]   (default DIR: .rocm/sid)
 set -euo pipefail
@@ -20,13 +23,14 @@ git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$
 jobs=$(nproc)
 chroot "$root" env -i PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 bash -euo pipefail -c "
   cmake -S /src/amax-tune -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMAX_WITH_CUDA=OFF \
-        -DAMAX_WITH_HIP=ON -DAMAX_BUILD_BENCHMARKS=OFF | grep -E 'amax-tune|CMake Error' || true
+        -DAMAX_WITH_HIP=ON -DAMAX_BUILD_BENCHMARKS=OFF -DAMAX_BUNDLE_ARCHES=gfx950:sramecc+:xnack-,gfx950 | grep -E 'amax-tune|CMake Error' || true
   cmake --build /src/build -j $jobs
   echo \"test-rocm6: built with \$(g++ --version | head -1), \$(dpkg-query -W -f='\${Package} \${Version}, ' libamdhip64-dev libhiprtc6 libamd-comgr3 llvm-dev)\"
   set +e
-  ctest --test-dir /src/build -V -j $jobs -R '^(Targets/JitCompile|CodeObject)\.' $* > /src/ctest-jit.log 2>&1
+  ctest --test-dir /src/build -V -j $jobs -R '^(Targets/JitCompile|CodeObject|ReleaseBundle|BundleLookup)\.|^bundle\.amd_code_object_notes\$' $* > /src/ctest-jit.log 2>&1
   rc=\$?
-  grep -E '\[ (toolchain|resources) \]|tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped' /src/ctest-jit.log
+  cat /src/build/share/amax-tune/kernels.bundle.txt
+  grep -E '\[ (toolchain|resources|notes) \]|tests passed|tests failed|\*\*\*Failed|\*\*\*Skipped' /src/ctest-jit.log
   if [ \$rc -ne 0 ]; then grep -E -B2 -A20 'Failure|FAILED' /src/ctest-jit.log | head -300; fi
   exit \$rc
 "

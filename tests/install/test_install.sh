@@ -18,6 +18,16 @@ if [ -f "$src/data/system-db.jsonl" ]; then
     test -f "$bundle/index.json" || { echo "kernel bundle not installed"; exit 1; }
     bad=$(find "$bundle" -perm /022 | head -1)
     [ -z "$bad" ] || { echo "installed bundle file writable by group or others: $bad"; exit 1; }
+    # Every arch the build compiled or copied into its bundle (its report, kernels.bundle.txt:
+    # gfx942 with ROCm 5.7, gfx950 from the ROCm 6.4 root by scripts/bundle-amd.sh) is installed,
+    # and the AMD code objects read back (target ID, wave 64, launch bound, no spills or scratch).
+    report="$build/share/amax-tune/kernels.bundle.txt"
+    for a in $(sed -n -E 's/^([^ ]+): [0-9]+ kernels.*/\1/p' "$report"); do
+      grep -q "\"arch\": \"$a\"" "$bundle/index.json" || { echo "installed bundle lacks $a (built: $report)"; exit 1; }
+    done
+    rc=0; python3 "$src/tests/runtime/check_bundle_notes.py" "$bundle" --report "$report" || rc=$?
+    [ $rc -eq 0 ] || [ $rc -eq 77 ] || { echo "installed bundle fails the code-object checks"; exit 1; }
+    echo "installed bundle beside system.db: $(sed -n -E 's/^([^ ]+): [0-9]+ kernels.*/\1/p' "$report" | tr '\n' ' ')"
   fi
 fi
 # pkg-config + C, with the .pc file as installed (relocatable: paths relative to itself)
