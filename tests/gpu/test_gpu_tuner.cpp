@@ -16,6 +16,7 @@
 
 #include "amax/backend.hpp"
 #include "amax/check.hpp"
+#include "amax/search.hpp"
 #include "amax/search_space.hpp"
 #include "amax/tuner.hpp"
 
@@ -34,11 +35,16 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   o.progress = false;
   const auto r = tune::run_tuning(o);
   ASSERT_EQ(r.keys.size(), 6u);
-  const std::size_t expect_variants = enumerate_space(ArchInfo::parse(o.arch), DType::bf16, SpaceKind::pruned).size() + 2;
+  // One variant per distinct launch at each size (the pruned space and TE's two configurations).
+  const auto cu = static_cast<std::uint32_t>(r.device.cu_count);
+  auto expect_variants = [&](DType d, std::uint64_t n) {
+    return tune::distinct_launches(tune::candidates(ArchInfo::parse(r.device.arch), d, SpaceKind::pruned), d, n, cu)
+        .size();
+  };
   for (const auto& k : r.keys) {
     EXPECT_FALSE(k.resumed);
     ASSERT_GE(k.winner, 0) << to_string(k.dtype) << " " << k.n;
-    EXPECT_EQ(k.variants.size(), expect_variants);
+    EXPECT_EQ(k.variants.size(), expect_variants(k.dtype, k.n));
     for (const auto& var : k.variants) EXPECT_EQ(var.status, db::TrialStatus::ok) << var.config.label() << ": " << var.reason;
     const auto& w = k.variants[k.winner];
     // The winner heads its tie set, and every member is tied (tie rule) with the fastest finalist.
@@ -64,7 +70,7 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   for (const auto& w : winners) {
     EXPECT_EQ(w.provenance.arch, o.arch);
     const auto trials = db.trials(w.key);
-    EXPECT_EQ(trials.size(), expect_variants);
+    EXPECT_EQ(trials.size(), expect_variants(w.key.dtype, w.key.n));
     int winners_in_trials = 0;
     for (const auto& t : trials)
       if (t.trial.tie_rank == 0) {

@@ -1,10 +1,12 @@
 // The search strategy's decisions on synthetic samples from a fake SampleSource (no GPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 
+#include "amax/launch.hpp"
 #include "amax/search.hpp"
 #include "amax/tuner.hpp"
 
@@ -317,4 +319,34 @@ TEST(SelectWinner, ASingleFinalistNeedsNoConfirmationAndNoneMeansNoSecondMeasure
   EXPECT_EQ(two.winner, 0);  // 20% faster: no tie, the lower median wins
   EXPECT_EQ(two.confirmation, Confirmation::none);
   EXPECT_TRUE(s2.asked_second.empty());
+}
+
+TEST(Search, DistinctLaunchesTimeEachGridOfAKernelOnceKeepingTheBaselines) {
+  const ArchInfo h200 = ArchInfo::parse("sm_90");
+  for (DType d : {DType::bf16, DType::fp32})
+    for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 20, std::uint64_t{1} << 30}) {
+      const auto cands = candidates(h200, d, SpaceKind::pruned);
+      const auto keep = distinct_launches(cands, d, n, 132);
+      ASSERT_FALSE(keep.empty());
+      EXPECT_TRUE(std::is_sorted(keep.begin(), keep.end()));
+      // Every candidate has exactly one kept variant of the same kernel and grid, and no two kept
+      // variants share a kernel and a grid.
+      std::map<std::pair<std::string, std::uint32_t>, int> kept;
+      for (std::size_t i : keep) {
+        KernelConfig c = cands[i];
+        c.max_blocks = BlockCap::uncapped();
+        ++kept[{c.label(), launch_shape(cands[i], n, 132).grid}];
+      }
+      for (const auto& [cls, count] : kept) EXPECT_EQ(count, 1) << cls.first << " grid " << cls.second;
+      for (const auto& c : cands) {
+        KernelConfig u = c;
+        u.max_blocks = BlockCap::uncapped();
+        EXPECT_EQ(kept.count({u.label(), launch_shape(c, n, 132).grid}), 1u) << c.label() << " n=" << n;
+      }
+      // TransformerEngine's configurations are always among them (the report compares against them).
+      for (const auto& te : transformer_engine_baselines(d))
+        EXPECT_NE(std::find_if(keep.begin(), keep.end(), [&](std::size_t i) { return cands[i] == te; }), keep.end())
+            << te.label() << " n=" << n;
+      if (n == 1000) EXPECT_LT(keep.size(), cands.size() / 2) << to_string(d);  // small n: most caps give one grid
+    }
 }

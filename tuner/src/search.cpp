@@ -1,5 +1,7 @@
 #include "amax/search.hpp"
 
+#include "amax/launch.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,6 +35,22 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType d, SpaceKind ki
   for (const auto& te : transformer_engine_baselines(d))
     if (std::find(v.begin(), v.end(), te) == v.end()) v.push_back(te);
   return v;
+}
+
+std::vector<std::size_t> distinct_launches(const std::vector<KernelConfig>& cands, DType dtype, std::uint64_t n,
+                                           std::uint32_t cu_count) {
+  const auto baselines = transformer_engine_baselines(dtype);
+  std::map<std::pair<KernelConfig, std::uint32_t>, std::size_t> classes;  // (config uncapped, grid) -> its entry
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    KernelConfig work = cands[i];
+    work.max_blocks = BlockCap::uncapped();
+    const auto [it, added] = classes.try_emplace({work, launch_shape(cands[i], n, cu_count).grid}, i);
+    if (!added && std::find(baselines.begin(), baselines.end(), cands[i]) != baselines.end()) it->second = i;
+  }
+  std::vector<std::size_t> out;
+  for (const auto& [cls, i] : classes) out.push_back(i);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void screen(std::vector<VariantResult>& variants, const TimingProtocol& protocol, SampleSource& source) {

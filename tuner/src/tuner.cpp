@@ -462,7 +462,11 @@ class Session {
     KeyResult k;
     k.dtype = d;
     k.n = n;
-    for (const auto& c : cands_[d]) {
+    // One variant per distinct launch at this n (variants differing only in a grid cap that gives
+    // the same grid do the same work): the others are neither timed nor recorded.
+    const auto cu = static_cast<std::uint32_t>(backend_->device().cu_count);
+    for (std::size_t i : distinct_launches(cands_[d], d, n, cu)) {
+      const KernelConfig& c = cands_[d][i];
       VariantResult r;
       r.config = c;
       r.usage = usage_[kernel_name(c, d)];

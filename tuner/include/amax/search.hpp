@@ -71,6 +71,16 @@ std::vector<KernelConfig> transformer_engine_baselines(DType dtype);
 /// in it. Thread-safe.
 std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
+/// The entries of `cands` worth timing at n elements of `dtype` on a device of `cu_count` CUs/SMs:
+/// one per distinct launch. Variants whose configs differ only in the grid cap (a launch parameter)
+/// run the same kernel, and where their caps give the same grid at this n (launch_shape) they do
+/// the same work: only the first of such a class (in `cands`' order) is timed, except that a
+/// TransformerEngine baseline (transformer_engine_baselines) stands for its class, since the
+/// tuner's report and finalists name them. Returns indices into `cands`, ascending. At small n
+/// most caps give the same grid (e.g. bf16 n=1000: 60 distinct of 288 on an H200). Thread-safe.
+std::vector<std::size_t> distinct_launches(const std::vector<KernelConfig>& cands, DType dtype, std::uint64_t n,
+                                           std::uint32_t cu_count);
+
 /// Where the search gets its times: per-call times (us) of batches of variant `i` of the key
 /// being tuned. Implemented by the tuner over the runner; tests use synthetic sources.
 class SampleSource {
