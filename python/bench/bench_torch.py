@@ -9,13 +9,9 @@ floor), ``amax_tune.amax(x)`` (a new 0-d output per call, as a user calls it),
 ``amax_tune.amax(x, out=o)`` (a preallocated output), ``torch.empty`` of a 0-d fp32 tensor (the
 cost of a new result, which amax pays and out= does not; host time only), ``torch.amax(x.abs())`` and
 ``torch.linalg.vector_norm(x, inf)``; for lists of 8 tensors: a loop of ``amax_tune.amax`` and
-``amax_tune.amax_multi`` against ``torch._foreach_norm(xs, inf)``. Per call, three numbers (docs/tuning.md,
-GPU time and host cost): the host-inclusive time (events around a batch enqueued back to back while the
-GPU runs it: what an eager loop from Python pays; the column median_us and the issue-28 targets), the
-GPU time (events around the same batch held behind a gate until it is fully enqueued:
-``torch.cuda._sleep`` of a calibrated length, the batch valid only when the gate had not yet opened
-once every call was queued; what a CUDA graph or a GPU-bound step pays; the column gpu_us) and the host
-time of issuing it (perf_counter around the batch's launches).
+``amax_tune.amax_multi`` against ``torch._foreach_norm(xs, inf)``. Per call: the device time
+(events) and the host time of issuing it (perf_counter around the batch's launches, which a launch
+queue of this depth does not throttle).
 
 Groups (issue 12; --no-groups leaves them out): per group of N tensors of n elements (500 x 4096
 fp32, 4096 x 16 Ki bf16, 64 x 1 Mi, 128 x 1 Mi, 512 x 64 Ki, 8 x 16 Mi bf16, 64 x 4096 fp32),
@@ -48,7 +44,7 @@ import amax_tune
 
 INF = float("inf")
 FIELDS = ["kind", "dtype", "n", "tensors", "bytes", "contender", "median_us", "q1_us", "q3_us", "host_us", "batch",
-          "samples", "inputs", "group", "gpu_us"]
+          "samples", "inputs", "group"]
 #: (tensors, elements each, dtype) of the groups section
 GROUPS = [(500, 4096, torch.float32), (4096, 16384, torch.bfloat16), (64, 1 << 20, torch.bfloat16),
           (128, 1 << 20, torch.bfloat16), (512, 65536, torch.bfloat16), (8, 16 << 20, torch.bfloat16),
@@ -80,75 +76,28 @@ def list_contenders():
             "amax_tune_multi": amax_tune.amax_multi}
 
 
-class Gate:
-    """nvbench's blocking kernel from Python: ``torch.cuda._sleep(cycles)`` holds the stream while the
-    host enqueues a batch behind it. Its cycles per microsecond are calibrated once with events. A batch
-    counts only when its start event (recorded behind the gate) had not completed once the host had
-    enqueued every call: the GPU then ran the batch back to back, and the events measure GPU time."""
-
-    def __init__(self):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        cycles = 20_000_000
-        a.record()
-        torch.cuda._sleep(cycles)
-        b.record()
-        b.synchronize()
-        self.cycles_per_us = cycles / (1000.0 * a.elapsed_time(b))
-
-    def hold(self, us):
-        torch.cuda._sleep(int(us * self.cycles_per_us))
-
-
-GATE = None
-
-
-def one_batch(fn, inputs, start, k, hold_us=0.0):
-    """(device us per call, host us per call) of k back-to-back calls on inputs[start:]...; with hold_us
-    the batch is enqueued behind a gate held that long (GPU time); None when the gate opened before the
-    batch was fully enqueued (the caller holds it longer)."""
+def one_batch(fn, inputs, start, k):
+    """(device us per call, host us per call) of k back-to-back calls on inputs[start:]..."""
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     m = len(inputs)
-    if hold_us:
-        GATE.hold(hold_us)
     t0 = time.perf_counter()
     a.record()
     for i in range(k):
         fn(inputs[(start + i) % m])
     b.record()
     t1 = time.perf_counter()
-    opened_early = bool(hold_us) and a.query()
     b.synchronize()
-    if opened_early:
-        return None
     return 1000.0 * a.elapsed_time(b) / k, 1e6 * (t1 - t0) / k
 
 
-def gpu_batch(fn, inputs, start, k, host_us):
-    """GPU us per call of a gated batch: the gate is held 3x the batch's expected host time (+100 us),
-    doubled until the batch was fully enqueued before it opened (at most 6 tries)."""
-    hold = 3.0 * k * host_us + 100.0
-    for _ in range(6):
-        r = one_batch(fn, inputs, start, k, hold)
-        if r is not None:
-            return r[0]
-        hold *= 2
-    sys.exit("bench_torch: the gate opened before a batch of %d calls was enqueued 6 times (last held %.0f us)"
-             % (k, hold / 2))
-
-
 def measure(fns, inputs, rounds):
-    """{name: (device samples, host samples, k, gpu samples)} with rounds interleaved over the contenders:
-    each round one back-to-back batch (host-inclusive) and one gated batch (GPU time) per contender."""
-    global GATE
-    if GATE is None:
-        GATE = Gate()
+    """{name: (device samples, host samples, k)} with rounds interleaved over the contenders."""
     ks, pos = {}, 0
     for name, fn in fns.items():  # warm-up and batch length: >= 200 us of device time
         one_batch(fn, inputs, 0, 3)
         per_call, _ = one_batch(fn, inputs, 3, 20)
         ks[name] = max(20, min(5000, math.ceil(200.0 / max(per_call, 1e-3))))
-    samples = {name: ([], [], []) for name in fns}
+    samples = {name: ([], []) for name in fns}
     for r in range(rounds):
         names = list(fns)
         names = names[r % len(names):] + names[:r % len(names)]  # rotate the order per round
@@ -157,9 +106,7 @@ def measure(fns, inputs, rounds):
             pos += ks[name]
             samples[name][0].append(dev)
             samples[name][1].append(host)
-            samples[name][2].append(gpu_batch(fns[name], inputs, pos, ks[name], host))
-            pos += ks[name]
-    return {name: (d, h, ks[name], g) for name, (d, h, g) in samples.items()}
+    return {name: (d, h, ks[name]) for name, (d, h) in samples.items()}
 
 
 def quartiles(v):
@@ -266,17 +213,17 @@ def bench_groups(args, l2, rows):
                 sys.exit("bench_torch: %s on group %s: tensors[%d] gives %#x, torch %#x" % (
                     name, label, i, int(got[i].item()) & 0xFFFFFFFF, int(want[i].item()) & 0xFFFFFFFF))
         res = measure({name: fn for name, (fn, _) in fns.items()}, copies, args.rounds)
-        med, host, gpu = {}, {}, {}
+        med, host = {}, {}
         group_bytes = count * n * copies[0][0].element_size()
-        for name, (d, h, k, g) in res.items():
+        for name, (d, h, k) in res.items():
             q1, m, q3 = quartiles(d)
-            med[name], host[name], gpu[name] = m, statistics.median(h), statistics.median(g)
+            med[name], host[name] = m, statistics.median(h)
             rows.append({"kind": "group", "dtype": dtype_name(dtype), "n": n, "tensors": count, "bytes": group_bytes,
                          "contender": name, "median_us": "%.3f" % m, "q1_us": "%.3f" % q1, "q3_us": "%.3f" % q3,
                          "host_us": "%.3f" % host[name], "batch": k, "samples": len(d), "inputs": len(copies),
-                         "group": label, "gpu_us": "%.3f" % statistics.median(g)})
+                         "group": label})
         fields_us, build_us, cpp_us = host_breakdown(copies[0])
-        table.append((label, count, n, dtype, group_bytes, len(copies), med, host, fields_us, build_us, cpp_us, gpu))
+        table.append((label, count, n, dtype, group_bytes, len(copies), med, host, fields_us, build_us, cpp_us))
         del copies
         torch.cuda.empty_cache()
     return table
@@ -290,17 +237,17 @@ def print_groups(table):
           "amax_multi; host = us of host time per call; list = the list's fields through torch's Python API (py) "
           "/ the extension building the C array from them (C) / the C++ reader amax_tune._torch_fields (C++, what "
           "amax_multi uses where it is loaded; - where not) (timeit)")
-    print("%-20s %10s %6s %10s %10s %12s %13s %9s %9s %10s %9s %9s %9s %10s %11s %8s" % (
+    print("%-20s %10s %6s %10s %10s %12s %13s %9s %9s %10s %9s %9s %9s" % (
         "group", "bytes", "copies", "amax_multi", "out=", "loop(out=)", "foreach_norm", "speedup", "out= sp.",
-        "host multi", "list py", "list C", "list C++", "GPU multi", "GPU foreach", "GPU sp."))
-    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us, gpu in table:
+        "host multi", "list py", "list C", "list C++"))
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us in table:
         f = med["torch_foreach_norm"]
-        print("%-20s %10d %6d %10.2f %10.2f %12.2f %13.2f %8.1fx %8.1fx %10.2f %9s %9s %9s %10.2f %11.2f %7.1fx" % (
+        print("%-20s %10d %6d %10.2f %10.2f %12.2f %13.2f %8.1fx %8.1fx %10.2f %9s %9s %9s" % (
             label, nbytes, ncopies, med["amax_multi"], med["amax_multi_out"], med["amax_loop_out"], f,
             f / med["amax_multi"], f / med["amax_multi_out"], host["amax_multi"], us(fields_us), us(build_us),
-            us(cpp_us), gpu["amax_multi"], gpu["torch_foreach_norm"], gpu["torch_foreach_norm"] / gpu["amax_multi"]))
+            us(cpp_us)))
     # issue 28's host-cost targets: amax_multi from Python, back-to-back, per call
-    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us, gpu in table:
+    for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us in table:
         goal = {500: 50.0, 4096: 300.0}.get(count)
         if goal is not None:
             t = med["amax_multi"]
@@ -350,18 +297,17 @@ def main():
                     sys.exit("bench_torch: %s gives %#x, torch.amax(x.abs()) %#x (%s n=%d)" % (name, got, want, dtype, n))
             res = measure(contenders(out), inputs, args.rounds)
             med = {}
-            for name, (d, h, k, g) in res.items():
+            for name, (d, h, k) in res.items():
                 q1, m, q3 = quartiles(d)
                 med[name] = m
                 rows.append({"kind": "tensor", "dtype": str(dtype).replace("torch.", ""), "n": n, "tensors": 1,
                              "bytes": n * esize, "contender": name, "median_us": "%.3f" % m, "q1_us": "%.3f" % q1,
                              "q3_us": "%.3f" % q3, "host_us": "%.3f" % statistics.median(h), "batch": k,
-                             "samples": len(d), "inputs": len(inputs), "gpu_us": "%.3f" % statistics.median(g)})
-            host = {name: statistics.median(h) for name, (d, h, k, g) in res.items()}
-            gpu = {name: statistics.median(g) for name, (d, h, k, g) in res.items()}
+                             "samples": len(d), "inputs": len(inputs)})
+            host = {name: statistics.median(h) for name, (d, h, k) in res.items()}
             best_torch = min(med["torch_amax_abs"], med["torch_vector_norm"])
             summary.append((dtype, n, n * esize, med, host, best_torch / med["amax_tune"],
-                            best_torch / med["amax_tune_out"], gpu))
+                            best_torch / med["amax_tune_out"]))
         # lists of 8 tensors: the per-tensor loop and amax_multi against torch._foreach_norm
         for e in (12, 16, 20):
             n = 1 << e
@@ -369,12 +315,12 @@ def main():
             lists = [singles[i:i + 8] for i in range(0, len(singles) - 7, 8)]
             fns = list_contenders()
             res = measure(fns, lists, args.rounds)
-            for name, (d, h, k, g) in res.items():
+            for name, (d, h, k) in res.items():
                 q1, m, q3 = quartiles(d)
                 rows.append({"kind": "list", "dtype": str(dtype).replace("torch.", ""), "n": n, "tensors": 8,
                              "bytes": 8 * n * esize, "contender": name, "median_us": "%.3f" % m, "q1_us": "%.3f" % q1,
                              "q3_us": "%.3f" % q3, "host_us": "%.3f" % statistics.median(h), "batch": k,
-                             "samples": len(d), "inputs": len(lists), "gpu_us": "%.3f" % statistics.median(g)})
+                             "samples": len(d), "inputs": len(lists)})
         del region
         torch.cuda.empty_cache()
     groups = bench_groups(args, l2, rows) if args.groups or args.only_groups else []
@@ -393,18 +339,16 @@ def main():
 
 
 def print_tensors(summary, rows):
-    print("\nus per call (device events around back-to-back calls: host-inclusive); speedup = the faster torch "
-          "contender / amax_tune.amax; host = us of host time per call (raw: the C call alone; empty: torch.empty of "
-          "the 0-d result alone); GPU = GPU time per call behind the gate (amax: out=), GPU sp. = vector_norm / amax")
-    print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s %9s %10s %9s %9s %8s" % (
+    print("\nus per call (device events); speedup = the faster torch contender / amax_tune.amax; host = us "
+          "of host time per call (raw: the C call alone; empty: torch.empty of the 0-d result alone)")
+    print("%-9s %10s %10s %9s %9s %11s %12s %9s %9s %9s %9s %9s %9s %10s" % (
         "dtype", "n", "bytes", "amax", "out=", "amax(abs)", "vector_norm", "speedup", "out= sp.", "host raw",
-        "host amax", "host abs", "host norm", "host empty", "GPU amax", "GPU norm", "GPU sp."))
-    for dtype, n, nbytes, med, host, speedup, speedup_out, gpu in summary:
-        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %8.2fx %9.2f %9.2f %9.2f %9.2f %10.2f %9.2f %9.2f %7.2fx" % (
+        "host amax", "host abs", "host norm", "host empty"))
+    for dtype, n, nbytes, med, host, speedup, speedup_out in summary:
+        print("%-9s %10d %10d %9.2f %9.2f %11.2f %12.2f %8.2fx %8.2fx %9.2f %9.2f %9.2f %9.2f %10.2f" % (
             str(dtype).replace("torch.", ""), n, nbytes, med["amax_tune"], med["amax_tune_out"], med["torch_amax_abs"],
             med["torch_vector_norm"], speedup, speedup_out, host["amax_tune_raw"], host["amax_tune"],
-            host["torch_amax_abs"], host["torch_vector_norm"], host["torch_empty"], gpu["amax_tune_out"],
-            gpu["torch_vector_norm"], gpu["torch_vector_norm"] / gpu["amax_tune_out"]))
+            host["torch_amax_abs"], host["torch_vector_norm"], host["torch_empty"]))
     lists = [r for r in rows if r["kind"] == "list"]
     if lists:
         print("\nlists of 8 tensors (us per list; amax_tune_loop: one amax call per tensor, amax_tune_multi: "
