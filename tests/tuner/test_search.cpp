@@ -347,6 +347,8 @@ TEST(Search, DistinctLaunchesTimeEachGridOfAKernelOnceKeepingTheBaselines) {
       for (const auto& te : transformer_engine_baselines(d))
         EXPECT_NE(std::find_if(keep.begin(), keep.end(), [&](std::size_t i) { return cands[i] == te; }), keep.end())
             << te.label() << " n=" << n;
-      if (n == 1000) EXPECT_LT(keep.size(), cands.size() / 2) << to_string(d);  // small n: most caps give one grid
+      if (n == 1000) {
+        EXPECT_LT(keep.size(), cands.size() / 2) << to_string(d);  // small n: most caps give one grid
+      }
     }
 }

@@ -139,7 +139,13 @@ BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, st
         b.record(stop, stream);
         if (gate) gate->release();
         const double ms = b.elapsed_ms(start, stop);
-        if (gate && gate->timed_out()) continue;
+        if (gate && gate->timed_out()) {
+          if (calls == 1)  // one call that cannot be queued behind the gate: halving cannot help
+            throw GateTimeout(fmt::format("the timing gate timed out ({:g} ms) while the host enqueued one call: "
+                                          "the call enqueues more work than the stream queues while it is held",
+                                          gate->timeout_ms()));
+          continue;
+        }
         out.us.push_back(1000.0 * ms / calls);
         out.host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
         break;

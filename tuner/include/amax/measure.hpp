@@ -140,8 +140,8 @@ struct BatchTimes {
 /// `batches` batches of `batch` back-to-back calls, each on the next rotated input. With `gate`
 /// each batch is enqueued behind it (GPU time); a batch whose gate timed out (the host took longer
 /// than the gate's timeout to enqueue it) is timed again with half as many calls, at most three
-/// times, and then GateTimeout is thrown: a time is never taken from a batch whose gate was
-/// released late. Without `gate`: back to back from the host (host-inclusive time).
+/// times, and then GateTimeout is thrown (at once for a batch of one call): a time is never taken
+/// from a batch whose gate was released late. Without `gate`: back to back from the host (host-inclusive time).
 /// Errors: BackendError, GateTimeout.
 BatchTimes time_batches(Backend& backend, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm,
                         int batch, int batches, const std::function<void(const void* in)>& call, Gate* gate = nullptr);

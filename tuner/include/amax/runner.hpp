@@ -24,7 +24,16 @@ struct Timed {
   std::function<void(const void* in)> call;
   int batch = 0;
   std::vector<double> host_us;
+  /// false: not timed behind the gate (measure_both leaves its GPU time empty), for a call that
+  /// enqueues more launches than a stream holds while the gate holds it (kMaxGatedLaunches).
+  bool gated = true;
 };
+
+/// The most launches one call may enqueue to be timed behind the gate. A held stream queues
+/// launches until its launch queue is full; then the host blocks until the gate times out (seen
+/// on the H200 with lists of hundreds of tensors enqueued one amax per tensor). The queue's
+/// depth is not documented; 256 is well inside what a batch of the tuner's calls enqueues.
+inline constexpr int kMaxGatedLaunches = 256;
 
 /// Device memory a variant's timed calls write: its output word, a workspace of at least the
 /// launch shape's workspace_bytes and a one_pass counter word that is 0.
@@ -93,7 +102,8 @@ struct BothTimes {
 };
 
 /// Measures `entries` in both views with `protocol` (its gated flag is ignored; warm_cache set to
-/// `warm`): `rounds` interleaved rounds behind `gate`, then `rounds` interleaved rounds without it,
+/// `warm`): `rounds` interleaved rounds behind `gate` (the entries with Timed::gated; the others'
+/// gpu stats stay empty, samples 0, and host_us 0), then `rounds` interleaved rounds without it,
 /// each entry prepared (batch size, warm-up) per view. Result i belongs to entries[i].
 /// Errors: BackendError, GateTimeout.
 std::vector<BothTimes> measure_both(Backend& backend, StreamHandle stream, InputRegion& inputs, Gate& gate,
