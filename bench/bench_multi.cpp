@@ -1,7 +1,6 @@
 #include "amax/bench_multi.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
