@@ -13,21 +13,26 @@ Contenders, per list:
   te_torch TransformerEngine current scaling's amax + scale + scale_inv in torch, per weight
            (amax of |w|, max(amax, eps), m / amax with TE's cases, 1 / scale), over the list
   te_multi amax_tune.float8.te_current_scaling_multi(ws): one fused call
-Time: device events around batches of back-to-back calls (weights >> L2: every call reads cold
-memory), median of --rounds interleaved rounds; host = perf_counter around the batch's launches.
+Time (python/bench/gpu_time.py): per round and contender, a batch of 3 back-to-back calls (host-inclusive:
+device events around calls enqueued while the GPU runs them) and one call held behind the C++ bench's timing
+gate (GPU time); weights >> L2, so every call reads cold memory; medians of --rounds interleaved rounds;
+host = perf_counter around the batch's launches. A contender of more launches per call than the launch
+queue holds behind a closed gate (te_torch: several per weight) has no GPU time ("-"): its gate times out
+and the sample is dropped.
 
-usage: python3 python/bench/bench_float8.py [--rounds 7] [--dtype bfloat16] [--models 8b,70b,405b]
+usage: PYTHONPATH=BUILD/python python3 python/bench/bench_float8.py [--rounds 7] [--dtype bfloat16]
+       [--models 8b,70b,405b] [--gate-dir DIR | --no-gpu-time]
 """
 import argparse
 import math
 import statistics
 import sys
-import time
 
 import torch
 
 import amax_tune
 from amax_tune import float8
+from gpu_time import gated_calls, load_gate, one_batch
 
 #: (name, layers, hidden, kv dim, ffn dim, FSDP shards)
 MODELS = {"8b": ("llama3-8b", 32, 4096, 1024, 14336, 1), "70b": ("llama3-70b/8", 80, 8192, 1024, 28672, 8),
@@ -62,18 +67,6 @@ def te_torch(ws, m=448.0, eps=0.0):
     return res
 
 
-def batch(fn, ws, k):
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0 = time.perf_counter()
-    a.record()
-    for _ in range(k):
-        fn(ws)
-    b.record()
-    t1 = time.perf_counter()
-    b.synchronize()
-    return 1000.0 * a.elapsed_time(b) / k, 1e6 * (t1 - t0) / k
-
-
 def bits(t):
     return [v & 0xFFFFFFFF for v in t.reshape(-1).view(torch.int32).tolist()]
 
@@ -83,9 +76,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32", "float16"])
     ap.add_argument("--models", default="8b,70b,405b")
+    ap.add_argument("--gate-dir", help="directory of the _amax_gate module (default: BUILD/python/bench beside the "
+                    "imported amax_tune package)")
+    ap.add_argument("--no-gpu-time", action="store_true", help="no gated calls: host-inclusive times only")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_float8: torch sees no CUDA device")
+    gate = None if args.no_gpu_time else load_gate(args.gate_dir, "bench_float8")
     dtype = getattr(torch, args.dtype)
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     print("bench_float8: %s, torch %s, amax_tune %s, %s weights, %d rounds"
@@ -107,28 +104,40 @@ def main():
         for i, part in enumerate(("amax", "scale", "scale_inv")):
             if bits(got[i]) != bits(torch.stack([r[i] for r in ref])):
                 sys.exit("bench_float8: te_current_scaling_multi's %s differs from TE's formula on %s" % (part, name))
-        samples = {f: ([], []) for f in fns}
-        for f in fns:  # warm-up
-            batch(fns[f], ws, 1)
+        samples = {f: ([], [], []) for f in fns}
+        gated = {}
+        for f in fns:  # warm-up; whether one call fits behind the gate
+            one_batch(fns[f], [ws], 0, 1)
+            gated[f] = gate is not None and gated_calls(fns[f], [ws], 1, gate) == 1
         for r in range(args.rounds):
             order = list(fns)[r % len(fns):] + list(fns)[:r % len(fns)]
             for f in order:
-                d, h = batch(fns[f], ws, 3)
+                d, h = one_batch(fns[f], [ws], 0, 3)
                 samples[f][0].append(d)
                 samples[f][1].append(h)
-        med = {f: statistics.median(d) for f, (d, h) in samples.items()}
-        host = {f: statistics.median(h) for f, (d, h) in samples.items()}
-        table.append((name, len(ws), nbytes, med, host))
+                g = one_batch(fns[f], [ws], 0, 1, gate) if gated[f] else None
+                if g is not None:
+                    samples[f][2].append(g[0])
+        med = {f: statistics.median(d) for f, (d, h, g) in samples.items()}
+        host = {f: statistics.median(h) for f, (d, h, g) in samples.items()}
+        gpu = {f: statistics.median(g) if g else float("nan") for f, (d, h, g) in samples.items()}
+        table.append((name, len(ws), nbytes, med, host, gpu))
         del ws, ref, got
         torch.cuda.empty_cache()
-    print("\nus per call (device events; host: us of host time per call); speedup = torch / amax_tune")
-    print("%-16s %7s %12s %11s %11s %8s %11s %11s %8s %10s %10s" % (
+    print("\nus per call, host-inclusive (device events around back-to-back calls; host: us of host time per call); "
+          "speedup = torch / amax_tune; GPU: GPU time of one call behind the gate (- where it has none)")
+    print("%-16s %7s %12s %11s %11s %8s %11s %11s %8s %10s %10s %11s %11s %11s %11s" % (
         "weights", "count", "bytes", "torchao", "fsdp", "speedup", "te_torch", "te_multi", "speedup", "host fsdp",
-        "host te"))
-    for name, count, nbytes, med, host in table:
-        print("%-16s %7d %12d %11.1f %11.1f %7.2fx %11.1f %11.1f %7.2fx %10.1f %10.1f" % (
+        "host te", "GPU torchao", "GPU fsdp", "GPU te_torch", "GPU te_multi"))
+
+    def us(v):
+        return "-" if math.isnan(v) else "%.1f" % v
+
+    for name, count, nbytes, med, host, gpu in table:
+        print("%-16s %7d %12d %11.1f %11.1f %7.2fx %11.1f %11.1f %7.2fx %10.1f %10.1f %11s %11s %11s %11s" % (
             name, count, nbytes, med["torchao"], med["fsdp"], med["torchao"] / med["fsdp"], med["te_torch"],
-            med["te_multi"], med["te_torch"] / med["te_multi"], host["fsdp"], host["te_multi"]))
+            med["te_multi"], med["te_torch"] / med["te_multi"], host["fsdp"], host["te_multi"], us(gpu["torchao"]),
+            us(gpu["fsdp"]), us(gpu["te_torch"]), us(gpu["te_multi"])))
 
 
 if __name__ == "__main__":
