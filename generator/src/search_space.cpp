@@ -71,8 +71,13 @@ KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, 
   KernelConfig f = amax_only;
   f.epilogue = Epilogue::amax;
   if (f.strategy == Strategy::atomic) {
+    // self_reset's cost grows with its grid (one arrival count per block, serialized on one word),
+    // so its grid cap is at most kFusedSelfResetBlocksPerCu blocks per CU (search_space.hpp).
     KernelConfig s = f;
     s.strategy = Strategy::self_reset;
+    const BlockCap& cap = s.max_blocks;
+    if (cap.kind != BlockCap::Kind::per_cu || cap.value > kFusedSelfResetBlocksPerCu)
+      s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
     if (std::find(space.begin(), space.end(), s) != space.end()) f = s;
   }

@@ -101,29 +101,33 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
 }
 
 // amax_and_scale's variant for a table choice: the scale epilogue on the same variant, except
-// that atomic (memset + kernel) runs as self_reset of the same shape (one launch) where that
-// self_reset variant is in the pruned space; elsewhere atomic is kept.
+// that atomic (memset + kernel) runs as self_reset of the same threads, nvec and unroll (one
+// launch) with a grid of at most 4 blocks per CU, where that self_reset variant is in the pruned
+// space; elsewhere atomic is kept.
 TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThePrunedSpace) {
   const ArchInfo sm90 = ArchInfo::parse("sm_90"), gfx942 = ArchInfo::parse("gfx942");
   auto fused = [&](const char* label, const ArchInfo& a = ArchInfo::parse("sm_90")) {
     return fused_variant(KernelConfig::parse(label), a, DType::bf16).label();
   };
   EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu"), "self_reset.t256.v8.u2.b4cu.scale");
-  EXPECT_EQ(fused("atomic.t512.v8.u4.buncapped"), "self_reset.t512.v8.u4.buncapped.scale");
-  EXPECT_EQ(fused("atomic.t1024.v8.u8.b16cu", gfx942), "self_reset.t1024.v8.u8.b16cu.scale");
-  // outside the pruned self_reset space (threads < 256, 2 blocks per CU, nvec not 16 bytes, an
-  // absolute cap): atomic kept
+  // a larger grid cap (per CU, uncapped or absolute) lowered to 4 blocks per CU
+  EXPECT_EQ(fused("atomic.t512.v8.u4.buncapped"), "self_reset.t512.v8.u4.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t256.v8.u2.b8cu"), "self_reset.t256.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u2.b65535"), "self_reset.t512.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t1024.v8.u8.b16cu", gfx942), "self_reset.t1024.v8.u8.b4cu.scale");
+  // outside the pruned self_reset space (threads < 256, 2 blocks per CU, nvec not 16 bytes):
+  // atomic kept, with its own grid cap
   EXPECT_EQ(fused("atomic.t128.v8.u2.b4cu"), "atomic.t128.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t128.v8.u2.b16cu"), "atomic.t128.v8.u2.b16cu.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b2cu"), "atomic.t256.v8.u2.b2cu.scale");
   EXPECT_EQ(fused("atomic.t256.v4.u2.b4cu"), "atomic.t256.v4.u2.b4cu.scale");
-  EXPECT_EQ(fused("atomic.t512.v8.u2.b65535"), "atomic.t512.v8.u2.b65535.scale");
   // the other strategies: the epilogue only
   EXPECT_EQ(fused("two_stage.t256.v8.u2.buncapped"), "two_stage.t256.v8.u2.buncapped.scale");
   EXPECT_EQ(fused("one_pass.t1024.v8.u8.b2cu"), "one_pass.t1024.v8.u8.b2cu.scale");
   EXPECT_EQ(fused("self_reset.t512.v8.u2.b16cu"), "self_reset.t512.v8.u2.b16cu.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu.scale"), "self_reset.t256.v8.u2.b4cu.scale");  // already fused
-  // every variant of the pruned and full spaces: only strategy and epilogue differ, and a mapped
-  // one is in the pruned space
+  // every variant of the pruned and full spaces: only strategy, epilogue and (for a mapped one, to
+  // at most 4 per CU) the grid cap differ, and a mapped one is in the pruned space
   for (const ArchInfo& arch : {sm90, gfx942})
     for (DType d : {DType::fp32, DType::bf16}) {
       const auto pruned = enumerate_space(arch, d, SpaceKind::pruned);
@@ -139,11 +143,16 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
             KernelConfig amax_only = f;
             amax_only.epilogue = Epilogue::amax;
             EXPECT_NE(std::find(pruned.begin(), pruned.end(), amax_only), pruned.end()) << c.label();
+            EXPECT_EQ(f.max_blocks.kind, BlockCap::Kind::per_cu) << c.label();
+            EXPECT_LE(f.max_blocks.value, kFusedSelfResetBlocksPerCu) << c.label();
+            if (c.max_blocks.kind == BlockCap::Kind::per_cu && c.max_blocks.value <= kFusedSelfResetBlocksPerCu)
+              EXPECT_EQ(f.max_blocks, c.max_blocks) << c.label();
             ++mapped;
           }
           KernelConfig back = f;
           back.strategy = c.strategy;
           back.epilogue = c.epilogue;
+          back.max_blocks = c.max_blocks;
           EXPECT_EQ(back, c);
         }
       EXPECT_GT(mapped, 0) << arch.name;

@@ -354,7 +354,8 @@ TEST(GpuScale, ClusteredLabelsThroughTheApiAndGraphReplay) {
 }
 
 // Where the table's choice is atomic (memset + kernel), amax_and_scale runs self_reset of the same
-// shape with the epilogue, one launch (fused_variant); other choices run as chosen, a forced atomic
+// threads, nvec and unroll with a grid of at most 4 blocks per CU and the epilogue, one launch
+// (fused_variant); other choices run as chosen, a forced atomic
 // stays atomic. The built-in default of a large n is atomic on NVIDIA. Bit-exact direct, over
 // repeated calls (the stream slot's words come back to zero) and from a graph replayed with new data.
 TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
@@ -367,7 +368,9 @@ TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
     GTEST_SKIP() << "the built-in default of " << arch.name << " for bf16 n=" << n << " is " << def.label()
                  << ", not atomic";
   const std::string label = def.label();
-  const std::string want = "self_reset" + label.substr(std::strlen("atomic")) + ".scale";
+  // atomic.t512.v8.u4.buncapped -> self_reset.t512.v8.u4.b4cu.scale (the grid cap lowered to 4 per CU)
+  const std::size_t shape = std::strlen("atomic");
+  const std::string want = "self_reset" + label.substr(shape, label.rfind('.') - shape) + ".b4cu.scale";
   {
     amax_tune::Context ctx(api_options());
     const amax_explanation_t amax_only = ctx.explain(AMAX_DTYPE_BF16, n);

@@ -35,20 +35,30 @@ enum class SpaceKind { pruned, full };
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
-/// The variant amax_and_scale runs on `arch` for `dtype` where amax_compute's table (a tuned winner
-/// or the built-in default) chooses `amax_only`: the same variant with the scale epilogue, except
-/// that `atomic` becomes `self_reset` of the same threads, nvec, unroll and grid cap when that
-/// self_reset variant is in the pruned space of (arch, dtype) (so that the JIT tests compile it and
-/// check its resources; elsewhere atomic is kept). With the epilogue, atomic already counts its
-/// blocks on the stream slot to find the last one (the template's atomic branch); self_reset is
-/// that kernel with each block's atomic max going into the slot's accumulator instead of the
-/// memset-zeroed output, so the mapping drops the memset launch (atomic: 2 launches, self_reset: 1);
-/// the rest of the kernel's work is the same (one atomic max and one arrival count per block). Why:
-/// the tables hold amax-only winners, and where one is atomic the memset is the largest cost the
-/// epilogue adds (H200, 2026-12-02 09:16 UTC, bf16 2^21: the amax-only atomic winner 6.50 us, the
-/// fused call run as self_reset 5.52 us; a same-run A/B against atomic with the epilogue was not
-/// measured). Forced variants (AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_STRATEGY,
-/// NVTE_USE_ATOMIC_AMAX) are not mapped: the caller runs them as forced. Thread-safe.
+/// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
+/// choice. From two default tunes on the H200 (2026-12-03, the trials in
+/// docs/results/2026-12-03/fused-self-reset-grid.txt): self_reset of one shape slows with its grid cap at
+/// large sizes (bf16 2^25: 4 per CU 19.88 us, 8: 20.05, 16: 21.79, uncapped 35.95; fp32 2^25: 33.95, 34.78,
+/// 36.06, 47.83), and at every key where atomic won, the fastest self_reset trial was a 4-per-CU one, 0.1-0.4
+/// us behind the atomic winner.
+inline constexpr std::uint32_t kFusedSelfResetBlocksPerCu = 4;
+
+/// The variant amax_and_scale runs on `arch` for `dtype` where amax_compute's table (a tuned winner or the
+/// built-in default) chooses `amax_only`: the same variant with the scale epilogue, except that `atomic`
+/// becomes `self_reset` of the same threads, nvec and unroll, its grid cap lowered to
+/// kFusedSelfResetBlocksPerCu blocks per CU where it allows more (an uncapped or absolute cap included), when
+/// that self_reset variant is in the pruned space of (arch, dtype) (so that the JIT tests compile it and
+/// check its resources; elsewhere atomic is kept). With the epilogue, atomic already counts its blocks on the
+/// stream slot to find the last one (the template's atomic branch); self_reset is that kernel with each
+/// block's atomic max going into the slot's accumulator instead of the memset-zeroed output, so the mapping
+/// drops the memset launch (atomic: 2 launches, self_reset: 1); the rest of the kernel's work is the same
+/// (one atomic max and one arrival count per block). Why: the tables hold amax-only winners, and where one is
+/// atomic the memset is the largest cost the epilogue adds (H200, 2026-12-02 09:16 UTC, bf16 2^21: the
+/// amax-only atomic winner 6.50 us, the fused call run as self_reset 5.52 us; a same-run A/B against atomic
+/// with the epilogue was not measured); at large sizes the same-grid self_reset cost up to 2.7 us more than
+/// the amax-only call (bf16 2^25, atomic 16 per CU; H200 bench of 2026-12-02), hence the grid cap. Forced
+/// variants (AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_STRATEGY, NVTE_USE_ATOMIC_AMAX) are not mapped: the
+/// caller runs them as forced. Thread-safe.
 KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype);
 
 /// A kernel that leaves an AMD arch's space because it spills or cannot hold one block per CU
