@@ -8,8 +8,9 @@
 //   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16 (each defined too)
 //   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
-//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS or
-//                     AMAX_STRATEGY_SELF_RESET (each defined too, from the generator's kStrategies)
+//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS,
+//                     AMAX_STRATEGY_SELF_RESET or AMAX_STRATEGY_SPIN (each defined too, from the
+//                     generator's kStrategies)
 //   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
 //                     scale and scale_inv by amax_scale_rule in the same launch; each defined too,
 //                     from the generator's kEpilogues)
@@ -43,7 +44,8 @@
 //            than one);
 //   counter: the stream's slot: words that are 0 before the launch and are 0 again after it:
 //            counter[0] the arrival count (one_pass, self_reset), counter[1] the accumulator of
-//            the participants' maxima (self_reset); only with more than one participant;
+//            the participants' maxima (self_reset), counter[AMAX_SPIN_FIRST_WORD + b] block b's
+//            flagged maximum (spin, b = 1 .. gridDim.x - 1); only with more than one participant;
 //   (participants: the grid's blocks, or with AMAX_CLUSTER > 1 its clusters)
 //   flags: bit 0 set = ignore NaN.
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
@@ -54,12 +56,16 @@
 // the stage-one kernel and to the two_stage second stage: amax_scale_args_t (below: the scale and
 // scale_inv outputs, the rule's max, epsilon and flags). Whoever writes the amax writes scale and
 // scale_inv from it, in the same launch: the single block of a one-block grid, the last block of
-// one_pass and self_reset, the second stage of two_stage, and for atomic the last block to arrive,
+// one_pass and self_reset, block 0 of spin, the second stage of two_stage, and for atomic the last block to arrive,
 // counted on counter[0] as one_pass does (so atomic with the epilogue uses the stream slot when
 // its grid has more than one block). The amax-only kernels' signatures are unchanged.
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
 #define AMAX_FLAG_IGNORE_NAN 1u
+// spin: the first slot word of the per-block words (the runtime's kSpinFirstWord, launch.hpp), and
+// the flag bit of a stored block maximum (an fp32 amax has the sign bit clear).
+#define AMAX_SPIN_FIRST_WORD 2u
+#define AMAX_SPIN_FLAG 0x80000000u
 
 #if AMAX_THREADS % AMAX_WAVE_SIZE != 0
 #error "AMAX_THREADS must be a multiple of the wave size"
@@ -370,6 +376,35 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
       *counter = 0u;
     }
   }
+  (void)workspace;
+#elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN
+#if AMAX_CLUSTER > 1
+#error "spin runs without clusters"
+#endif
+  // Launched cooperatively with a grid no larger than the device holds at once (the runtime caps
+  // it), so every block is resident and block 0's polling cannot wait on an unscheduled block.
+  // Blocks 1 .. parts-1: thread 0 stores the block maximum (canonical NaN) with AMAX_SPIN_FLAG set
+  // into its own slot word, one volatile store: value and flag in one word, so no fence and no
+  // atomic is needed; the block is then done. Block 0: thread i polls words 1 + i, 1 + i +
+  // AMAX_THREADS, ... with volatile loads until each is flagged, writes it back to 0 (only block
+  // 0 touches a word after its block's store, so the next launch on the stream finds it 0) and
+  // folds the value; one block reduction, then thread 0 writes the output (and the epilogue).
+  volatile unsigned* spin_words = counter + AMAX_SPIN_FIRST_WORD;
+  if (part != 0) {
+    if (threadIdx.x == 0) spin_words[part] = (bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits) | AMAX_SPIN_FLAG;
+    return;
+  }
+  unsigned v = threadIdx.x == 0 ? bits : 0u;
+  for (unsigned b = 1u + threadIdx.x; b < parts; b += AMAX_THREADS) {
+    unsigned w;
+    while (!((w = spin_words[b]) & AMAX_SPIN_FLAG)) {
+    }
+    spin_words[b] = 0u;
+    v = amax_umax(v, w & ~AMAX_SPIN_FLAG);
+  }
+  __syncthreads();  // amax_block_reduce's shared words were read by wave 0 of the reduction above
+  v = amax_block_reduce(v);
+  if (threadIdx.x == 0) amax_write_result(out, v AMAX_SCALE_ARG);
   (void)workspace;
 #else  // one_pass: the last block to arrive reduces the block maxima and resets the counter
   // Thread 0 stores the block maximum, then counts the block with an acquire-release atomic:

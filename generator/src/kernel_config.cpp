@@ -119,6 +119,18 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     return why("cluster " + std::to_string(cluster) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
   if (cluster > 1)
     if (auto no = cluster_unsupported_reason(arch)) return why("cluster " + std::to_string(cluster) + ": " + *no);
+  if (strategy == Strategy::spin) {
+    if (auto no = spin_unsupported_reason(arch)) return why(*no);
+    if (cluster > 1) return why("spin runs without clusters (its participants are the blocks)");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch) {
+  if (arch.vendor == Vendor::amd)
+    return "spin is not generated for AMD (" + arch.name +
+           "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words) and "
+           "the HIP backend has no cooperative launch to guarantee co-resident blocks";
   return std::nullopt;
 }
 

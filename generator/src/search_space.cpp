@@ -14,6 +14,15 @@ namespace {
 constexpr std::uint32_t kFullClusters[] = {2, 4, 8};
 constexpr std::span<const std::uint32_t> kPrunedClusters{};
 
+// Whether the pruned space (the tuner's default) holds the spin strategy (issue 27). Off until an
+// H200 run of the full space shows spin variants winning; the full space has them wherever the arch
+// can run them (spin_unsupported_reason). Turning it on admits spin with the pruned grid of the
+// other strategies (threads 128-1024, 16-byte vectors, unroll 1-8, caps 2-16 per CU or uncapped:
+// 80 variants per dtype on NVIDIA). Keep it in step with space_notes below, which reads it.
+constexpr bool kPrunedSpin = false;
+
+bool spin_in(SpaceKind kind) { return kind == SpaceKind::full || kPrunedSpin; }
+
 std::span<const std::uint32_t> cluster_sizes(SpaceKind kind) {
   return kind == SpaceKind::full ? std::span<const std::uint32_t>(kFullClusters) : kPrunedClusters;
 }
@@ -43,6 +52,7 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
   for (std::uint32_t k : clusters)
     for (const StrategyInfo& si : kStrategies) {
       const Strategy s = si.value;
+      if (s == Strategy::spin && !spin_in(kind)) continue;
       for (auto t : threads)
         for (auto v : nvecs)
           for (auto u : unrolls)
@@ -103,6 +113,11 @@ std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind) {
                   "the full space (--full) has them where the arch has thread-block clusters");
   else if (auto why = cluster_unsupported_reason(arch))
     out.push_back("clustered variants (" + spelled + "): " + *why);
+  if (!spin_in(kind))
+    out.push_back("spin variants are not in the pruned space (kPrunedSpin in generator/src/search_space.cpp); "
+                  "the full space (--full) has them where the arch can run them");
+  else if (auto why = spin_unsupported_reason(arch))
+    out.push_back(*why);
   return out;
 }
 

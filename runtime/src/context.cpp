@@ -87,8 +87,9 @@ struct amax_context {
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
 
-  // Stream slots of one_pass and self_reset: kSlotWords zeroed words per stream (arrival count,
-  // self_reset's accumulator), claimed lock-free (open addressing).
+  // Stream slots of one_pass, self_reset and spin: kSlotWords zeroed words per stream (arrival
+  // count, self_reset's accumulator, spin's per-block words: 4104 bytes, 16.8 MB for the 4096
+  // slots), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
   std::uint32_t* slots = nullptr;
   std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
@@ -186,8 +187,8 @@ struct amax_context {
         return slots + kSlotWords * i;
       if (cur == key) return slots + kSlotWords * i;
     }
-    fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass or self_reset "
-                                                   "kernels of this context; create another context", kSlots));
+    fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset or "
+                                                   "spin kernels of this context; create another context", kSlots));
   }
 };
 
@@ -316,8 +317,12 @@ void enqueue(amax_context& c, const void* input, DType d, std::uint64_t n, float
          fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
                      workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
   const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
-  std::uint32_t* slot = p.shape.uses_slot ? c.slot_for(stream) : nullptr;
-  launch_amax(*c.backend, k, p.shape, input, n, output, workspace, slot, c.nan_mode, stream, scale);
+  // spin's grid is capped at the blocks of its kernel the device holds at once, known once the
+  // kernel is loaded (the plan's shape, made before, is capped at kSpinMaxBlocks only).
+  const LaunchShape shape =
+      p.config.strategy == Strategy::spin ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
+  std::uint32_t* slot = shape.uses_slot ? c.slot_for(stream) : nullptr;
+  launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, c.nan_mode, stream, scale);
 }
 
 }  // namespace

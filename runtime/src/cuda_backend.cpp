@@ -31,7 +31,8 @@ namespace {
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)             \
   X(cuGraphDestroy) X(cuStreamGetCtx) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuCtxGetDevice)      \
-  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)
+  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)       \
+  X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 struct Driver {
 #define AMAX_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -200,6 +201,20 @@ class CudaBackend final : public Backend {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     AMAX_CU(cuLaunchKernelEx(&cfg, static_cast<CUfunction>(f), args, nullptr), "cuLaunchKernelEx");
+  }
+  void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
+                          void** args) override {
+    const ScopedContext current(ctx_);
+    AMAX_CU(cuLaunchCooperativeKernel(static_cast<CUfunction>(f), grid, 1, 1, block, 1, 1, 0,
+                                      static_cast<CUstream>(s), args),
+            "cuLaunchCooperativeKernel");
+  }
+  std::uint32_t max_active_blocks_per_cu(FunctionHandle f, std::uint32_t block) override {
+    const ScopedContext current(ctx_);
+    int n = 0;
+    AMAX_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, static_cast<CUfunction>(f), static_cast<int>(block), 0),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    return n > 0 ? static_cast<std::uint32_t>(n) : 0u;
   }
   void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
     const ScopedContext current(ctx_);

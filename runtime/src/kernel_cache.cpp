@@ -127,6 +127,13 @@ const LoadedKernel& KernelCache::load(KernelBinary&& b) {
   k->module = backend_.load_module(b.binary);
   k->main = k->module->function(name);
   if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(b.config, b.dtype));
+  if (b.config.strategy == Strategy::spin) {
+    const std::uint32_t r = backend_.max_active_blocks_per_cu(k->main, b.config.threads);
+    if (r == 0)
+      throw BackendError("occupancy", 0, kernel_name(b.config, b.dtype) + ": the device holds no block of " +
+                                             std::to_string(b.config.threads) + " threads of it at once");
+    k->resident_per_cu = r;
+  }
   return *loaded_.emplace(name, std::move(k)).first->second;
 }
 

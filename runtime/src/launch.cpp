@@ -10,7 +10,8 @@
 
 namespace amax {
 
-LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t cu_count) {
+LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t cu_count,
+                         std::uint32_t resident_per_cu) {
   LaunchShape s;
   s.block = c.threads;
   if (n == 0) return s;
@@ -18,6 +19,12 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   const std::uint64_t per_block = std::uint64_t{c.threads} * c.unroll;
   std::uint64_t grid = (vectors + per_block - 1) / per_block;
   grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));
+  if (c.strategy == Strategy::spin) {  // one wave: every block resident at once
+    grid = std::min<std::uint64_t>(grid, kSpinMaxBlocks);
+    if (resident_per_cu > 0)
+      grid = std::max<std::uint64_t>(
+          1, std::min<std::uint64_t>(grid, std::uint64_t{resident_per_cu} * std::max(1u, cu_count)));
+  }
   // A clustered kernel runs whole clusters: the grid rounds up to a multiple of the cluster (the
   // extra blocks find no vector of their own and contribute +0.0), and the cross-block step has
   // one participant per cluster.
@@ -29,11 +36,12 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   if ((c.strategy == Strategy::two_stage || c.strategy == Strategy::one_pass) && s.parts > 1)
     s.workspace_bytes = 4ull * s.parts;
   // atomic with the scale epilogue counts its participants in the slot to find the last one.
-  s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset ||
+  s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset || c.strategy == Strategy::spin ||
                  (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
                 s.parts > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.parts > 1;
   s.dependent_finish = s.finish_kernel;
+  s.cooperative = c.strategy == Strategy::spin && s.parts > 1;
   return s;
 }
 
@@ -59,7 +67,17 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
   ScaleArgs sa = scale ? *scale : ScaleArgs{};
   void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
-  backend.launch(k.main, shape.grid, shape.block, stream, args);
+  if (shape.cooperative) {
+    const std::uint64_t resident =
+        std::uint64_t{k.resident_per_cu} * static_cast<std::uint32_t>(std::max(1, backend.device().cu_count));
+    if (shape.grid > resident)
+      throw std::logic_error("launch_amax: spin grid of " + std::to_string(shape.grid) + " blocks exceeds the " +
+                             std::to_string(resident) + " blocks of " + k.config.label() +
+                             " the device holds at once (pass its resident_per_cu to launch_shape)");
+    backend.launch_cooperative(k.main, shape.grid, shape.block, stream, args);
+  } else {
+    backend.launch(k.main, shape.grid, shape.block, stream, args);
+  }
   if (shape.finish_kernel) {
     unsigned parts = shape.parts;
     void* fargs[] = {&workspace, &parts, &out, &sa};

@@ -309,7 +309,7 @@ TEST(DType, NamesRoundTrip) {
 }
 
 TEST(Strategy, TableGivesNamesAndParsing) {
-  ASSERT_EQ(std::size(kStrategies), 4u);
+  ASSERT_EQ(std::size(kStrategies), 5u);
   for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
     const auto& s = kStrategies[i];
     EXPECT_EQ(static_cast<std::size_t>(s.value), i);
@@ -319,7 +319,42 @@ TEST(Strategy, TableGivesNamesAndParsing) {
   EXPECT_EQ(info(Strategy::two_stage).macro, "AMAX_STRATEGY_TWO_STAGE");
   EXPECT_EQ(info(Strategy::self_reset).name, "self_reset");
   EXPECT_EQ(info(Strategy::self_reset).macro, "AMAX_STRATEGY_SELF_RESET");
+  EXPECT_EQ(info(Strategy::spin).name, "spin");
+  EXPECT_EQ(info(Strategy::spin).macro, "AMAX_STRATEGY_SPIN");
+  EXPECT_EQ(static_cast<int>(Strategy::spin), 4);
+  EXPECT_EQ(parse_strategy("spin"), Strategy::spin);
   EXPECT_FALSE(parse_strategy("ONE_PASS"));
+  EXPECT_FALSE(parse_strategy("spin_coop"));
+}
+
+// spin (issue 27): its label, parsing, compile-time part and #defines come from the one field list
+// like every strategy's; it is valid on NVIDIA without clusters and refused on AMD with the reason.
+TEST(KernelConfig, SpinLabelsParseValidateAndDefine) {
+  const KernelConfig c{Strategy::spin, 512, 8, 2, BlockCap::per_cu(4)};
+  EXPECT_EQ(c.label(), "spin.t512.v8.u2.b4cu");
+  EXPECT_EQ(c.kernel_label(), "spin.t512.v8.u2");
+  EXPECT_EQ(KernelConfig::parse("spin.t512.v8.u2.b4cu"), c);
+  KernelConfig f = c;
+  f.epilogue = Epilogue::scale;
+  EXPECT_EQ(f.label(), "spin.t512.v8.u2.b4cu.scale");
+  EXPECT_EQ(KernelConfig::parse("spin.t512.v8.u2.b4cu.scale"), f);
+  EXPECT_EQ(KernelConfig::parse("spin.t128.v4.u8.buncapped").max_blocks, BlockCap::uncapped());
+  EXPECT_EQ(c.compile_time_defines(),
+            "#define AMAX_STRATEGY AMAX_STRATEGY_SPIN\n#define AMAX_THREADS 512\n#define AMAX_NVEC 8\n"
+            "#define AMAX_UNROLL 2\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
+  EXPECT_EQ(c.validate(ArchInfo::parse("sm_90"), DType::bf16), std::nullopt);
+  EXPECT_EQ(c.validate(ArchInfo::parse("sm_80"), DType::bf16), std::nullopt);
+  EXPECT_EQ(c.validate(ArchInfo::parse("sm_100"), DType::fp16), std::nullopt);
+  for (const char* amd : {"gfx90a", "gfx942", "gfx950"})
+    EXPECT_EQ(c.validate(ArchInfo::parse(amd), DType::bf16),
+              std::string("spin.t512.v8.u2.b4cu: spin is not generated for AMD (") + amd +
+                  "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words) and "
+                  "the HIP backend has no cooperative launch to guarantee co-resident blocks");
+  EXPECT_EQ(spin_unsupported_reason(ArchInfo::parse("sm_90")), std::nullopt);
+  const KernelConfig c8 = KernelConfig::parse("spin.t512.v8.u2.b4cu.c8");
+  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16),
+            "spin.t512.v8.u2.b4cu.c8: spin runs without clusters (its participants are the blocks)");
+  EXPECT_THROW(KernelConfig::parse("spin_coop.t512.v8.u2.b4cu"), std::invalid_argument);
 }
 
 TEST(KernelConfigFields, CompileTimePartDropsOnlyLaunchParameters) {

@@ -38,7 +38,8 @@ TEST(Render, EveryStrategyHasItsMacro) {
   const std::pair<Strategy, const char*> cases[] = {{Strategy::atomic, "AMAX_STRATEGY_ATOMIC"},
                                                     {Strategy::two_stage, "AMAX_STRATEGY_TWO_STAGE"},
                                                     {Strategy::one_pass, "AMAX_STRATEGY_ONE_PASS"},
-                                                    {Strategy::self_reset, "AMAX_STRATEGY_SELF_RESET"}};
+                                                    {Strategy::self_reset, "AMAX_STRATEGY_SELF_RESET"},
+                                                    {Strategy::spin, "AMAX_STRATEGY_SPIN"}};
   for (const auto& [strategy, macro] : cases) {
     const KernelConfig c{strategy, 512, 8, 2, BlockCap::per_cu(16)};
     for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
@@ -89,6 +90,22 @@ TEST(Render, DefinesComeFromTheFieldListAndTheStrategyTable) {
   ASSERT_NE(body, std::string::npos);
   EXPECT_LT(prelude, body);
   EXPECT_EQ(vendor_prelude(Vendor::nvidia).rfind("#line 1 \"prelude_cuda.h\"\n", 0), 0u);
+}
+
+// spin's source: its strategy value macro (4), the template's spin branch and the slot layout the
+// runtime's kSpinFirstWord names; its entry point carries the strategy.
+TEST(Render, SpinRendersItsStrategyAndSlotLayout) {
+  const KernelConfig c = KernelConfig::parse("spin.t512.v8.u2.b4cu");
+  const std::string s = render_source(c, DType::bf16, Vendor::nvidia);
+  EXPECT_NE(s.find("#define AMAX_STRATEGY_SPIN 4\n"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_STRATEGY AMAX_STRATEGY_SPIN\n"), std::string::npos);
+  EXPECT_NE(s.find("#elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_SPIN_FIRST_WORD 2u"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_SPIN_FLAG 0x80000000u"), std::string::npos);
+  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_spin_t512_v8_u2_bf16");
+  EXPECT_EQ(kernel_name(KernelConfig::parse("spin.t512.v8.u2.b4cu.scale"), DType::fp16), "amax_spin_t512_v8_u2_scale_fp16");
+  // The grid cap is a launch parameter: spin's caps share one source.
+  EXPECT_EQ(s, render_source(KernelConfig::parse("spin.t512.v8.u2.buncapped"), DType::bf16, Vendor::nvidia));
 }
 
 TEST(Render, TemplateHashIsSixteenHexDigits) {

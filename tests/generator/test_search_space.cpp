@@ -34,16 +34,17 @@ TEST(SearchSpace, PrunedSpaceSizes) {
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
-  // 4 strategies. NVIDIA: threads 32..1024 (6); AMD CDNA: 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}.
-  // unroll 4 values, caps 6 per-CU + uncapped = 7. sm_90 adds clusters 2, 4, 8 for threads
-  // 256..1024 (3) and the 16-byte nvec (1): 3 x 4 x 3 x 1 x 4 x 7 = 1008; sm_80 and AMD none.
+  // NVIDIA 5 strategies (spin included), AMD 4 (no spin). NVIDIA: threads 32..1024 (6); AMD CDNA:
+  // 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4 values, caps 6 per-CU + uncapped =
+  // 7. sm_90 adds clusters 2, 4, 8 for threads 256..1024 (3) and the 16-byte nvec (1), every strategy
+  // but spin: 3 x 4 x 3 x 1 x 4 x 7 = 1008; sm_80 and AMD none.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 4 * 6 * 3 * 4 * 7 + 1008},
-               {"sm_90", DType::bf16, 4 * 6 * 4 * 4 * 7 + 1008},
-               {"sm_80", DType::bf16, 4 * 6 * 4 * 4 * 7},
+  } cases[] = {{"sm_90", DType::fp32, 5 * 6 * 3 * 4 * 7 + 1008},
+               {"sm_90", DType::bf16, 5 * 6 * 4 * 4 * 7 + 1008},
+               {"sm_80", DType::bf16, 5 * 6 * 4 * 4 * 7},
                {"gfx90a", DType::fp32, 4 * 5 * 3 * 4 * 7},
                {"gfx942:sramecc+:xnack-", DType::fp16, 4 * 5 * 4 * 4 * 7}};
   for (const auto& c : cases) {
@@ -84,16 +85,54 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
       EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
 
   const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
-  ASSERT_EQ(pruned.size(), 1u);
+  ASSERT_EQ(pruned.size(), 2u);
   EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
                        "space (--full) has them where the arch has thread-block clusters");
+  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (kPrunedSpin in generator/src/search_space.cpp); "
+                       "the full space (--full) has them where the arch can run them");
   EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
   EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
-            std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
-                                     "(distributed shared memory); gfx942 (AMD) has none"});
+            (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
+                                      "(distributed shared memory); gfx942 (AMD) has none",
+                                      "spin is not generated for AMD (gfx942): its polling is not validated on CDNA "
+                                      "(per-XCD L2 caches need system-coherent flag words) and the HIP backend has no "
+                                      "cooperative launch to guarantee co-resident blocks"}));
   EXPECT_EQ(space_notes(ArchInfo::parse("sm_80"), SpaceKind::full),
             std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters need sm_90 or later "
                                      "(distributed shared memory); sm_80 has none"});
+}
+
+// spin (issue 27): out of the pruned space while kPrunedSpin is off; in the full space on NVIDIA
+// with the full grid of the other strategies and no clusters (6 threads x 4 nvec x 4 unroll x 7 caps
+// for bf16 = 672 on sm_90 and sm_80), never on AMD.
+TEST(SearchSpace, SpinIsInTheFullSpaceOnNvidiaOnlyAndNotPruned) {
+  for (const char* arch : {"sm_90", "sm_80", "gfx90a", "gfx942", "gfx950"})
+    for (const auto& d : all_dtypes())
+      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned))
+        EXPECT_NE(c.strategy, Strategy::spin) << arch << " " << c.label();
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    int spins = 0;
+    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::bf16, SpaceKind::full))
+      if (c.strategy == Strategy::spin) {
+        ++spins;
+        EXPECT_EQ(c.cluster, 1u) << c.label();
+      }
+    EXPECT_EQ(spins, 672) << arch;
+    int fp32 = 0;
+    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::fp32, SpaceKind::full))
+      fp32 += c.strategy == Strategy::spin;
+    EXPECT_EQ(fp32, 6 * 3 * 4 * 7) << arch;
+  }
+  const auto full = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::full);
+  EXPECT_NE(std::find(full.begin(), full.end(), KernelConfig::parse("spin.t512.v8.u2.b4cu")), full.end());
+  EXPECT_NE(std::find(full.begin(), full.end(), KernelConfig::parse("spin.t32.v1.u1.buncapped")), full.end());
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"})
+    for (const auto& d : all_dtypes())
+      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::full))
+        EXPECT_NE(c.strategy, Strategy::spin) << arch << " " << c.label();
+  // The fused call keeps a spin winner as spin (only atomic is remapped).
+  EXPECT_EQ(fused_variant(KernelConfig::parse("spin.t512.v8.u2.b4cu"), ArchInfo::parse("sm_90"), DType::bf16).label(),
+            "spin.t512.v8.u2.b4cu.scale");
 }
 
 TEST(SearchSpace, AmdSpaceHasNoSubWaveBlocks) {

@@ -37,6 +37,7 @@ std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) 
   const std::uint32_t nvec = 16 / info(dtype).bytes;
   for (const StrategyInfo& s : kStrategies)
     for (std::uint32_t k : {2u, 4u, 8u})
+      if (s.value != Strategy::spin)  // spin runs without clusters
       for (KernelConfig c : {KernelConfig{s.value, 256, nvec, 1, BlockCap::per_cu(4)},
                              KernelConfig{s.value, 512, nvec, 2, BlockCap::per_cu(1)},
                              KernelConfig{s.value, 1024, nvec, 8, BlockCap::uncapped()}}) {
@@ -47,8 +48,28 @@ std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) 
   return out;
 }
 
+// spin variants to verify where the arch runs spin (issue 27; none are in the pruned space yet:
+// kPrunedSpin): shapes of the full space whose grids at the sizes below range from one block to
+// the co-resident cap (the uncapped 128-thread shape reaches it from about 2^18 elements), with
+// 16-byte and narrower vectors.
+std::vector<KernelConfig> spin_variants(const ArchInfo& arch, DType dtype) {
+  std::vector<KernelConfig> out;
+  if (spin_unsupported_reason(arch)) return out;
+  const std::uint32_t nvec = 16 / info(dtype).bytes;
+  for (const KernelConfig& c : {KernelConfig{Strategy::spin, 128, nvec, 1, BlockCap::uncapped()},
+                                KernelConfig{Strategy::spin, 256, nvec, 2, BlockCap::per_cu(4)},
+                                KernelConfig{Strategy::spin, 512, nvec, 2, BlockCap::per_cu(1)},
+                                KernelConfig{Strategy::spin, 1024, nvec, 8, BlockCap::uncapped()},
+                                KernelConfig{Strategy::spin, 64, 1, 4, BlockCap::per_cu(16)}}) {
+    if (auto why = c.validate(arch, dtype)) throw std::logic_error(*why);
+    out.push_back(c);
+  }
+  return out;
+}
+
 // Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included),
-// TransformerEngine's two fixed configs and the clustered variants where the device has clusters.
+// TransformerEngine's two fixed configs, the clustered variants where the device has clusters and
+// the spin variants where it runs spin.
 // Kernels are built in parallel (through the binary cache), then loaded.
 const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   static std::map<std::pair<const test::GpuEnv*, DType>, std::vector<Variant>> cache;
@@ -59,6 +80,8 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   configs.push_back(transformer_engine_config(dtype, Strategy::two_stage));
   const auto clustered = clustered_variants(env.arch, dtype);
   configs.insert(configs.end(), clustered.begin(), clustered.end());
+  const auto spins = spin_variants(env.arch, dtype);
+  configs.insert(configs.end(), spins.begin(), spins.end());
   const auto kernels = distinct_kernels(configs);
   std::atomic<std::size_t> next{0};
   std::vector<std::optional<KernelBinary>> built(kernels.size());
@@ -79,8 +102,13 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   }
   for (const auto& c : configs) out.push_back({c, &env.kernels->get(c, dtype)});
   for (const StrategyInfo& s : kStrategies)
-    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.value; }))
+    if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.value; }) &&
+        !(s.value == Strategy::spin && spin_unsupported_reason(env.arch)))
       throw std::logic_error("no " + std::string(s.name) + " variant in the verified set");
+  if (auto why = spin_unsupported_reason(env.arch))
+    std::printf("[ spin ] %s: no spin variant verified: %s\n", env.arch.name.c_str(), why->c_str());
+  else
+    std::printf("[ spin ] %s: %zu spin variants verified with the pruned space\n", env.arch.name.c_str(), spins.size());
   if (!cluster_unsupported_reason(env.arch))
     std::printf("[ clusters ] %s: %zu clustered variants verified with the pruned space\n", env.arch.name.c_str(),
                 clustered.size());
@@ -99,9 +127,9 @@ class CaseRunner {
         input_(b_, input_capacity + 64),
         outputs_(b_, 4 * 1024),
         workspace_(b_, 64ull << 20),
-        counter_(b_, 64),
+        counter_(b_, 4 * kSlotWords),
         stream_(b_.create_stream()) {
-    b_.memset32_async(counter_.p, 0u, 16, stream_);
+    b_.memset32_async(counter_.p, 0u, kSlotWords, stream_);
     b_.memset32_async(workspace_.p, 0xabababab, workspace_.bytes / 4, stream_);  // arbitrary bytes
     b_.synchronize(stream_);
   }
@@ -125,7 +153,8 @@ class CaseRunner {
     static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu};
     b_.memset32_async(outputs_.p, kGarbage[cases % 4], vs.size(), stream_);
     for (std::size_t i = 0; i < vs.size(); ++i) {
-      const auto shape = launch_shape(vs[i].config, n, static_cast<std::uint32_t>(b_.device().cu_count));
+      const auto shape = launch_shape(vs[i].config, n, static_cast<std::uint32_t>(b_.device().cu_count),
+                                      vs[i].kernel->resident_per_cu);
       ASSERT_LE(shape.workspace_bytes, workspace_.bytes);
       launch_amax(b_, *vs[i].kernel, shape, input_.get(off_bytes), n, outputs_.get<float>(4 * i),
                   workspace_.p, counter_.get<std::uint32_t>(), mode, stream_);
@@ -141,10 +170,13 @@ class CaseRunner {
                       << " offset=" << offset << " nan=" << (mode == NanMode::ignore ? "ignore" : "propagate")
                       << ": got 0x" << std::hex << got[i] << " expected 0x" << expect;
       }
-    std::uint32_t slot[kSlotWords] = {1, 1};
-    b_.copy_to_host(slot, counter_.p, sizeof slot);
+    std::vector<std::uint32_t> slot(kSlotWords, 1u);
+    b_.copy_to_host(slot.data(), counter_.p, 4 * kSlotWords);
     EXPECT_EQ(slot[0], 0u) << "one_pass or self_reset left the arrival count non-zero after " << what;
     EXPECT_EQ(slot[1], 0u) << "self_reset left its accumulator non-zero after " << what;
+    EXPECT_EQ(std::count(slot.begin() + kSpinFirstWord, slot.end(), 0u),
+              static_cast<std::ptrdiff_t>(kSlotWords - kSpinFirstWord))
+        << "spin left a per-block word non-zero after " << what;
     if (bytes && bytes <= (256u << 20)) {  // the input is never written
       std::vector<std::uint8_t> back(bytes);
       b_.copy_to_host(back.data(), input_.get(off_bytes), bytes);

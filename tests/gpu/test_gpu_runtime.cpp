@@ -12,6 +12,7 @@
 #include "amax/amax_tune.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/reference.hpp"
+#include "amax/scale_rule.hpp"
 #include "gpu_env.hpp"
 
 using namespace amax;
@@ -102,6 +103,52 @@ struct ForceStrategy {
   ~ForceStrategy() { unsetenv("AMAX_TUNE_FORCE_STRATEGY"); }
 };
 
+namespace {
+
+// Captures ctx.compute of n elements of dt once on each of two streams (inputs in1/in2, outputs
+// out[0] and out[1]) and replays both graphs back to back four times with other inputs (NaN, the
+// maximum last or first), checking both outputs against the CPU reference in `mode` after each
+// round: two graphs of the same call replayed at the same time, each on its capture stream's slot.
+// Returns the number of outputs checked.
+int check_two_graphs_on_two_streams(Backend& b, amax_tune::Context& ctx, amax_dtype_t dt, std::uint64_t n,
+                                    NanMode mode, const std::string& label, StreamHandle s1, StreamHandle s2,
+                                    std::mt19937_64& rng) {
+  const DType d = static_cast<DType>(dt);
+  DeviceBuffer in1(b, n * info(d).bytes + 16), in2(b, n * info(d).bytes + 16), out(b, 8), ws(b, 4);
+  b.memset32_async(out.p, 0xffffffffu, 2, s1);
+  b.synchronize(s1);
+  b.begin_capture(s1);
+  ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
+  GraphExecHandle g1 = b.end_capture(s1);
+  b.begin_capture(s2);
+  ctx.compute(in2.p, dt, n, out.get<float>(4), ws.p, ws.bytes, s2);
+  GraphExecHandle g2 = b.end_capture(s2);
+  int checked = 0;
+  for (int replay = 0; replay < 4; ++replay) {
+    const InputKind k1 = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
+    const InputKind k2 = replay == 3 ? InputKind::nan_middle : InputKind::max_first;
+    const auto h1 = make_input(k1, d, n, rng()), h2 = make_input(k2, d, n, rng());
+    b.copy_to_device(in1.p, h1.data(), h1.size());
+    b.copy_to_device(in2.p, h2.data(), h2.size());
+    for (int k = 0; k < 3; ++k) {  // back-to-back replays on both streams
+      b.launch_graph(g1, s1);
+      b.launch_graph(g2, s2);
+    }
+    b.synchronize(s1);
+    b.synchronize(s2);
+    EXPECT_EQ(read_bits(b, out.get(0)), reference_amax_bits(h1.data(), d, n, mode))
+        << "replay " << replay << " stream 1 " << to_string(d) << " n=" << n << " (" << label << ")";
+    EXPECT_EQ(read_bits(b, out.get(4)), reference_amax_bits(h2.data(), d, n, mode))
+        << "replay " << replay << " stream 2 " << to_string(d) << " n=" << n << " (" << label << ")";
+    checked += 2;
+  }
+  b.destroy_graph(g1);
+  b.destroy_graph(g2);
+  return checked;
+}
+
+}  // namespace
+
 TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
@@ -119,39 +166,75 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
       ASSERT_EQ(std::string(e.label).rfind("self_reset.", 0), 0u) << e.label;
       ASSERT_EQ(e.launches, 1u) << e.label;
       ASSERT_EQ(e.workspace_bytes, 4u) << e.label;  // self_reset needs none; the size is never 0
-      // Two graphs of the same call on two streams replayed at the same time: each uses its
-      // capture stream's slot.
-      DeviceBuffer in1(b, n * info(d).bytes + 16), in2(b, n * info(d).bytes + 16), out(b, 8), ws(b, 4);
-      b.memset32_async(out.p, 0xffffffffu, 2, s1);
-      b.synchronize(s1);
-      b.begin_capture(s1);
-      ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
-      GraphExecHandle g1 = b.end_capture(s1);
-      b.begin_capture(s2);
-      ctx.compute(in2.p, dt, n, out.get<float>(4), ws.p, ws.bytes, s2);
-      GraphExecHandle g2 = b.end_capture(s2);
-      for (int replay = 0; replay < 4; ++replay) {
-        const InputKind k1 = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
-        const InputKind k2 = replay == 3 ? InputKind::nan_middle : InputKind::max_first;
-        const auto h1 = make_input(k1, d, n, rng()), h2 = make_input(k2, d, n, rng());
-        b.copy_to_device(in1.p, h1.data(), h1.size());
-        b.copy_to_device(in2.p, h2.data(), h2.size());
-        for (int k = 0; k < 3; ++k) {  // back-to-back replays on both streams
-          b.launch_graph(g1, s1);
-          b.launch_graph(g2, s2);
-        }
-        b.synchronize(s1);
-        b.synchronize(s2);
-        EXPECT_EQ(read_bits(b, out.get(0)), reference_amax_bits(h1.data(), d, n, NanMode::propagate))
-            << "replay " << replay << " stream 1 " << to_string(d) << " n=" << n << " (" << e.label << ")";
-        EXPECT_EQ(read_bits(b, out.get(4)), reference_amax_bits(h2.data(), d, n, NanMode::propagate))
-            << "replay " << replay << " stream 2 " << to_string(d) << " n=" << n << " (" << e.label << ")";
-      }
-      b.destroy_graph(g1);
-      b.destroy_graph(g2);
+      check_two_graphs_on_two_streams(b, ctx, dt, n, NanMode::propagate, e.label, s1, s2, rng);
     }
   b.destroy_stream(s1);
   b.destroy_stream(s2);
+}
+
+// spin (issue 27) through the C API, forced: one block (no slot), a grid of many blocks, and a grid
+// capped at the co-resident blocks; eager calls back to back (block 0 must leave the slot's words
+// 0 for the next call), then graphs captured on two streams (the cooperative launch becomes a
+// cooperative kernel node) replayed back to back, both NaN modes, amax alone and fused with the
+// scale.
+TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
+  AMAX_REQUIRE_GPU();
+  if (auto why = spin_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
+  Backend& b = *env->backend;
+  ForceStrategy force("spin");
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
+  const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32, AMAX_DTYPE_FP16};
+  StreamHandle s1 = b.create_stream(), s2 = b.create_stream();
+  std::mt19937_64 rng(std::random_device{}());
+  int checked = 0;
+  for (amax_nan_mode_t mode : {AMAX_NAN_PROPAGATE, AMAX_NAN_IGNORE}) {
+    const auto mm = mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+    amax_tune::Context ctx(options(mode));
+    ctx.preload(dtypes, 3, sizes, 3);
+    ctx.preload_scale({AMAX_DTYPE_BF16, AMAX_DTYPE_FP32, AMAX_DTYPE_FP16}, {1000, 1u << 20, 50000000});
+    for (amax_dtype_t dt : dtypes)
+      for (std::uint64_t n : sizes) {
+        const DType d = static_cast<DType>(dt);
+        const auto e = ctx.explain(dt, n);
+        ASSERT_EQ(std::string(e.label).rfind("spin.", 0), 0u) << e.label;
+        ASSERT_EQ(e.launches, 1u) << e.label;
+        ASSERT_EQ(e.workspace_bytes, 4u) << e.label;  // spin needs none; the size is never 0
+        DeviceBuffer in1(b, n * info(d).bytes + 16), out(b, 3 * 4), ws(b, 4);
+        // Eager, five calls back to back on one stream, each with its own input kind.
+        for (int k = 0; k < 5; ++k) {
+          const InputKind kind = k == 1 ? InputKind::nan_middle : k == 3 ? InputKind::max_last : InputKind::random;
+          const auto h = make_input(kind, d, n, rng());
+          b.copy_to_device(in1.p, h.data(), h.size());
+          b.memset32_async(out.p, 0xffffffffu, 1, s1);
+          ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
+          b.synchronize(s1);
+          EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(h.data(), d, n, mm))
+              << "eager call " << k << " " << to_string(d) << " n=" << n << " (" << e.label << ")";
+          ++checked;
+        }
+        // Fused with the scale (e4m3 rule), eager.
+        {
+          const auto h = make_input(InputKind::max_in_vector, d, n, rng());
+          b.copy_to_device(in1.p, h.data(), h.size());
+          b.memset32_async(out.p, 0xffffffffu, 3, s1);
+          amax_tune::ScaleOptions so;
+          ctx.amax_and_scale(in1.p, dt, n, so, out.get<float>(0), out.get<float>(4), out.get<float>(8), ws.p, ws.bytes,
+                             s1);
+          b.synchronize(s1);
+          const std::uint32_t ref = reference_amax_bits(h.data(), d, n, mm);
+          const ScaleBits rs = reference_scale_bits(ref, ScaleRule{448.0f, 0.0f, false, false});
+          EXPECT_EQ(std::string(ctx.explain_scale(dt, n).label).rfind("spin.", 0), 0u);
+          EXPECT_EQ(read_bits(b, out.p), ref) << "fused " << to_string(d) << " n=" << n;
+          EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << "fused scale " << to_string(d) << " n=" << n;
+          EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << "fused scale_inv " << to_string(d) << " n=" << n;
+          ++checked;
+        }
+        checked += check_two_graphs_on_two_streams(b, ctx, dt, n, mm, e.label, s1, s2, rng);
+      }
+  }
+  b.destroy_stream(s1);
+  b.destroy_stream(s2);
+  std::printf("spin through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
 }
 
 TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {

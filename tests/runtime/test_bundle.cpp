@@ -25,6 +25,7 @@
 #include "amax/kernel_cache.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
+#include "unused_backend.hpp"
 
 using namespace amax;
 namespace fs = std::filesystem;
@@ -288,9 +289,10 @@ namespace {
 // HipBackend reads from hipDeviceProp_t::gcnArchName) and records the code objects and entry
 // points the kernel cache asks for; with `refuse`, loading fails as hipModuleLoadData does for a
 // code object the runtime cannot load. The kernel cache calls nothing else.
-class ModuleRecordingBackend final : public Backend {
+class ModuleRecordingBackend final : public test::UnusedBackend {
  public:
-  ModuleRecordingBackend(std::string arch, bool refuse) : refuse_(refuse) {
+  ModuleRecordingBackend(std::string arch, bool refuse)
+      : UnusedBackend("the kernel cache does not launch or allocate"), refuse_(refuse) {
     info_.arch = std::move(arch);
     info_.name = "AMD Instinct MI300X (no device: test backend)";
     info_.wave_size = 64;
@@ -299,35 +301,11 @@ class ModuleRecordingBackend final : public Backend {
   std::vector<std::string> functions;
 
   Vendor vendor() const noexcept override { return Vendor::amd; }
-  const DeviceInfo& device() const noexcept override { return info_; }
   std::unique_ptr<Module> load_module(std::span<const char> binary) override {
     if (refuse_) throw BackendError("hipModuleLoadData", 209, "hipModuleLoadData failed: no kernel image is available");
     loaded.emplace_back(binary.begin(), binary.end());
     return std::make_unique<Recorded>(this);
   }
-  void launch(FunctionHandle, std::uint32_t, std::uint32_t, StreamHandle, void**) override { unused(); }
-  void memset32_async(void*, std::uint32_t, std::size_t, StreamHandle) override { unused(); }
-  void* allocate(std::size_t) override { unused(); }
-  void release(void*) noexcept override {}
-  MappedHost allocate_mapped_host(std::size_t) override { unused(); }
-  void release_mapped_host(void*) noexcept override {}
-  void copy_to_device(void*, const void*, std::size_t) override { unused(); }
-  void copy_to_host(void*, const void*, std::size_t) override { unused(); }
-  void copy_device_async(void*, const void*, std::size_t, StreamHandle) override { unused(); }
-  StreamOwner stream_owner(StreamHandle) override { unused(); }
-  int memory_device(const void*) noexcept override { return -1; }
-  StreamHandle create_stream() override { unused(); }
-  void destroy_stream(StreamHandle) noexcept override {}
-  void synchronize(StreamHandle) override { unused(); }
-  bool is_capturing(StreamHandle) override { unused(); }
-  EventHandle create_event() override { unused(); }
-  void destroy_event(EventHandle) noexcept override {}
-  void record(EventHandle, StreamHandle) override { unused(); }
-  float elapsed_ms(EventHandle, EventHandle) override { unused(); }
-  void begin_capture(StreamHandle) override { unused(); }
-  GraphExecHandle end_capture(StreamHandle) override { unused(); }
-  void launch_graph(GraphExecHandle, StreamHandle) override { unused(); }
-  void destroy_graph(GraphExecHandle) noexcept override {}
 
  private:
   struct Recorded final : Module {
@@ -338,8 +316,6 @@ class ModuleRecordingBackend final : public Backend {
     }
     ModuleRecordingBackend* b;
   };
-  [[noreturn]] static void unused() { throw std::logic_error("the kernel cache does not launch or allocate"); }
-  DeviceInfo info_;
   bool refuse_;
 };
 

@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "amax/backend.hpp"
+#include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
+#include "unused_backend.hpp"
 
 using namespace amax;
 
@@ -167,4 +173,109 @@ TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
   EXPECT_TRUE(s.memset_output);
   EXPECT_TRUE(s.uses_slot);  // the epilogue counts the clusters
   EXPECT_EQ(s.launches(), 2);
+}
+
+// spin (issue 27): the grid is capped at kSpinMaxBlocks and at the blocks the device holds at once
+// (resident_per_cu x CUs, the loaded kernel's occupancy); it uses the stream slot (its per-block
+// words) but no workspace, launches once, cooperatively when it has more than one block.
+TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
+  EXPECT_EQ(kSpinFirstWord, 2u);
+  EXPECT_EQ(kSpinMaxBlocks, 1024u);
+  EXPECT_EQ(kSlotWords, 1026u);
+  const KernelConfig spin{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
+  // bf16 n = 2^24: 2097153 vectors / 1024 per block -> 2049 blocks uncapped.
+  auto s = launch_shape(spin, 1u << 24, 132, 4);  // 4 x 132 = 528 resident
+  EXPECT_EQ(s.grid, 528u);
+  EXPECT_EQ(s.parts, 528u);
+  EXPECT_EQ(s.block, 512u);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  EXPECT_TRUE(s.uses_slot);
+  EXPECT_TRUE(s.cooperative);
+  EXPECT_FALSE(s.memset_output);
+  EXPECT_FALSE(s.finish_kernel);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(spin, 1u << 24, 132);  // resident not known: kSpinMaxBlocks only
+  EXPECT_EQ(s.grid, 1024u);
+  s = launch_shape(spin, 1u << 24, 132, 16);  // 2112 resident: kSpinMaxBlocks caps
+  EXPECT_EQ(s.grid, 1024u);
+  s = launch_shape(spin, 1u << 20, 132, 4);  // 131073 vectors -> 129 blocks, under both caps
+  EXPECT_EQ(s.grid, 129u);
+  EXPECT_TRUE(s.cooperative);
+  s = launch_shape(spin, 1000, 132, 4);  // 126 vectors: one block writes the result itself
+  EXPECT_EQ(s.grid, 1u);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_FALSE(s.cooperative);
+  EXPECT_EQ(s.launches(), 1);
+  s = launch_shape(spin, 0, 132, 4);
+  EXPECT_EQ(s.grid, 0u);
+  EXPECT_EQ(s.launches(), 0);
+  // The config's own cap applies first: 2 per CU = 264 < 528.
+  const KernelConfig capped{Strategy::spin, 512, 8, 2, BlockCap::per_cu(2)};
+  EXPECT_EQ(launch_shape(capped, 1u << 24, 132, 4).grid, 264u);
+  // ... and the resident cap below it: 1 resident per CU.
+  EXPECT_EQ(launch_shape(capped, 1u << 24, 132, 1).grid, 132u);
+  // resident_per_cu is read for spin only.
+  const KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::uncapped()};
+  EXPECT_EQ(launch_shape(self, 1u << 24, 132, 4).grid, 2049u);
+  EXPECT_FALSE(launch_shape(self, 1u << 24, 132, 4).cooperative);
+}
+
+namespace {
+// Records the launches launch_amax makes; every other call is unexpected.
+class LaunchRecordingBackend final : public test::UnusedBackend {
+ public:
+  struct Launch {
+    bool cooperative;
+    std::uint32_t grid, block;
+  };
+  std::vector<Launch> launches;
+  LaunchRecordingBackend() : UnusedBackend("LaunchRecordingBackend") {
+    info_.arch = "sm_90";
+    info_.name = "NVIDIA H200 (no device: test backend)";
+    info_.cu_count = 132;
+    info_.wave_size = 32;
+  }
+  Vendor vendor() const noexcept override { return Vendor::nvidia; }
+  void launch(FunctionHandle, std::uint32_t grid, std::uint32_t block, StreamHandle, void**) override {
+    launches.push_back({false, grid, block});
+  }
+  void launch_cooperative(FunctionHandle, std::uint32_t grid, std::uint32_t block, StreamHandle, void**) override {
+    launches.push_back({true, grid, block});
+  }
+  bool is_capturing(StreamHandle) override { return false; }
+};
+}  // namespace
+
+// launch_amax launches a many-block spin grid cooperatively and a one-block one plainly, and refuses
+// a spin shape larger than the kernel's resident blocks before launching anything.
+TEST(LaunchAmax, SpinLaunchesCooperativelyAndRefusesAGridOverTheResidentBlocks) {
+  LaunchRecordingBackend b;
+  LoadedKernel k;
+  k.config = KernelConfig{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
+  k.dtype = DType::bf16;
+  k.resident_per_cu = 4;
+  std::uint32_t slot[kSlotWords] = {};
+  float out = 0;
+  const void* in = reinterpret_cast<const void*>(0x1000);
+  launch_amax(b, k, launch_shape(k.config, 1u << 24, 132, k.resident_per_cu), in, 1u << 24, &out, nullptr, slot,
+              NanMode::propagate, nullptr);
+  launch_amax(b, k, launch_shape(k.config, 1000, 132, k.resident_per_cu), in, 1000, &out, nullptr, slot,
+              NanMode::ignore, nullptr);
+  ASSERT_EQ(b.launches.size(), 2u);
+  EXPECT_TRUE(b.launches[0].cooperative);
+  EXPECT_EQ(b.launches[0].grid, 528u);
+  EXPECT_EQ(b.launches[0].block, 512u);
+  EXPECT_FALSE(b.launches[1].cooperative);
+  EXPECT_EQ(b.launches[1].grid, 1u);
+  // A shape made without the resident count (1024 blocks) for a kernel that holds 4 x 132 = 528.
+  try {
+    launch_amax(b, k, launch_shape(k.config, 1u << 24, 132), in, 1u << 24, &out, nullptr, slot, NanMode::propagate,
+                nullptr);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "launch_amax: spin grid of 1024 blocks exceeds the 528 blocks of spin.t512.v8.u2.buncapped the device "
+              "holds at once (pass its resident_per_cu to launch_shape)");
+  }
+  EXPECT_EQ(b.launches.size(), 2u);
 }

@@ -186,7 +186,7 @@ CheckReport run_check(const CheckOptions& o) {
             e.variants[idx[j]].problem = "wrong result: " + reasons[j];
             continue;
           }
-          timed.push_back(variant_timed(b, *vks[j], launch_shape(cs[j], e.n, cu), e.n, {out, ws, counter}, stream));
+          timed.push_back(variant_timed(b, *vks[j], launch_shape(cs[j], e.n, cu, vks[j]->resident_per_cu), e.n, {out, ws, counter}, stream));
           timed_idx.push_back(idx[j]);
         }
         const auto samples = runner.interleaved(timed, e.n * info(e.dtype).bytes, o.protocol.final_rounds);

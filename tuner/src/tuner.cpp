@@ -325,7 +325,8 @@ class Session {
       auto it = timed_.find(i);
       if (it != timed_.end()) return it->second;
       const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
-      const LaunchShape shape = launch_shape(vs_[i].config, n_, static_cast<std::uint32_t>(s_.backend_->device().cu_count));
+      const LaunchShape shape =
+          launch_shape(vs_[i].config, n_, static_cast<std::uint32_t>(s_.backend_->device().cu_count), k.resident_per_cu);
       return timed_[i] = variant_timed(*s_.backend_, k, shape, n_, {s_.out_, s_.workspace_, s_.counter_}, s_.stream_);
     }
     Session& s_;

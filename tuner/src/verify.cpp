@@ -34,7 +34,7 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
   const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     if (!kernels[i]) continue;
-    const LaunchShape shape = launch_shape(configs[i], n, cu);
+    const LaunchShape shape = launch_shape(configs[i], n, cu, kernels[i]->resident_per_cu);
     if (shape.workspace_bytes > max_workspace_)
       throw std::logic_error("Verifier workspace too small for " + configs[i].label());
     launch_amax(b_, *kernels[i], shape, in, n, outputs_ + i, workspace_, counter_, mode, stream_);
@@ -48,6 +48,10 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
     throw std::runtime_error("a one_pass or self_reset variant left its arrival count at " + std::to_string(slot[0]));
   if (slot[1] != 0)
     throw std::runtime_error(fmt::format("a self_reset variant left its accumulator at 0x{:08x}", slot[1]));
+  for (std::size_t w = kSpinFirstWord; w < kSlotWords; ++w)
+    if (slot[w] != 0)
+      throw std::runtime_error(fmt::format("a spin variant left slot word {} (block {}) at 0x{:08x}", w,
+                                           w - kSpinFirstWord, slot[w]));
   return got;
 }
 

@@ -29,7 +29,13 @@ namespace amax {
 /// - self_reset: every block does an atomic max into a context-owned accumulator word and counts
 ///   itself on a context-owned counter; the last block writes the output and zeroes both words.
 ///   One launch, no memset, no workspace.
-enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3 };
+/// - spin: a single-wave grid (no larger than the blocks the device holds at once, launched
+///   cooperatively so that they are co-resident): every block but block 0 stores its maximum with
+///   bit 31 set (the flag: an fp32 amax never has the sign bit) into its own word of the stream
+///   slot; block 0 polls those words, zeroes them, reduces them and writes the output. One launch,
+///   no memset, no workspace, no atomic (issue 27; tail probe: `spin_coop`). NVIDIA only
+///   (spin_unsupported_reason); no clusters.
+enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4 };
 
 /// Static facts about one enumerator of a variant field's enum (Strategy, Epilogue, Combine): the
 /// rows of its table (kStrategies, kEpilogues, kCombines), row i describing enumerator i.
@@ -49,6 +55,7 @@ inline constexpr StrategyInfo kStrategies[] = {
     {Strategy::two_stage, "two_stage", "AMAX_STRATEGY_TWO_STAGE"},
     {Strategy::one_pass, "one_pass", "AMAX_STRATEGY_ONE_PASS"},
     {Strategy::self_reset, "self_reset", "AMAX_STRATEGY_SELF_RESET"},
+    {Strategy::spin, "spin", "AMAX_STRATEGY_SPIN"},
 };
 
 namespace detail {
@@ -181,9 +188,17 @@ struct KernelConfig {
   std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
   /// multiple of the wave size or over the limit, vector wider than 16 bytes, a cluster other than
-  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), and so on.
+  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), spin on AMD
+  /// (spin_unsupported_reason) or spin with a cluster, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
+
+/// Why `arch` cannot run the spin strategy, or nullopt where it can (NVIDIA). On AMD it is left
+/// out: its polling has not been run on a CDNA GPU (on gfx942/gfx950 the XCDs have L2 caches of
+/// their own, so the flag words need system-coherent loads and stores, which the template does not
+/// emit there), and the HIP backend has no cooperative launch, which spin needs so that its
+/// polling block cannot wait on a block that is never scheduled. Pure, thread-safe.
+std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch);
 
 /// Why `arch` cannot run thread-block clusters (KernelConfig::cluster > 1), or nullopt where it
 /// can (NVIDIA sm_90 and later: Hopper's distributed shared memory). AMD has no clusters; an NVIDIA

@@ -89,6 +89,23 @@ class Backend {
                                 void** args) {
     launch(f, grid, block, stream, args);
   }
+  /// As launch(), as a cooperative launch (CUDA: cuLaunchCooperativeKernel): every block of the
+  /// grid is resident at once, so blocks may wait on each other (spin's polling). The grid must not
+  /// exceed max_active_blocks_per_cu(f, block) x the CU count (the driver refuses it otherwise).
+  /// Under stream capture it becomes a kernel node with the cooperative attribute. Errors:
+  /// BackendError (also from a backend without cooperative launches: this default, HIP).
+  virtual void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
+                                  void** args) {
+    (void)f, (void)grid, (void)block, (void)stream, (void)args;
+    throw BackendError("launch_cooperative", 0, "this backend has no cooperative launch");
+  }
+  /// Blocks of `f` launched with `block` threads (no dynamic shared memory) that one CU/SM holds at
+  /// once (CUDA: cuOccupancyMaxActiveBlocksPerMultiprocessor). Errors: BackendError (also from a
+  /// backend without the query: this default, HIP).
+  virtual std::uint32_t max_active_blocks_per_cu(FunctionHandle f, std::uint32_t block) {
+    (void)f, (void)block;
+    throw BackendError("max_active_blocks_per_cu", 0, "this backend has no occupancy query");
+  }
   /// Sets `count` 32-bit words at `dst` to `value`, asynchronously on `stream` (a memset node
   /// under graph capture).
   virtual void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle stream) = 0;

@@ -96,7 +96,7 @@ class DispatchTables {
   /// still read, with one warning. Returns the number of entries kept.
   std::size_t load(Source which, const std::string& path);
 
-  /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset)
+  /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset|spin)
   /// and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values are
   /// ignored with one warning each.
   void read_environment();

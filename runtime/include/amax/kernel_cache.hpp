@@ -62,6 +62,10 @@ struct LoadedKernel {
   ResourceUsage usage;       ///< -1 fields for bundled kernels (the bundle keeps no compiler log)
   KernelOrigin origin = KernelOrigin::jit;
   double compile_ms = 0;     ///< JIT time; 0 unless origin is jit
+  /// spin: blocks of `main` (config.threads each) one CU/SM holds at once, from the backend's
+  /// occupancy query when the kernel was loaded (>= 1; launch_shape caps spin's grid at this x the
+  /// CU count). 0 for the other strategies (not queried).
+  std::uint32_t resident_per_cu = 0;
   std::unique_ptr<Module> module;
 };
 

@@ -11,16 +11,30 @@ namespace amax {
 
 struct LoadedKernel;  // kernel_cache.hpp
 
+/// spin: the most blocks a spin grid has (launch_shape caps it here as well as at the blocks the
+/// device holds at once), and the first slot word of its per-block words: block b (1 .. grid - 1)
+/// stores its flagged maximum into word kSpinFirstWord + b (AMAX_SPIN_FIRST_WORD in
+/// templates/amax_kernels.h). 1024 covers one wave of 512-thread blocks on the H200 (132 SMs x 4).
+inline constexpr std::uint32_t kSpinMaxBlocks = 1024;
+inline constexpr std::size_t kSpinFirstWord = 2;
+
 /// 32-bit words of one stream slot: [0] the arrival count (one_pass, self_reset), [1] the
-/// accumulator of block (or cluster) maxima (self_reset). A slot is zeroed once when allocated; every kernel
-/// that uses it leaves it zero again.
-inline constexpr std::size_t kSlotWords = 2;
+/// accumulator of block (or cluster) maxima (self_reset), [kSpinFirstWord + 1, kSpinFirstWord +
+/// kSpinMaxBlocks) spin's per-block words. A slot is zeroed once when allocated; every kernel that
+/// uses it leaves it zero again (4104 bytes per slot).
+inline constexpr std::size_t kSlotWords = kSpinFirstWord + kSpinMaxBlocks;
 
 /// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
 /// ceil(n / nvec) + 1 (the unaligned head can add one), then rounded up to a multiple of the
 /// config's cluster (a clustered kernel launches whole clusters: the cap may be exceeded by at
-/// most cluster - 1 blocks).
+/// most cluster - 1 blocks). spin: the grid is further capped at kSpinMaxBlocks and at
+/// resident_per_cu x cu_count, the blocks of the compiled kernel the device holds at once
+/// (LoadedKernel::resident_per_cu, an occupancy query); with resident_per_cu 0 (not known: no
+/// kernel loaded yet) only at kSpinMaxBlocks, and such a shape is only for sizing (workspace,
+/// launches): launch_amax refuses a spin shape larger than its kernel's resident blocks. The shape to launch a
+/// loaded kernel k with is launch_shape(config, n, cu_count, k.resident_per_cu), `config` being the
+/// full config (k.config has its grid cap normalised away). Pure, thread-safe.
 struct LaunchShape {
   std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched); a multiple of the
                                       ///< config's cluster
@@ -28,8 +42,10 @@ struct LaunchShape {
   std::uint32_t parts = 0;            ///< participants of the cross-block step: grid / cluster
                                       ///< (the blocks, or the clusters of a clustered config)
   std::uint64_t workspace_bytes = 0;  ///< 4 x parts for two_stage/one_pass when parts > 1, else 0
-  bool uses_slot = false;             ///< one_pass, self_reset or atomic with the scale epilogue,
-                                      ///< with parts > 1: the stream's slot
+  bool uses_slot = false;             ///< one_pass, self_reset, spin or atomic with the scale
+                                      ///< epilogue, with parts > 1: the stream's slot
+  bool cooperative = false;           ///< spin with parts > 1: a cooperative launch
+                                      ///< (Backend::launch_cooperative)
   bool memset_output = false;         ///< atomic: the output is zeroed first
   bool finish_kernel = false;         ///< two_stage with parts > 1: a second launch
   /// two_stage with parts > 1: the finish kernel is launched as a programmatic dependent of stage
@@ -39,7 +55,8 @@ struct LaunchShape {
   bool dependent_finish = false;
   int launches() const noexcept { return (grid ? 1 : 0) + (memset_output ? 1 : 0) + (finish_kernel ? 1 : 0); }
 };
-LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint32_t cu_count);
+LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint32_t cu_count,
+                         std::uint32_t resident_per_cu = 0);
 
 /// The scale epilogue's kernel parameter, byte for byte the template's amax_scale_args_t
 /// (templates/amax_kernels.h): the scale and scale_inv outputs (one fp32 each, device memory,
@@ -58,14 +75,19 @@ static_assert(sizeof(ScaleArgs) == 32 && offsetof(ScaleArgs, max) == 16 && offse
 
 /// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
 /// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
-/// one and, with more than one block, the finish kernel; one_pass and self_reset launch once.
+/// one and, with more than one block, the finish kernel; one_pass and self_reset launch once; spin
+/// launches once, cooperatively when it has more than one block (also under graph capture: a
+/// cooperative launch is captured as a kernel node with the cooperative attribute).
 /// workspace: at least shape.workspace_bytes bytes (any content); slot: kSlotWords 32-bit words
 /// that are 0 (the kernels leave them 0), needed when shape.uses_slot; no two launches that may
 /// run at the same time may share a slot. Never synchronises or allocates.
 /// `scale`: required exactly when the kernel's config has the scale epilogue; the kernels then
 /// write scale and scale_inv in the same launch. With n == 0 the amax 0 and the rule's scale and
 /// scale_inv for it (reference_scale_bits) are written with memsets.
-/// Errors: BackendError from the launch.
+/// Errors: BackendError from the launch; std::logic_error when a spin shape has more blocks than
+/// kernel.resident_per_cu x the device's CUs (a shape not made with
+/// kernel.resident_per_cu): its
+/// polling could wait for a block that is never resident.
 void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
                  StreamHandle stream, const ScaleArgs* scale = nullptr);
