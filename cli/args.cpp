@@ -49,6 +49,20 @@ std::vector<DType> parse_dtypes(const std::string& s) {
   return out;
 }
 
+std::vector<Strategy> parse_strategies(const std::string& s) {
+  std::vector<Strategy> out;
+  for (const std::string& item : split_list(s)) {
+    auto st = parse_strategy(item);
+    if (!st) {
+      std::string names;
+      for (const StrategyInfo& i : kStrategies) names += (names.empty() ? "" : ", ") + std::string(i.name);
+      throw UsageError("unknown strategy '" + item + "' in --strategies '" + s + "' (expected " + names + ")");
+    }
+    if (std::find(out.begin(), out.end(), *st) == out.end()) out.push_back(*st);
+  }
+  return out;
+}
+
 void refuse_same_file(const std::filesystem::path& out, const std::filesystem::path& in, const char* what) {
   std::error_code ec;
   if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, in, ec))

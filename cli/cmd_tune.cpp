@@ -43,6 +43,7 @@ struct TuneArgs {
   bool groups_given = false;
   std::string device = "0";  // an ordinal, a list N,M,... or all (a node tune: cli/cmd_node.cpp)
   std::string json;
+  std::string strategies;  // empty: every strategy
 };
 
 
@@ -208,6 +209,7 @@ int run_tune(const TuneArgs& a) {
   tune::TuneOptions o;
   // Every argument is checked before the device is asked for anything.
   o.dtypes = parse_dtypes(a.dtypes);
+  if (!a.strategies.empty()) o.strategies = parse_strategies(a.strategies);
   try {
     if (a.sizes_given && a.sizes.empty()) throw std::invalid_argument("--sizes is empty");
     if (a.sizes == "none") o.tune_sizes = false;
@@ -246,6 +248,7 @@ int run_tune(const TuneArgs& a) {
     req.forwarded.insert(req.forwarded.end(), {"--dtypes", a.dtypes});
     if (!a.sizes.empty()) req.forwarded.insert(req.forwarded.end(), {"--sizes", a.sizes});
     if (a.groups_given) req.forwarded.insert(req.forwarded.end(), {"--groups", a.groups});
+    if (!a.strategies.empty()) req.forwarded.insert(req.forwarded.end(), {"--strategies", a.strategies});
     if (a.budget > 0) req.forwarded.insert(req.forwarded.end(), {"--time-budget", fmt::format("{}", a.budget)});
     for (auto [on, flag] : {std::pair{a.retune, "--retune"}, {a.stale, "--stale-only"}, {a.full, "--full"},
                             {a.warm, "--warm"}})
@@ -320,6 +323,9 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
                  "into --db with a per-key agreement report (per-GPU databases in <db>.node/)")
       ->capture_default_str();
   app.add_flag("--full", a.full, "Search the full space instead of the pruned default");
+  app.add_option("--strategies", a.strategies,
+                 "Tune only these single-tensor strategies, comma-separated (atomic, two_stage, one_pass, "
+                 "self_reset, spin; default: all), e.g. --full --strategies spin,self_reset,atomic,two_stage");
   app.add_flag("--warm", a.warm, "Time with a warm L2 (same input every call) instead of cold rotating inputs");
   app.add_option("--json", a.json, "Write a machine-readable summary to FILE (- for stdout)");
   app.add_flag("-q,--quiet", a.quiet, "No progress output");

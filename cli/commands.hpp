@@ -14,6 +14,7 @@
 #include "amax/arch.hpp"
 #include "amax/bench_multi.hpp"
 #include "amax/dtype.hpp"
+#include "amax/kernel_config.hpp"
 
 namespace amax::cli {
 
@@ -54,6 +55,9 @@ std::uint64_t parse_count(std::string text);
 ArchInfo parse_user_arch(const std::string& arch);
 /// Parses a comma-separated dtype list ("fp32,bf16"). UsageError naming the bad item.
 std::vector<DType> parse_dtypes(const std::string& list);
+/// Parses a comma-separated strategy list ("spin,self_reset"; duplicates kept once, in order).
+/// UsageError naming the bad item (an empty one included) and listing the strategies.
+std::vector<Strategy> parse_strategies(const std::string& list);
 /// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
 /// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
 /// naming the bad item.

@@ -117,6 +117,12 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"--arch sm_90 --device 0,1 --json - --db " + (dir / "a.db").string(), "--json is per GPU in a node tune"},
       {"--arch sm_90 --time-budget nan --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got nan"},
       {"--dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64'"},  // before any device query
+      {"--strategies spin,spin_coop --db " + (dir / "a.db").string(),
+       "unknown strategy 'spin_coop' in --strategies 'spin,spin_coop' (expected atomic, two_stage, one_pass, "
+       "self_reset, spin)"},
+      {"--strategies , --db " + (dir / "a.db").string(), "unknown strategy '' in --strategies ','"},
+      {"emit --arch gfx942 --dtype bf16 --label spin.t512.v8.u2.b4cu",
+       "spin is not generated for AMD (gfx942): its polling is not validated on CDNA"},
       {"-j -1 --db " + (dir / "a.db").string(), "--jobs"},
       {"emit --list --arch sm_90 -o " + (dir / "l.txt").string(), "-o/--out goes with --label"},
       {"emit --list --label x --arch sm_90", "emit takes one of --label, --list and --out-dir"},

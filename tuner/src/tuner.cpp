@@ -242,6 +242,10 @@ class Session {
     std::vector<std::pair<KernelConfig, DType>> todo;
     for (DType d : dtypes) {
       cands_[d] = candidates(arch_, d, o_.space);
+      if (!o_.strategies.empty())
+        std::erase_if(cands_[d], [&](const KernelConfig& c) {
+          return std::find(o_.strategies.begin(), o_.strategies.end(), c.strategy) == o_.strategies.end();
+        });
       for (const auto& c : distinct_kernels(cands_[d])) todo.emplace_back(c, d);
     }
     std::vector<MultiKernelBuild> multi;

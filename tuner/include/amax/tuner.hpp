@@ -37,6 +37,10 @@ struct TuneOptions {
   bool db_in_memory = false;
   int device = 0;                     ///< device ordinal
   SpaceKind space = SpaceKind::pruned;
+  /// Single-tensor strategies to tune (their variants of `space`, TransformerEngine's baselines
+  /// included where their strategy is listed); empty = every strategy. Multi-tensor groups are not
+  /// filtered. For measuring a strategy against others (issue 27: spin with --full).
+  std::vector<Strategy> strategies;
   TimingProtocol protocol;
   std::filesystem::path cache_dir = BinaryCache::default_dir();  ///< binary cache; empty = none
   bool progress = true;               ///< progress lines (with an ETA) on stderr
