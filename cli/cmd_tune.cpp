@@ -60,9 +60,9 @@ const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
-  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
                     "dtype", "n", "winner", "GPU us", "GB/s", "%ceil", "L", "host us", "vs TE-at", "vs TE-2s", "vs atom",
-                    "vs 2stg", "vs 1pass", "vs self", "ties");
+                    "vs 2stg", "vs 1pass", "vs self", "vs spin", "ties");
   for (const auto& k : r.keys) {
     if (k.resumed) {
       if (k.stored)
@@ -77,12 +77,13 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     }
     const auto& w = k.variants[k.winner];
     const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
-    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
+    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5}\n",
                       to_string(k.dtype), k.n, w.label(), w.stats.median_us,
                       tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
                       w.launches, w.host_us, ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
                       ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
-                      ratio(k.best(Strategy::self_reset), w), fmt::format("{}{}", k.tie_set.size(), conf));
+                      ratio(k.best(Strategy::self_reset), w), ratio(k.best(Strategy::spin), w),
+                      fmt::format("{}{}", k.tie_set.size(), conf));
   }
   if (!r.groups.empty()) {
     os << fmt::format("\n{:<18} {:<40} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>5}\n", "group", "winner (multi-tensor)",
@@ -124,7 +125,7 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                     "(below 1.00x: X is statistically tied with the winner, which has fewer launches, less host cost or "
                     "less spread).\n"
                     "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self: best of "
-                    "each strategy (self = self_reset).\nties: size of the winner's tie set; c: confirmed by a second "
+                    "each strategy (self = self_reset; spin: '-' unless it was tuned, --full).\nties: size of the winner's tie set; c: confirmed by a second "
                     "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
                     "{} compiled, {} cached; multi-tensor {} compiled, {} cached)\n",
                     r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached, r.multi_kernels_compiled,
@@ -165,6 +166,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       add("best_two_stage", k.best(Strategy::two_stage));
       add("best_one_pass", k.best(Strategy::one_pass));
       add("best_self_reset", k.best(Strategy::self_reset));
+      add("best_spin", k.best(Strategy::spin));
       int failed = 0;
       for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
       e["tie_set"] = nlohmann::json::array();

@@ -56,9 +56,10 @@
 // the stage-one kernel and to the two_stage second stage: amax_scale_args_t (below: the scale and
 // scale_inv outputs, the rule's max, epsilon and flags). Whoever writes the amax writes scale and
 // scale_inv from it, in the same launch: the single block of a one-block grid, the last block of
-// one_pass and self_reset, block 0 of spin, the second stage of two_stage, and for atomic the last block to arrive,
-// counted on counter[0] as one_pass does (so atomic with the epilogue uses the stream slot when
-// its grid has more than one block). The amax-only kernels' signatures are unchanged.
+// one_pass and self_reset, block 0 of spin, the second stage of two_stage, and for atomic the last
+// block to arrive, counted on counter[0] as one_pass does (so atomic with the epilogue uses the
+// stream slot when its grid has more than one block). The amax-only kernels' signatures are
+// unchanged.
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
 #define AMAX_FLAG_IGNORE_NAN 1u
@@ -380,6 +381,9 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
 #elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN
 #if AMAX_CLUSTER > 1
 #error "spin runs without clusters"
+#endif
+#ifndef AMAX_SPIN_SUPPORTED
+#error "AMAX_STRATEGY_SPIN needs the vendor prelude's AMAX_SPIN_SUPPORTED (NVIDIA only: spin_unsupported_reason)"
 #endif
   // Launched cooperatively with a grid no larger than the device holds at once (the runtime caps
   // it), so every block is resident and block 0's polling cannot wait on an unscheduled block.

@@ -55,6 +55,9 @@ AMAX_DEVICE void amax_wait_prerequisite_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+// The spin strategy's polling is supported (volatile global loads and stores are coherent across
+// SMs through the L2; the runtime launches it cooperatively): AMAX_STRATEGY_SPIN compiles.
+#define AMAX_SPIN_SUPPORTED 1
 // Thread-block clusters (sm_90+, PTX ISA 7.8; used only by kernels with AMAX_CLUSTER > 1, which
 // the generator emits for sm_90 and later only). AMAX_CLUSTER_DIMS(n): the kernel's compile-time
 // cluster shape (n blocks along x), so an ordinary launch runs it in clusters.

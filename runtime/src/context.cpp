@@ -87,10 +87,12 @@ struct amax_context {
   std::mutex fallback_mu;                             // guards fallback_plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;  // default plans replacing failed variants
 
-  // Stream slots of one_pass, self_reset and spin: kSlotWords zeroed words per stream (arrival
-  // count, self_reset's accumulator, spin's per-block words: 4104 bytes, 16.8 MB for the 4096
-  // slots), claimed lock-free (open addressing).
+  // Stream slots of one_pass, self_reset and spin: slot_words zeroed words per stream (arrival
+  // count, self_reset's accumulator and, where the arch runs spin, spin's per-block words:
+  // kSlotWords = 4104 bytes, 16.8 MB for the 4096 slots; elsewhere kSpinFirstWord = 8 bytes,
+  // 32 KiB), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
+  std::size_t slot_words = kSlotWords;
   std::uint32_t* slots = nullptr;
   std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
 
@@ -182,10 +184,10 @@ struct amax_context {
     std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> 52;  // 12 bits: 4096 slots
     for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
       std::uintptr_t cur = slot_keys[i].load(std::memory_order_acquire);
-      if (cur == key) return slots + kSlotWords * i;
+      if (cur == key) return slots + slot_words * i;
       if (cur == 0 && slot_keys[i].compare_exchange_strong(cur, key, std::memory_order_acq_rel))
-        return slots + kSlotWords * i;
-      if (cur == key) return slots + kSlotWords * i;
+        return slots + slot_words * i;
+      if (cur == key) return slots + slot_words * i;
     }
     fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset or "
                                                    "spin kernels of this context; create another context", kSlots));
@@ -631,8 +633,9 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     }
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
-    c->slots = static_cast<std::uint32_t*>(c->backend->allocate(4 * kSlotWords * amax_context::kSlots));
-    c->backend->memset32_async(c->slots, 0, kSlotWords * amax_context::kSlots, nullptr);
+    c->slot_words = spin_unsupported_reason(c->arch) ? kSpinFirstWord : kSlotWords;
+    c->slots = static_cast<std::uint32_t*>(c->backend->allocate(4 * c->slot_words * amax_context::kSlots));
+    c->backend->memset32_async(c->slots, 0, c->slot_words * amax_context::kSlots, nullptr);
     c->backend->synchronize(nullptr);
     *out = c.release();
   });

@@ -212,8 +212,14 @@ void DispatchTables::read_environment() {
   }
   if (const char* s = std::getenv("AMAX_TUNE_FORCE_STRATEGY"); s && *s) {
     force_strategy_ = parse_strategy(s);
-    if (!force_strategy_)
+    if (!force_strategy_) {
       warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected atomic, two_stage, one_pass, self_reset or spin)", s));
+    } else if (*force_strategy_ == Strategy::spin) {
+      if (auto why = spin_unsupported_reason(arch_)) {
+        warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY=spin ignored: {}", *why));
+        force_strategy_.reset();
+      }
+    }
   } else if (const char* te = std::getenv("NVTE_USE_ATOMIC_AMAX"); te && std::string(te) == "1") {
     force_strategy_ = Strategy::atomic;
   }

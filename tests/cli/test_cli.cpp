@@ -501,15 +501,15 @@ TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
   EXPECT_FALSE(fs::exists(db.string() + "-wal"));
 }
 
-// `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db), gfx942 listed as
-// skipped with the reason where no compiler here can target it; --strict makes a skip a failure.
+// `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db: 3 dtypes x 2 shapes x
+// 5 strategies x 2 epilogues = 60 kernels), gfx942 listed as skipped with the reason where no compiler here can target it; --strict makes a skip a failure.
 TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   const auto out = dir / "k.bundle";
   CmdResult r = run("bundle --arch sm_90 -o " + out.string());
   if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels (0 for database winners, 48 for built-in defaults")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 48 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 60 kernels (0 for database winners, 60 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 60 code objects")) << r.out;
   EXPECT_TRUE(fs::exists(out / "index.json"));
   r = run("bundle --arch sm_90,gfx942 -o " + out.string());
   if (!has(r.out, "gfx942: skipped")) GTEST_SKIP() << "a compiler here targets gfx942: " << r.out;
@@ -586,9 +586,9 @@ TEST_F(Cli, BundleUpdateKeepsOtherArchesAndFromCopiesEntries) {
   // b gets a's sm_90 entries, keeping its own sm_80 ones.
   r = run("bundle --update --from " + a.string() + " --arch sm_90 -o " + b.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels copied from " + a.string())) << r.out;
-  EXPECT_TRUE(has(r.out, "--update: kept 48 entries of the existing bundle for other arches")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 96 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 60 kernels copied from " + a.string())) << r.out;
+  EXPECT_TRUE(has(r.out, "--update: kept 60 entries of the existing bundle for other arches")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 120 code objects")) << r.out;
   const std::string index = slurp(b / "index.json");
   EXPECT_TRUE(has(index, "\"arch\": \"sm_80\"")) << index;
   EXPECT_TRUE(has(index, "\"arch\": \"sm_90\"")) << index;
@@ -619,7 +619,7 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   if (const auto p = r.out.find(tag); p != std::string::npos) current = r.out.substr(p + tag.size(), 16);
   if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 48 kernels (0 for database winners, 48 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 60 kernels (0 for database winners, 60 for built-in defaults")) << r.out;
   // The same rows made fresh: their 48 distinct amax-only kernels and the 43 distinct kernels their
   // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its threads,
   // nvec and unroll with a grid <= 4 per CU where that is pruned) are bundled, and the defaults they

@@ -204,12 +204,29 @@ TEST_F(Dispatch, EnvironmentOverrides) {
   EXPECT_EQ(sr.choose(DType::bf16, 1000).config.label(), "self_reset.t512.v8.u2.buncapped");
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");
 
+  // spin on the built-in default where the arch runs it; ignored with the reason on AMD.
+  setenv("AMAX_TUNE_FORCE_STRATEGY", "spin", 1);
+  DispatchTables sp(arch, kId);
+  sp.read_environment();
+  EXPECT_TRUE(sp.warnings().empty());
+  EXPECT_EQ(sp.choose(DType::bf16, 1u << 24).source, Source::override_env);
+  EXPECT_EQ(sp.choose(DType::bf16, 1u << 24).config.label(), "spin.t512.v8.u4.buncapped");
+  DispatchTables amd(ArchInfo::parse("gfx942"), kId);
+  amd.read_environment();
+  ASSERT_EQ(amd.warnings().size(), 1u);
+  EXPECT_EQ(amd.warnings()[0],
+            "AMAX_TUNE_FORCE_STRATEGY=spin ignored: spin is not generated for AMD (gfx942): its polling is not "
+            "validated on CDNA (per-XCD L2 caches need system-coherent flag words) and the HIP backend has no "
+            "cooperative launch to guarantee co-resident blocks");
+  EXPECT_EQ(amd.choose(DType::bf16, 1u << 24).source, Source::builtin_default);
+  unsetenv("AMAX_TUNE_FORCE_STRATEGY");
+
   setenv("AMAX_TUNE_FORCE_STRATEGY", "three_stage", 1);
   setenv("AMAX_TUNE_FORCE_LABEL", "nonsense", 1);
   DispatchTables bad(arch, kId);
   bad.read_environment();
   ASSERT_EQ(bad.warnings().size(), 2u);
-  EXPECT_NE(bad.warnings()[1].find("'three_stage' ignored (expected atomic, two_stage, one_pass or self_reset)"),
+  EXPECT_NE(bad.warnings()[1].find("'three_stage' ignored (expected atomic, two_stage, one_pass, self_reset or spin)"),
             std::string::npos) << bad.warnings()[1];
   EXPECT_EQ(bad.choose(DType::fp32, 10).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");

@@ -22,16 +22,17 @@ enum class SpaceKind { pruned, full };
 /// nvec, unroll, max_blocks). Every returned config passes KernelConfig::validate; recorded
 /// exclusions (below) are left out.
 ///
-/// full: threads = each power of two from the wave size to the block limit; nvec = each power of
-/// two up to 16 bytes; unroll 1, 2, 4, 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped; and,
-/// where the arch has thread-block clusters (NVIDIA sm_90+), the same grid again with cluster 2, 4
-/// and 8 for threads 256-1024 and 16-byte vectors (3 x 4 strategies x 3 x 4 x 7 = 1008 more).
+/// full: every strategy the arch runs (spin on NVIDIA only: spin_unsupported_reason); threads =
+/// each power of two from the wave size to the block limit; nvec = each power of two up to 16
+/// bytes; unroll 1, 2, 4, 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped; and, where the arch
+/// has thread-block clusters (NVIDIA sm_90+), the same grid again with cluster 2, 4 and 8 for
+/// threads 256-1024 and 16-byte vectors, every strategy but spin (3 x 4 x 3 x 4 x 7 = 1008 more).
 /// pruned (the tuner's default): threads 128-1024, 16-byte vectors only (the widest load is the one
 /// that reaches bandwidth on both vendors), unroll 1, 2, 4, 8; max blocks 2, 4, 8, 16 per CU or
 /// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
 /// (48 variants: it serves the launch-bound sizes); no clustered variant (until one is shown to
-/// win: the pruned cluster list in search_space.cpp). On the H200 this is 288 variants per dtype
-/// from 60 compiled sources.
+/// win: the pruned cluster list in search_space.cpp); no spin variant while kPrunedSpin in
+/// search_space.cpp is off. On the H200 this is 288 variants per dtype from 60 compiled sources.
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 

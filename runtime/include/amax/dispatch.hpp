@@ -97,8 +97,8 @@ class DispatchTables {
   std::size_t load(Source which, const std::string& path);
 
   /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset|spin)
-  /// and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values are
-  /// ignored with one warning each.
+  /// and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values, and spin
+  /// where the arch cannot run it (spin_unsupported_reason), are ignored with one warning each.
   void read_environment();
 
   /// The decision for (dtype, n): a forced label valid for the dtype; else a forced strategy on
