@@ -92,8 +92,9 @@ class Backend {
   /// As launch(), as a cooperative launch (CUDA: cuLaunchCooperativeKernel): every block of the
   /// grid is resident at once, so blocks may wait on each other (spin's polling). The grid must not
   /// exceed max_active_blocks_per_cu(f, block) x the CU count (the driver refuses it otherwise).
-  /// Under stream capture it becomes a kernel node with the cooperative attribute. Errors:
-  /// BackendError (also from a backend without cooperative launches: this default, HIP).
+  /// Under stream capture it is expected to become a kernel node with the cooperative attribute
+  /// (tests/gpu check it). Errors: BackendError (also from a backend without cooperative launches:
+  /// this default, HIP).
   virtual void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
                                   void** args) {
     (void)f, (void)grid, (void)block, (void)stream, (void)args;
