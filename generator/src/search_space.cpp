@@ -14,13 +14,6 @@ namespace {
 constexpr std::uint32_t kFullClusters[] = {2, 4, 8};
 constexpr std::span<const std::uint32_t> kPrunedClusters{};
 
-// Whether the pruned space (the tuner's default) holds the spin strategy (issue 27). Off until an
-// H200 run of the full space shows spin variants winning; the full space has them wherever the arch
-// can run them (spin_unsupported_reason). Turning it on admits spin with the pruned grid of the
-// other strategies (threads 128-1024, 16-byte vectors, unroll 1-8, caps 2-16 per CU or uncapped:
-// 80 variants per dtype on NVIDIA). Keep it in step with space_notes below, which reads it.
-constexpr bool kPrunedSpin = false;
-
 bool spin_in(SpaceKind kind) { return kind == SpaceKind::full || kPrunedSpin; }
 
 std::span<const std::uint32_t> cluster_sizes(SpaceKind kind) {
@@ -60,6 +53,11 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
               // Pruned self_reset: the launch-bound band it is for (up to a few MiB) wants blocks of
               // >= 256 threads and grids of >= 4 blocks per SM/CU; at large sizes it ties atomic.
               if (!full && s == Strategy::self_reset && (t < 256 || b == BlockCap::per_cu(2))) continue;
+              // Pruned spin (kPrunedSpin): threads >= 256 and caps of 2, 4 and 8 blocks per CU (its
+              // grid is capped at the resident blocks, at most 1024, so larger caps repeat 8's grid).
+              if (!full && s == Strategy::spin &&
+                  (t < 256 || b.kind != BlockCap::Kind::per_cu || b.value > 8))
+                continue;
               if (k > 1 && (t < 256 || v * elem != 16)) continue;
               KernelConfig c{s, t, v, u, b};
               c.cluster = k;
@@ -114,7 +112,7 @@ std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind) {
   else if (auto why = cluster_unsupported_reason(arch))
     out.push_back("clustered variants (" + spelled + "): " + *why);
   if (!spin_in(kind))
-    out.push_back("spin variants are not in the pruned space (kPrunedSpin in generator/src/search_space.cpp); "
+    out.push_back("spin variants are not in the pruned space (kPrunedSpin in generator/include/amax/search_space.hpp); "
                   "the full space (--full) has them where the arch can run them");
   else if (auto why = spin_unsupported_reason(arch))
     out.push_back(*why);

@@ -11,12 +11,15 @@ using namespace amax;
 TEST(SearchSpace, PrunedSpaceSizes) {
   // atomic, two_stage, one_pass: threads {128,256,512,1024} x one 16-byte nvec x unroll {1,2,4,8}
   // x 5 caps = 80 each; self_reset: threads {256,512,1024} x unroll 4 x caps {4,8,16 per CU,
-  // uncapped} = 48.
+  // uncapped} = 48; spin (kPrunedSpin, NVIDIA only): threads {256,512,1024} x unroll 4 x caps
+  // {2,4,8 per CU} = 36 from 12 kernels.
+  static_assert(kPrunedSpin, "the counts below are those of the pruned space with spin");
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-"})
     for (const auto& d : all_dtypes()) {
+      const bool nvidia = ArchInfo::parse(arch).vendor == Vendor::nvidia;
       const auto space = enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned);
-      EXPECT_EQ(space.size(), 288u) << arch << " " << d.name;
-      EXPECT_EQ(distinct_kernels(space).size(), 60u);
+      EXPECT_EQ(space.size(), nvidia ? 324u : 288u) << arch << " " << d.name;
+      EXPECT_EQ(distinct_kernels(space).size(), nvidia ? 72u : 60u);
       std::map<Strategy, int> per;
       for (const auto& c : space) {
         EXPECT_EQ(c.nvec * d.bytes, 16u) << c.label();
@@ -26,11 +29,17 @@ TEST(SearchSpace, PrunedSpaceSizes) {
       EXPECT_EQ(per[Strategy::two_stage], 80);
       EXPECT_EQ(per[Strategy::one_pass], 80);
       EXPECT_EQ(per[Strategy::self_reset], 48);
+      EXPECT_EQ(per[Strategy::spin], nvidia ? 36 : 0);
     }
   const auto space = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::pruned);
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t128.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b2cu")), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t256.v8.u1.b2cu")), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t1024.v8.u8.b8cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t128.v8.u2.b4cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.b16cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.buncapped")), space.end());
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
@@ -85,11 +94,9 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
       EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
 
   const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
-  ASSERT_EQ(pruned.size(), 2u);
+  ASSERT_EQ(pruned.size(), 1u);  // spin is in the pruned space (kPrunedSpin): no note for it
   EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
                        "space (--full) has them where the arch has thread-block clusters");
-  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (kPrunedSpin in generator/src/search_space.cpp); "
-                       "the full space (--full) has them where the arch can run them");
   EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
   EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
             (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
@@ -102,14 +109,20 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
                                      "(distributed shared memory); sm_80 has none"});
 }
 
-// spin (issue 27): out of the pruned space while kPrunedSpin is off; in the full space on NVIDIA
-// with the full grid of the other strategies and no clusters (6 threads x 4 nvec x 4 unroll x 7 caps
-// for bf16 = 672 on sm_90 and sm_80), never on AMD.
-TEST(SearchSpace, SpinIsInTheFullSpaceOnNvidiaOnlyAndNotPruned) {
-  for (const char* arch : {"sm_90", "sm_80", "gfx90a", "gfx942", "gfx950"})
+// spin (issue 27): in the full space on NVIDIA with the full grid of the other strategies and no
+// clusters (6 threads x 4 nvec x 4 unroll x 7 caps for bf16 = 672 on sm_90 and sm_80), in the pruned
+// space on NVIDIA as PrunedSpaceSizes counts it, never on AMD.
+TEST(SearchSpace, SpinIsInTheSpacesOnNvidiaOnly) {
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"})
     for (const auto& d : all_dtypes())
       for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned))
         EXPECT_NE(c.strategy, Strategy::spin) << arch << " " << c.label();
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    int pruned = 0;
+    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::fp32, SpaceKind::pruned))
+      pruned += c.strategy == Strategy::spin;
+    EXPECT_EQ(pruned, 36) << arch;
+  }
   for (const char* arch : {"sm_90", "sm_80"}) {
     int spins = 0;
     for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::bf16, SpaceKind::full))
@@ -182,7 +195,9 @@ TEST(RecordedExclusions, TheBuiltInTableLeavesNoPrunedKernelOutToday) {
   for (const char* a : {"gfx90a", "gfx942:sramecc+:xnack-", "gfx942:xnack+", "gfx950", "sm_90"})
     for (const auto& d : all_dtypes()) {
       EXPECT_TRUE(space_exclusions(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).empty()) << a << " " << d.name;
-      EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(), 288u) << a << " " << d.name;
+      EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(),
+                ArchInfo::parse(a).vendor == Vendor::nvidia ? 324u : 288u)
+          << a << " " << d.name;
     }
 }
 

@@ -31,10 +31,18 @@ enum class SpaceKind { pruned, full };
 /// that reaches bandwidth on both vendors), unroll 1, 2, 4, 8; max blocks 2, 4, 8, 16 per CU or
 /// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
 /// (48 variants: it serves the launch-bound sizes); no clustered variant (until one is shown to
-/// win: the pruned cluster list in search_space.cpp); no spin variant while kPrunedSpin in
-/// search_space.cpp is off. On the H200 this is 288 variants per dtype from 60 compiled sources.
-/// Thread-safe (pure).
+/// win: the pruned cluster list in search_space.cpp); with kPrunedSpin, where the arch runs spin
+/// (NVIDIA), spin with threads 256-1024, unroll 1-8 and max blocks 2, 4 or 8 per CU (36 variants
+/// from 12 compiled sources). On the H200 this is 324 variants per dtype from 72 compiled sources
+/// (AMD: 288 from 60). Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
+
+/// Whether the pruned space (the tuner's default) holds the spin strategy (issue 27) where the arch
+/// can run it (spin_unsupported_reason: NVIDIA only); the full space always does. On because the
+/// tail probe measured the polling design's tail at +0.85 us over the streaming read at 1-16 MiB
+/// against +1.0-1.3 us for today's strategies (H200, docs/results/2026-12-02-gpu-time.md), so the
+/// tuner decides key by key; space_notes reads it.
+inline constexpr bool kPrunedSpin = true;
 
 /// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
 /// choice. From two default tunes on the H200 (2026-12-03, the trials in
