@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "amax/amax_tune.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/reference.hpp"
@@ -137,11 +138,13 @@ BenchReport run_bench(const BenchOptions& o) {
       if (with_cub) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
     }
   tune::InputRegion inputs(b, max_bytes + 64);
-  void* ws = b.allocate(max_ws);
-  void* cub_temp = b.allocate(max_cub);
-  float* te_ws = static_cast<float*>(b.allocate(kTeWorkspaceBytes));
-  float* out = static_cast<float*>(b.allocate(64));
-  void* sink = b.allocate(4);
+  const DeviceBuffer ws_buf(b, max_ws), cub_temp_buf(b, max_cub), te_ws_buf(b, kTeWorkspaceBytes), out_buf(b, 64),
+      sink_buf(b, 4);
+  void* ws = ws_buf.get();
+  void* cub_temp = cub_temp_buf.get();
+  float* te_ws = te_ws_buf.get<float>();
+  float* out = out_buf.get<float>();
+  void* sink = sink_buf.get();
   StreamHandle stream = b.create_stream();
   tune::Gate gate(b, ref.gate);
   tune::TimingProtocol proto;
@@ -213,7 +216,6 @@ BenchReport run_bench(const BenchOptions& o) {
         }
       }
   b.destroy_stream(stream);
-  for (void* p : {ws, cub_temp, static_cast<void*>(te_ws), static_cast<void*>(out), sink}) b.release(p);
   rep.targets = check_targets(rep.rows);
   rep.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::filesystem::create_directories(o.out_dir);

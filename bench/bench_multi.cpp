@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "amax/amax_tune.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/reference.hpp"
@@ -46,9 +47,10 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
   }
   tune::InputRegion inputs(b, max_bytes + 64);
   // multi, per tensor, TE amax + scale; then the fused call's amax, scale and scale_inv arrays.
-  float* out = static_cast<float*>(b.allocate(4 * 6 * max_tensors + 64));
-  float* te_ws = static_cast<float*>(b.allocate(kTeWorkspaceBytes));
-  void* sink = b.allocate(4);
+  const DeviceBuffer out_buf(b, 4 * 6 * max_tensors + 64), te_ws_buf(b, kTeWorkspaceBytes), sink_buf(b, 4);
+  float* out = out_buf.get<float>();
+  float* te_ws = te_ws_buf.get<float>();
+  void* sink = sink_buf.get();
   StreamHandle stream = b.create_stream();
   tune::Gate gate(b, ref.gate);
   tune::TimingProtocol proto;
@@ -63,7 +65,8 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
       for (std::uint64_t i = 0; i < g.tensors; ++i) list[i].data = at(in, i);
     };
     const std::size_t ws_bytes = ctx.multi_workspace_size(list);
-    void* ws = b.allocate(std::max<std::size_t>(ws_bytes, ctx.workspace_size(to_c(g.dtype), g.n)));
+    const DeviceBuffer ws_buf(b, std::max<std::size_t>(ws_bytes, ctx.workspace_size(to_c(g.dtype), g.n)));
+    void* ws = ws_buf.get();
     const std::size_t single_ws = ctx.workspace_size(to_c(g.dtype), g.n);
     float* multi_out = out;
     float* single_out = out + max_tensors;
@@ -186,7 +189,6 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
                                               : std::string()),
                           m[i].host_us, m[i].host_inclusive});
     for (auto& [in, graph] : graphs) b.destroy_graph(graph);
-    b.release(ws);
     if (o.progress) {
       auto us = [&](const char* c) {  // GPU time, or host-inclusive where it was not timed behind the gate
         const MultiRow* row = rep.find(g, c);
@@ -200,7 +202,6 @@ MultiBenchReport run_bench_multi(const MultiBenchOptions& o) {
     }
   }
   b.destroy_stream(stream);
-  for (void* p : {static_cast<void*>(out), static_cast<void*>(te_ws), sink}) b.release(p);
   rep.targets = check_multi_targets(rep.rows);
   std::filesystem::create_directories(o.out_dir);
   const auto path = o.out_dir / "bench_multi.csv";

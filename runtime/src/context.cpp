@@ -16,6 +16,7 @@
 
 #include "amax/amax_tune.h"
 #include "amax/backend.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/kernel_cache.hpp"
@@ -93,12 +94,8 @@ struct amax_context {
   // 32 KiB), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
   std::size_t slot_words = kSlotWords;
-  std::uint32_t* slots = nullptr;
+  DeviceBuffer slots;  // declared after backend: released before it
   std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
-
-  ~amax_context() {
-    if (backend && slots) backend->release(slots);
-  }
 
   // ---- plans ----
   // The fused call runs amax_compute's choice as fused_variant maps it (the scale epilogue; atomic's
@@ -184,10 +181,10 @@ struct amax_context {
     std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> 52;  // 12 bits: 4096 slots
     for (std::size_t probe = 0; probe < kSlots; ++probe, i = (i + 1) % kSlots) {
       std::uintptr_t cur = slot_keys[i].load(std::memory_order_acquire);
-      if (cur == key) return slots + slot_words * i;
+      if (cur == key) return slots.get<std::uint32_t>() + slot_words * i;
       if (cur == 0 && slot_keys[i].compare_exchange_strong(cur, key, std::memory_order_acq_rel))
-        return slots + slot_words * i;
-      if (cur == key) return slots + slot_words * i;
+        return slots.get<std::uint32_t>() + slot_words * i;
+      if (cur == key) return slots.get<std::uint32_t>() + slot_words * i;
     }
     fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset or "
                                                    "spin kernels of this context; create another context", kSlots));
@@ -634,8 +631,8 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
     c->slot_words = spin_unsupported_reason(c->arch) ? kSpinFirstWord : kSlotWords;
-    c->slots = static_cast<std::uint32_t*>(c->backend->allocate(4 * c->slot_words * amax_context::kSlots));
-    c->backend->memset32_async(c->slots, 0, c->slot_words * amax_context::kSlots, nullptr);
+    c->slots = DeviceBuffer(*c->backend, 4 * c->slot_words * amax_context::kSlots);
+    c->backend->memset32_async(c->slots.get(), 0, c->slot_words * amax_context::kSlots, nullptr);
     c->backend->synchronize(nullptr);
     *out = c.release();
   });

@@ -41,14 +41,14 @@ int check_all(test::GpuEnv& env, const void* in, DType d, std::uint64_t n, std::
               const std::string& what) {
   Backend& b = *env.backend;
   static DeviceBuffer out(b, 16), ws(b, kTeWorkspaceBytes);
-  b.memset32_async(ws.p, 0xabababab, kTeWorkspaceBytes / 4, nullptr);  // arbitrary workspace bytes
-  b.memset32_async(out.p, 0x7fc0dead, 4, nullptr);                        // garbage: a NaN pattern
+  b.memset32_async(ws.get(), 0xabababab, kTeWorkspaceBytes / 4, nullptr);  // arbitrary workspace bytes
+  b.memset32_async(out.get(), 0x7fc0dead, 4, nullptr);                        // garbage: a NaN pattern
   const auto seqs = all_te_sequences();
   for (std::size_t k = 0; k < seqs.size(); ++k)
     te(env).kernels.launch(b, seqs[k], d, in, n, out.get<float>(4 * k), ws.get<float>(), nullptr);
   b.synchronize(nullptr);
   std::uint32_t got[3];
-  b.copy_to_host(got, out.p, sizeof got);
+  b.copy_to_host(got, out.get(), sizeof got);
   for (std::size_t k = 0; k < seqs.size(); ++k)
     EXPECT_EQ(got[k], expected) << contender_name(seqs[k]) << " " << what << " (aligned kernel: "
                                 << te_launch(d, reinterpret_cast<std::uintptr_t>(in), n).aligned << ")";
@@ -95,10 +95,10 @@ TEST(GpuBench, TeContendersPastTheGridCapWithAnUnalignedTail) {
   const std::uint16_t top = 0x7f00;  // the largest value, at the last element
   std::memcpy(host.data() + (n - 1) * 2, &top, 2);
   DeviceBuffer in(b, n * 2);
-  b.copy_to_device(in.p, host.data(), host.size());
+  b.copy_to_device(in.get(), host.data(), host.size());
   const std::uint32_t expected = reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore);
   ASSERT_EQ(expected, 0x7f000000u);
-  check_all(*env, in.p, DType::bf16, n, expected, "bf16 n=2^29+5, maximum last");
+  check_all(*env, in.get(), DType::bf16, n, expected, "bf16 n=2^29+5, maximum last");
 }
 
 TEST(GpuBench, SmallBenchRunVerifiesAndTimesEveryContender) {
@@ -141,12 +141,12 @@ TEST(GpuBench, TeScaleKernelMatchesComputeScaleFromAmaxOnTheCpu) {
     for (float max_fp8 : {448.f, 57344.f, 240.f})
       for (bool pow2 : {false, true})
         for (float eps : {0.f, 1e-3f}) {
-          b.copy_to_device(amax.p, &a, 4);
-          b.memset32_async(scale.p, 0x7fc0dead, 1, nullptr);
+          b.copy_to_device(amax.get(), &a, 4);
+          b.memset32_async(scale.get(), 0x7fc0dead, 1, nullptr);
           te(*env).kernels.launch_scale(b, amax.get<float>(), scale.get<float>(), max_fp8, pow2, eps, nullptr);
           b.synchronize(nullptr);
           std::uint32_t got = 0, want = 0;
-          b.copy_to_host(&got, scale.p, 4);
+          b.copy_to_host(&got, scale.get(), 4);
           const float w = te_scale_from_amax(a, max_fp8, pow2, eps);
           std::memcpy(&want, &w, 4);
           EXPECT_EQ(got, want) << "amax " << a << " max_fp8 " << max_fp8 << " pow2 " << pow2 << " eps " << eps;
@@ -156,13 +156,13 @@ TEST(GpuBench, TeScaleKernelMatchesComputeScaleFromAmaxOnTheCpu) {
   const std::uint64_t n = 1000003;
   const auto host = make_input(InputKind::max_in_vector, DType::bf16, n, 5);
   DeviceBuffer in(b, n * 2);
-  b.copy_to_device(in.p, host.data(), host.size());
-  te(*env).kernels.launch(b, TeSequence::zero_kernel, DType::bf16, in.p, n, amax.get<float>(), nullptr, nullptr);
+  b.copy_to_device(in.get(), host.data(), host.size());
+  te(*env).kernels.launch(b, TeSequence::zero_kernel, DType::bf16, in.get(), n, amax.get<float>(), nullptr, nullptr);
   te(*env).kernels.launch_scale(b, amax.get<float>(), scale.get<float>(), 448.f, false, 0.f, nullptr);
   b.synchronize(nullptr);
   float got_amax = 0, got_scale = 0;
-  b.copy_to_host(&got_amax, amax.p, 4);
-  b.copy_to_host(&got_scale, scale.p, 4);
+  b.copy_to_host(&got_amax, amax.get(), 4);
+  b.copy_to_host(&got_scale, scale.get(), 4);
   std::uint32_t amax_bits;
   std::memcpy(&amax_bits, &got_amax, 4);
   EXPECT_EQ(amax_bits, reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore));

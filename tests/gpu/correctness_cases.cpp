@@ -141,8 +141,8 @@ class CaseRunner {
         workspace_(b_, 64ull << 20),
         counter_(b_, 4 * kSlotWords),
         stream_(b_.create_stream()) {
-    b_.memset32_async(counter_.p, 0u, kSlotWords, stream_);
-    b_.memset32_async(workspace_.p, 0xabababab, workspace_.bytes / 4, stream_);  // arbitrary bytes
+    b_.memset32_async(counter_.get(), 0u, kSlotWords, stream_);
+    b_.memset32_async(workspace_.get(), 0xabababab, workspace_.bytes() / 4, stream_);  // arbitrary bytes
     b_.synchronize(stream_);
   }
   ~CaseRunner() { b_.destroy_stream(stream_); }
@@ -154,26 +154,26 @@ class CaseRunner {
     const auto& vs = variants(env_, dtype);
     const std::uint32_t eb = info(dtype).bytes;
     const std::uint64_t bytes = n * eb, off_bytes = offset * eb;
-    ASSERT_LE(off_bytes + bytes + 64, input_.bytes);
+    ASSERT_LE(off_bytes + bytes + 64, input_.bytes());
     ASSERT_LE(vs.size(), 1024u);
     // Guard words of all-ones (a NaN in every dtype) around the input: a kernel reading one
     // element too many returns NaN in propagate mode.
-    b_.memset32_async(input_.p, 0xffffffffu, (off_bytes + bytes + 64 + 3) / 4, stream_);
+    b_.memset32_async(input_.get(), 0xffffffffu, (off_bytes + bytes + 64 + 3) / 4, stream_);
     b_.synchronize(stream_);
     if (bytes) b_.copy_to_device(input_.get(off_bytes), host.data(), bytes);
     const std::uint32_t expect = reference_amax_bits(host.data(), dtype, n, mode);
     static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu};
-    b_.memset32_async(outputs_.p, kGarbage[cases % 4], vs.size(), stream_);
+    b_.memset32_async(outputs_.get(), kGarbage[cases % 4], vs.size(), stream_);
     for (std::size_t i = 0; i < vs.size(); ++i) {
       const auto shape = launch_shape(vs[i].config, n, static_cast<std::uint32_t>(b_.device().cu_count),
                                       vs[i].kernel->resident_per_cu);
-      ASSERT_LE(shape.workspace_bytes, workspace_.bytes);
+      ASSERT_LE(shape.workspace_bytes, workspace_.bytes());
       launch_amax(b_, *vs[i].kernel, shape, input_.get(off_bytes), n, outputs_.get<float>(4 * i),
-                  workspace_.p, counter_.get<std::uint32_t>(), mode, stream_);
+                  workspace_.get(), counter_.get<std::uint32_t>(), mode, stream_);
     }
     b_.synchronize(stream_);
     std::vector<std::uint32_t> got(vs.size());
-    b_.copy_to_host(got.data(), outputs_.p, 4 * vs.size());
+    b_.copy_to_host(got.data(), outputs_.get(), 4 * vs.size());
     int bad = 0;
     for (std::size_t i = 0; i < vs.size() && bad < 5; ++i)
       if (got[i] != expect) {
@@ -183,7 +183,7 @@ class CaseRunner {
                       << ": got 0x" << std::hex << got[i] << " expected 0x" << expect;
       }
     std::vector<std::uint32_t> slot(kSlotWords, 1u);
-    b_.copy_to_host(slot.data(), counter_.p, 4 * kSlotWords);
+    b_.copy_to_host(slot.data(), counter_.get(), 4 * kSlotWords);
     EXPECT_EQ(slot[0], 0u) << "one_pass or self_reset left the arrival count non-zero after " << what;
     EXPECT_EQ(slot[1], 0u) << "self_reset left its accumulator non-zero after " << what;
     EXPECT_EQ(std::count(slot.begin() + kSpinFirstWord, slot.end(), 0u),

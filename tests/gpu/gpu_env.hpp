@@ -10,6 +10,7 @@
 
 #include "amax/backend.hpp"
 #include "amax/compiler.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
 
@@ -31,18 +32,8 @@ GpuEnv* gpu_env();
 /// Why gpu_env() is null ("no GPU: ...").
 std::string skip_reason();
 
-/// Device buffer owned by RAII.
-struct DeviceBuffer {
-  Backend* b = nullptr;
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  DeviceBuffer(Backend& be, std::size_t n) : b(&be), p(be.allocate(n)), bytes(n) {}
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { b->release(p); }
-  template <class T = void>
-  T* get(std::size_t byte_offset = 0) const { return reinterpret_cast<T*>(static_cast<char*>(p) + byte_offset); }
-};
+/// Device buffer owned by RAII: the runtime's (amax/device_buffer.hpp).
+using ::amax::DeviceBuffer;
 
 /// The 32-bit word at device address p (synchronous copy).
 inline std::uint32_t read_bits(Backend& b, const void* p) {

@@ -109,10 +109,10 @@ TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
     const std::uint64_t n = r.key.n;
     const auto host = make_input(InputKind::random, d, n, rng());
     DeviceBuffer in(b, host.size() + 16), out(b, 4), ws(b, ctx.workspace_size(to_c(d), n));
-    b.copy_to_device(in.p, host.data(), host.size());
-    ctx.compute(in.p, to_c(d), n, out.get<float>(), ws.p, ws.bytes, nullptr);
+    b.copy_to_device(in.get(), host.data(), host.size());
+    ctx.compute(in.get(), to_c(d), n, out.get<float>(), ws.get(), ws.bytes(), nullptr);
     b.synchronize(nullptr);
-    ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d, n, NanMode::propagate))
+    ASSERT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), d, n, NanMode::propagate))
         << to_string(d) << " n=" << n;
     const amax_explanation_t e = ctx.explain(to_c(d), n);
     EXPECT_EQ(e.source, AMAX_SOURCE_SYSTEM_DB) << to_string(d) << " n=" << n << ": " << e.detail;
@@ -148,7 +148,7 @@ TEST(GpuBundle, UnbundledKernelWithoutNvrtcIsCompileFailedNamingWhatIsMissing) {
   amax_tune::Context ctx(options());
   DeviceBuffer in(*env->backend, 4096 * 4), out(*env->backend, 4), ws(*env->backend, ctx.workspace_size(AMAX_DTYPE_FP32, 4096));
   try {
-    ctx.compute(in.p, AMAX_DTYPE_FP32, 4096, out.get<float>(), ws.p, ws.bytes, nullptr);
+    ctx.compute(in.get(), AMAX_DTYPE_FP32, 4096, out.get<float>(), ws.get(), ws.bytes(), nullptr);
     ADD_FAILURE() << "computed without a bundle and without NVRTC";
   } catch (const amax_tune::Error& e) {
     EXPECT_EQ(e.status(), AMAX_STATUS_COMPILE_FAILED) << e.what();
@@ -166,14 +166,14 @@ TEST(GpuBundle, GraphCaptureOnAFreshContextNeedsNoPreloadForBundledKernels) {
   const std::uint64_t n = 1u << 20;
   const auto host = make_input(InputKind::random, DType::bf16, n, 7);
   DeviceBuffer in(b, host.size()), out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_BF16, n));
-  b.copy_to_device(in.p, host.data(), host.size());
+  b.copy_to_device(in.get(), host.data(), host.size());
   StreamHandle s = b.create_stream();
   b.begin_capture(s);
-  ctx.compute(in.p, AMAX_DTYPE_BF16, n, out.get<float>(), ws.p, ws.bytes, s);
+  ctx.compute(in.get(), AMAX_DTYPE_BF16, n, out.get<float>(), ws.get(), ws.bytes(), s);
   auto graph = b.end_capture(s);
   b.launch_graph(graph, s);
   b.synchronize(s);
-  EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate));
+  EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate));
   EXPECT_EQ(std::string(ctx.explain(AMAX_DTYPE_BF16, n).detail).rfind("code object: bundle;", 0), 0u);
   b.destroy_graph(graph);
   b.destroy_stream(s);
@@ -198,16 +198,16 @@ TEST(GpuBundle, GraphCaptureOnAFreshContextNeedsNoPreloadForBundledKernels) {
           std::string numbers = std::to_string(create_ms);
           for (std::uint64_t n : {std::uint64_t{4096}, std::uint64_t{1} << 20, std::uint64_t{1} << 26}) {
             DeviceBuffer in(*g->backend, n * 2), out(*g->backend, 4), ws(*g->backend, ctx.workspace_size(AMAX_DTYPE_BF16, n));
-            g->backend->memset32_async(in.p, 0x3f803f80u, n / 2, nullptr);
+            g->backend->memset32_async(in.get(), 0x3f803f80u, n / 2, nullptr);
             g->backend->synchronize(nullptr);
             const auto t1 = clock::now();
-            ctx.compute(in.p, AMAX_DTYPE_BF16, n, out.get<float>(), ws.p, ws.bytes, nullptr);
+            ctx.compute(in.get(), AMAX_DTYPE_BF16, n, out.get<float>(), ws.get(), ws.bytes(), nullptr);
             g->backend->synchronize(nullptr);
             const double ms = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
             const std::string detail = ctx.explain(AMAX_DTYPE_BF16, n).detail;
             numbers += " " + std::to_string(ms);
             line += " n=" + std::to_string(n) + ": " + std::to_string(ms) + " ms (" + detail.substr(0, detail.find(';')) + ")";
-            if (read_bits(*g->backend, out.p) != 0x3f800000u) std::exit(3);
+            if (read_bits(*g->backend, out.get()) != 0x3f800000u) std::exit(3);
           }
           std::printf("first-call latency, %s: context create %.2f ms; first bf16 amax%s\n",
                       jit ? "JIT (NVRTC, no bundle, empty kernel cache)" : "bundle (NVRTC unreachable)", create_ms,

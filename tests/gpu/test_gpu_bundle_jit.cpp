@@ -109,8 +109,8 @@ TEST(GpuBundleJit, RefusedEntryGivesOneWarningAndJitTakesOver) {
   const std::uint32_t expect = reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate);
   const LaunchShape shape = launch_shape(c, n, static_cast<std::uint32_t>(b.device().cu_count));
   DeviceBuffer in(b, host.size()), out(b, 4), ws(b, shape.workspace_bytes + 4), slot(b, 4 * kSlotWords);
-  b.copy_to_device(in.p, host.data(), host.size());
-  b.memset32_async(slot.p, 0, kSlotWords, nullptr);
+  b.copy_to_device(in.get(), host.data(), host.size());
+  b.memset32_async(slot.get(), 0, kSlotWords, nullptr);
   for (const Damage how : kDamages) {
     SCOPED_TRACE(to_string(how));
     const fs::path dir = damaged_copy(c, DType::bf16, env->arch, how);
@@ -129,9 +129,9 @@ TEST(GpuBundleJit, RefusedEntryGivesOneWarningAndJitTakesOver) {
     EXPECT_EQ(jit_compile_count(), compiles + 1);
     EXPECT_EQ(log.count(kRefused), 1) << log.text();
     EXPECT_NE(log.text().find(expected_reason(how)), std::string::npos) << log.text();
-    launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, slot.get<std::uint32_t>(), NanMode::propagate, nullptr);
+    launch_amax(b, k, shape, in.get(), n, out.get<float>(), ws.get(), slot.get<std::uint32_t>(), NanMode::propagate, nullptr);
     b.synchronize(nullptr);
-    EXPECT_EQ(read_bits(b, out.p), expect);
+    EXPECT_EQ(read_bits(b, out.get()), expect);
     fs::remove_all(cache);
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
     fs::remove_all(dir);
@@ -155,10 +155,10 @@ TEST(GpuBundleJit, PublicApiOverAModifiedEntryComputesRightWithJit) {
   ::unsetenv("AMAX_TUNE_BUNDLE");
   const auto host = make_input(InputKind::random, DType::fp32, n, 5);
   DeviceBuffer in(b, host.size()), out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_FP32, n));
-  b.copy_to_device(in.p, host.data(), host.size());
-  ctx.compute(in.p, AMAX_DTYPE_FP32, n, out.get<float>(), ws.p, ws.bytes, nullptr);
+  b.copy_to_device(in.get(), host.data(), host.size());
+  ctx.compute(in.get(), AMAX_DTYPE_FP32, n, out.get<float>(), ws.get(), ws.bytes(), nullptr);
   b.synchronize(nullptr);
-  EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
+  EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
   const amax_explanation_t e = ctx.explain(AMAX_DTYPE_FP32, n);
   EXPECT_EQ(std::string(e.label), c.label());
   EXPECT_EQ(std::string(e.detail).rfind("code object: JIT (", 0), 0u) << e.detail;

@@ -116,24 +116,24 @@ TEST(GpuDevices, StreamOfAnotherContextOnTheSameDeviceIsRefusedAndNothingIsWritt
   const std::uint64_t n = 4096;
   DeviceBuffer in(b, n * 4), out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_FP32, n));
   const auto host = make_input(InputKind::random, DType::fp32, n, 7);
-  b.copy_to_device(in.p, host.data(), host.size());
-  b.memset32_async(out.p, 0x12345678u, 1, nullptr);
+  b.copy_to_device(in.get(), host.data(), host.size());
+  b.memset32_async(out.get(), 0x12345678u, 1, nullptr);
   b.synchronize(nullptr);
   for (std::uint64_t count : {n, std::uint64_t{0}}) {  // n = 0 would write +0.0 with a memset
-    const amax_status_t s = amax_compute(ctx.get(), in.p, AMAX_DTYPE_FP32, count, out.get<float>(), ws.p,
-                                         ws.bytes, other.stream);
+    const amax_status_t s = amax_compute(ctx.get(), in.get(), AMAX_DTYPE_FP32, count, out.get<float>(), ws.get(),
+                                         ws.bytes(), other.stream);
     const std::string msg = amax_last_error();
     EXPECT_EQ(s, AMAX_STATUS_WRONG_DEVICE) << msg;
     EXPECT_NE(msg.find("another CUDA context on device 0"), std::string::npos) << msg;
     EXPECT_NE(msg.find("device 0 (" + b.device().name), std::string::npos) << msg;
   }
   b.synchronize(nullptr);
-  EXPECT_EQ(read_bits(b, out.p), 0x12345678u) << "a refused call wrote its output";
+  EXPECT_EQ(read_bits(b, out.get()), 0x12345678u) << "a refused call wrote its output";
   // The library's own stream of the same device is accepted, and the answer is exact.
   StreamHandle mine = b.create_stream();
-  ctx.compute(in.p, AMAX_DTYPE_FP32, n, out.get<float>(), ws.p, ws.bytes, mine);
+  ctx.compute(in.get(), AMAX_DTYPE_FP32, n, out.get<float>(), ws.get(), ws.bytes(), mine);
   b.synchronize(mine);
-  EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
+  EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
   b.destroy_stream(mine);
 }
 
@@ -144,7 +144,7 @@ TEST(GpuDevices, EveryCallLeavesTheCallersCurrentContextAsItWas) {
   const std::uint64_t n = 1u << 20;
   DeviceBuffer in(b, n * 2), out(b, 4), ws(b, 1u << 20);
   const auto host = make_input(InputKind::random, DType::bf16, n, 11);
-  b.copy_to_device(in.p, host.data(), host.size());
+  b.copy_to_device(in.get(), host.data(), host.size());
   const std::uint32_t want = reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate);
   for (CUcontext callers : {other.ctx, CUcontext{nullptr}}) {
     const char* what = callers ? "another context" : "no context";
@@ -152,16 +152,16 @@ TEST(GpuDevices, EveryCallLeavesTheCallersCurrentContextAsItWas) {
     amax_tune::Context ctx(options());
     EXPECT_EQ(current(), callers) << "amax_context_create changed the current context (" << what << ")";
     const std::size_t need = ctx.workspace_size(AMAX_DTYPE_BF16, n);
-    ASSERT_LE(need, ws.bytes);
+    ASSERT_LE(need, ws.bytes());
     const amax_dtype_t dt = AMAX_DTYPE_BF16;
     ctx.preload(&dt, 1, &n, 1);
     EXPECT_EQ(current(), callers) << "amax_preload changed the current context (" << what << ")";
     (void)ctx.explain(dt, n);
-    ctx.compute(in.p, dt, n, out.get<float>(), ws.p, need, nullptr);  // legacy stream of OUR device
+    ctx.compute(in.get(), dt, n, out.get<float>(), ws.get(), need, nullptr);  // legacy stream of OUR device
     EXPECT_EQ(current(), callers) << "amax_compute changed the current context (" << what << ")";
     b.synchronize(nullptr);
     EXPECT_EQ(current(), callers) << "the backend changed the current context (" << what << ")";
-    EXPECT_EQ(read_bits(b, out.p), want) << what;
+    EXPECT_EQ(read_bits(b, out.get()), want) << what;
     ASSERT_EQ(cu().ctx_set_current(nullptr), CUDA_SUCCESS);
   }
 }
@@ -171,7 +171,7 @@ TEST(GpuDevices, ManagedAndHostMemoryAreNotTakenForAnotherDevicesAndManagedInput
   Backend& b = *env->backend;
   const int own = b.device().ordinal;
   DeviceBuffer dev(b, 1024);
-  EXPECT_EQ(b.memory_device(dev.p), own);
+  EXPECT_EQ(b.memory_device(dev.get()), own);
   EXPECT_EQ(b.memory_device(dev.get(512)), own) << "an interior pointer of an allocation";
   int on_stack = 0;
   EXPECT_EQ(b.memory_device(&on_stack), -1);
@@ -191,9 +191,9 @@ TEST(GpuDevices, ManagedAndHostMemoryAreNotTakenForAnotherDevicesAndManagedInput
   b.copy_to_device(reinterpret_cast<void*>(managed), host.data(), host.size());
   amax_tune::Context ctx(options());
   DeviceBuffer out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_FP32, n));
-  ctx.compute(reinterpret_cast<void*>(managed), AMAX_DTYPE_FP32, n, out.get<float>(), ws.p, ws.bytes, nullptr);
+  ctx.compute(reinterpret_cast<void*>(managed), AMAX_DTYPE_FP32, n, out.get<float>(), ws.get(), ws.bytes(), nullptr);
   b.synchronize(nullptr);
-  EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
+  EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate));
   EXPECT_EQ(current(), primary) << "amax_compute changed the current context";
   cu().mem_free(managed);
   cu().ctx_set_current(nullptr);
@@ -219,10 +219,10 @@ TEST(GpuDevices, TwoContextsOnOneDeviceFromEightThreadsAtOnceStayBitExact) {
         const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
         const auto host = make_input(kind, d.dtype, n, rng());
         DeviceBuffer in(b, n * d.bytes), out(b, 4), ws(b, ctx.workspace_size(to_c(d.dtype), n));
-        b.copy_to_device(in.p, host.data(), host.size());
-        ctx.compute(in.p, to_c(d.dtype), n, out.get<float>(), ws.p, ws.bytes, s);
+        b.copy_to_device(in.get(), host.data(), host.size());
+        ctx.compute(in.get(), to_c(d.dtype), n, out.get<float>(), ws.get(), ws.bytes(), s);
         b.synchronize(s);
-        if (read_bits(b, out.p) != reference_amax_bits(host.data(), d.dtype, n, mode)) {
+        if (read_bits(b, out.get()) != reference_amax_bits(host.data(), d.dtype, n, mode)) {
           ++failures;
           std::fprintf(stderr, "thread %d: %s n=%llu %s wrong\n", t, std::string(d.name).c_str(), static_cast<unsigned long long>(n),
                        std::string(to_string(kind)).c_str());
@@ -269,7 +269,7 @@ TEST(GpuDevices, WhatTheWrongDeviceChecksCostPerCall) {
   };
   const double stream_ns = per_call_ns([&] { sink += b.stream_owner(s).device; });
   const double pointers_ns = per_call_ns(
-      [&] { sink += b.memory_device(buf.p) + b.memory_device(buf.get(4096)) + b.memory_device(buf.get(8192)); });
+      [&] { sink += b.memory_device(buf.get()) + b.memory_device(buf.get(4096)) + b.memory_device(buf.get(8192)); });
   amax_tune::Context ctx(options());
   DeviceBuffer in(b, 4096 * 4), out(b, 4), ws(b, ctx.workspace_size(AMAX_DTYPE_FP32, 4096));
   const double explain_ns = per_call_ns([&] { (void)ctx.workspace_size(AMAX_DTYPE_FP32, 4096); });

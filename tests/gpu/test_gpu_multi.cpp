@@ -92,12 +92,12 @@ std::unique_ptr<Group> make_group(Backend& b, std::vector<Spec> specs, std::uint
 int run_and_check(Backend& b, amax_tune::Context& ctx, Group& g, NanMode mode, const std::string& what) {
   const std::size_t ws_bytes = ctx.multi_workspace_size(g.tensors);
   DeviceBuffer ws(b, ws_bytes);
-  b.memset32_async(ws.p, 0xdeadbeefu, ws_bytes / 4, nullptr);
-  b.memset32_async(g.out->p, 0x7f800001u, g.specs.size(), nullptr);  // garbage: a NaN
-  ctx.multi_compute(g.tensors, g.out->get<float>(), ws.p, ws_bytes, nullptr);
+  b.memset32_async(ws.get(), 0xdeadbeefu, ws_bytes / 4, nullptr);
+  b.memset32_async(g.out->get(), 0x7f800001u, g.specs.size(), nullptr);  // garbage: a NaN
+  ctx.multi_compute(g.tensors, g.out->get<float>(), ws.get(), ws_bytes, nullptr);
   b.synchronize(nullptr);
   std::vector<std::uint32_t> got(g.specs.size());
-  b.copy_to_host(got.data(), g.out->p, 4 * got.size());
+  b.copy_to_host(got.data(), g.out->get(), 4 * got.size());
   int bad = 0;
   for (std::size_t i = 0; i < g.specs.size(); ++i) {
     const Spec& s = g.specs[i];
@@ -211,13 +211,13 @@ int run_and_check_scale(Backend& b, amax_tune::Context& ctx, Group& g, NanMode m
                         const std::string& what) {
   const std::size_t count = g.specs.size(), ws_bytes = ctx.multi_workspace_size(g.tensors);
   DeviceBuffer ws(b, ws_bytes), outs(b, 12 * count);
-  b.memset32_async(ws.p, 0xdeadbeefu, ws_bytes / 4, nullptr);
-  b.memset32_async(outs.p, 0x7f800001u, 3 * count, nullptr);
+  b.memset32_async(ws.get(), 0xdeadbeefu, ws_bytes / 4, nullptr);
+  b.memset32_async(outs.get(), 0x7f800001u, 3 * count, nullptr);
   float* amax = outs.get<float>(0);
-  ctx.multi_and_scale(g.tensors, o, amax, amax + count, amax + 2 * count, ws.p, ws_bytes, nullptr);
+  ctx.multi_and_scale(g.tensors, o, amax, amax + count, amax + 2 * count, ws.get(), ws_bytes, nullptr);
   b.synchronize(nullptr);
   std::vector<std::uint32_t> got(3 * count);
-  b.copy_to_host(got.data(), outs.p, 12 * count);
+  b.copy_to_host(got.data(), outs.get(), 12 * count);
   ScaleRule r;
   r.max = o.format == AMAX_FP8_EXPLICIT_MAX ? o.max : info(*fp8_format_from_int(o.format)).max_finite;
   r.epsilon = o.epsilon;
@@ -293,19 +293,19 @@ TEST(GpuMulti, TensorOfTwoTo31PlusOneElementsBesideSmallOnes) {
   // and an empty one; the default variant, 4 KiB chunks one per block (2^20 blocks, combined by one
   // wave) and 4 MiB chunks.
   DeviceBuffer big(b, n * 2 + 16), small(b, 64), out(b, 16);
-  b.memset32_async(big.p, 0x3f803f80u, (n * 2 + 16) / 4, nullptr);  // bf16 1.0 pairs
+  b.memset32_async(big.get(), 0x3f803f80u, (n * 2 + 16) / 4, nullptr);  // bf16 1.0 pairs
   const std::uint16_t three = 0x4040, two = 0x4000;
   b.copy_to_device(big.get((n - 1) * 2), &three, 2);
-  b.copy_to_device(small.p, &two, 2);
+  b.copy_to_device(small.get(), &two, 2);
   for (const char* label : {"", "multi.t512.v8.u4.c4k.buncapped.warp", "multi.t1024.v8.u8.c4096k.b4cu.thread"}) {
     std::unique_ptr<ForceMulti> force;
     if (*label) force = std::make_unique<ForceMulti>(label);
     amax_tune::Context c(options(AMAX_NAN_PROPAGATE));
-    const std::vector<amax_tensor_t> t = {{small.p, 1, AMAX_DTYPE_BF16}, {big.p, n, AMAX_DTYPE_BF16}, {nullptr, 0, AMAX_DTYPE_BF16}};
+    const std::vector<amax_tensor_t> t = {{small.get(), 1, AMAX_DTYPE_BF16}, {big.get(), n, AMAX_DTYPE_BF16}, {nullptr, 0, AMAX_DTYPE_BF16}};
     const std::size_t ws_bytes = c.multi_workspace_size(t);
     DeviceBuffer ws(b, ws_bytes);
-    b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-    c.multi_compute(t, out.get<float>(), ws.p, ws_bytes, nullptr);
+    b.memset32_async(out.get(), 0xffffffffu, 3, nullptr);
+    c.multi_compute(t, out.get<float>(), ws.get(), ws_bytes, nullptr);
     b.synchronize(nullptr);
     EXPECT_EQ(read_bits(b, out.get(0)), 0x40000000u) << label;  // 2.0
     EXPECT_EQ(read_bits(b, out.get(4)), 0x40400000u) << label;  // 3.0 at index 2^31
@@ -328,7 +328,7 @@ TEST(GpuMulti, GraphCapturedOnceAndReplayedWithNewData) {
     {
       // The list lives only in this scope: the graph must not read it after the call.
       std::vector<amax_tensor_t> copy = g->tensors;
-      ctx.multi_compute(copy, g->out->get<float>(), ws.p, ws_bytes, s);
+      ctx.multi_compute(copy, g->out->get<float>(), ws.get(), ws_bytes, s);
       std::fill(copy.begin(), copy.end(), amax_tensor_t{nullptr, 0, AMAX_DTYPE_FP32});
     }
     GraphExecHandle graph = b.end_capture(s);
@@ -339,11 +339,11 @@ TEST(GpuMulti, GraphCapturedOnceAndReplayedWithNewData) {
         g->host[i] = make_input(k, sp.dtype, sp.n, rng());
         if (sp.n) b.copy_to_device(const_cast<void*>(g->tensors[i].data), g->host[i].data(), g->host[i].size());
       }
-      b.memset32_async(g->out->p, 0x7f800001u, count, s);
+      b.memset32_async(g->out->get(), 0x7f800001u, count, s);
       b.launch_graph(graph, s);
       b.synchronize(s);
       std::vector<std::uint32_t> got(count);
-      b.copy_to_host(got.data(), g->out->p, 4 * count);
+      b.copy_to_host(got.data(), g->out->get(), 4 * count);
       int bad = 0;
       for (std::size_t i = 0; i < count; ++i)
         if (got[i] != reference_amax_bits(g->host[i].data(), g->specs[i].dtype, g->specs[i].n, NanMode::propagate) &&
@@ -362,18 +362,18 @@ TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   amax_context_t c = bare_context();
   ASSERT_NE(c, nullptr) << amax_last_error();
   DeviceBuffer in(b, 4096), out(b, 16), ws(b, 4096);
-  b.memset32_async(out.p, 0x12345678u, 4, nullptr);
-  amax_tensor_t t[3] = {{in.p, 100, AMAX_DTYPE_BF16}, {in.get(2), 10, AMAX_DTYPE_BF16}, {in.get(1), 5, AMAX_DTYPE_FP32}};
-  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  b.memset32_async(out.get(), 0x12345678u, 4, nullptr);
+  amax_tensor_t t[3] = {{in.get(), 100, AMAX_DTYPE_BF16}, {in.get(2), 10, AMAX_DTYPE_BF16}, {in.get(1), 5, AMAX_DTYPE_FP32}};
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.get(), ws.bytes(), nullptr), AMAX_STATUS_MISALIGNED_POINTER);
   EXPECT_STREQ(amax_last_error(), ("tensors[2].data " + fmt_ptr(in.get(1)) + " is not aligned to the 4-byte elements of fp32").c_str());
   t[2].data = nullptr;
-  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, nullptr), AMAX_STATUS_NULL_POINTER);
-  t[2] = {in.p, 5, AMAX_DTYPE_FP32};
-  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(1), ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
-  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, 0, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.get(), ws.bytes(), nullptr), AMAX_STATUS_NULL_POINTER);
+  t[2] = {in.get(), 5, AMAX_DTYPE_FP32};
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(1), ws.get(), ws.bytes(), nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.get(), 0, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
   StreamHandle s = b.create_stream();
   b.begin_capture(s);
-  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.p, ws.bytes, s), AMAX_STATUS_NOT_PRELOADED);
+  EXPECT_EQ(amax_multi_compute(c, t, 3, out.get<float>(), ws.get(), ws.bytes(), s), AMAX_STATUS_NOT_PRELOADED);
   EXPECT_NE(std::string(amax_last_error()).find("call amax_multi_preload"), std::string::npos) << amax_last_error();
   b.destroy_graph(b.end_capture(s));
   b.destroy_stream(s);
@@ -396,7 +396,7 @@ TEST(GpuMulti, NullListAfterAPreparedListOfThatCountIsANullPointerStatusNotACras
   DeviceBuffer in(b, 4096 * kCount), outs(b, 3 * 4 * kCount);
   amax_tensor_t t[kCount];
   for (std::size_t i = 0; i < kCount; ++i) t[i] = {in.get(4096 * i), 1000, AMAX_DTYPE_FP32};
-  b.memset32_async(in.p, 0x3f800000u, 1024 * kCount, nullptr);  // every element 1.0f
+  b.memset32_async(in.get(), 0x3f800000u, 1024 * kCount, nullptr);  // every element 1.0f
   std::size_t ws_bytes = 0;
   ASSERT_EQ(amax_multi_workspace_size(c, t, kCount, &ws_bytes), AMAX_STATUS_SUCCESS);
   DeviceBuffer ws(b, ws_bytes);
@@ -405,19 +405,19 @@ TEST(GpuMulti, NullListAfterAPreparedListOfThatCountIsANullPointerStatusNotACras
   amax_scale_options_init(&so);
   // Enqueued twice each: the second call is served from the prepared list.
   for (int i = 0; i < 2; ++i) {
-    ASSERT_EQ(amax_multi_compute(c, t, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
-    ASSERT_EQ(amax_multi_and_scale(c, t, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.p, ws_bytes, nullptr),
+    ASSERT_EQ(amax_multi_compute(c, t, kCount, amax, ws.get(), ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
+    ASSERT_EQ(amax_multi_and_scale(c, t, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.get(), ws_bytes, nullptr),
               AMAX_STATUS_SUCCESS)
         << amax_last_error();
   }
   b.synchronize(nullptr);
   EXPECT_EQ(read_bits(b, amax), 0x3f800000u);
-  b.memset32_async(outs.p, 0x12345678u, 3 * kCount, nullptr);
+  b.memset32_async(outs.get(), 0x12345678u, 3 * kCount, nullptr);
   b.synchronize(nullptr);
   const std::string msg = "tensors is NULL with count = 8";
-  EXPECT_EQ(amax_multi_compute(c, nullptr, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_multi_compute(c, nullptr, kCount, amax, ws.get(), ws_bytes, nullptr), AMAX_STATUS_NULL_POINTER);
   EXPECT_EQ(amax_last_error(), msg);
-  EXPECT_EQ(amax_multi_and_scale(c, nullptr, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.p, ws_bytes,
+  EXPECT_EQ(amax_multi_and_scale(c, nullptr, kCount, &so, amax, amax + kCount, amax + 2 * kCount, ws.get(), ws_bytes,
                                  nullptr),
             AMAX_STATUS_NULL_POINTER);
   EXPECT_EQ(amax_last_error(), msg);
@@ -436,7 +436,7 @@ TEST(GpuMulti, NullListAfterAPreparedListOfThatCountIsANullPointerStatusNotACras
   for (std::size_t i = 0; i < 3 * kCount; ++i)
     EXPECT_EQ(read_bits(b, outs.get(4 * i)), 0x12345678u) << "output word " << i << " was written";
   // The prepared list still serves its own array afterwards.
-  EXPECT_EQ(amax_multi_compute(c, t, kCount, amax, ws.p, ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
+  EXPECT_EQ(amax_multi_compute(c, t, kCount, amax, ws.get(), ws_bytes, nullptr), AMAX_STATUS_SUCCESS) << amax_last_error();
   b.synchronize(nullptr);
   EXPECT_EQ(read_bits(b, outs.get(4 * (kCount - 1))), 0x3f800000u);
   amax_context_destroy(c);
@@ -456,40 +456,40 @@ TEST(GpuMulti, FusedGraphReplayAndBadInputWriteNoOutput) {
   float* amax = outs.get<float>(0);
   // During capture without amax_multi_preload_scale: NOT_PRELOADED naming it, nothing written.
   StreamHandle s = b.create_stream();
-  b.memset32_async(outs.p, 0x12345678u, 3 * count, nullptr);
+  b.memset32_async(outs.get(), 0x12345678u, 3 * count, nullptr);
   b.synchronize(nullptr);
   const amax_scale_options_t co = o.to_c();
   b.begin_capture(s);
-  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, amax + count, amax + 2 * count, ws.p,
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, amax + count, amax + 2 * count, ws.get(),
                                  ws_bytes, s),
             AMAX_STATUS_NOT_PRELOADED);
   EXPECT_NE(std::string(amax_last_error()).find("call amax_multi_preload_scale"), std::string::npos) << amax_last_error();
   b.destroy_graph(b.end_capture(s));
   // Bad input, each with its status and nothing enqueued.
   EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, amax + count - 1, amax + 2 * count,
-                                 ws.p, ws_bytes, nullptr),
+                                 ws.get(), ws_bytes, nullptr),
             AMAX_STATUS_INVALID_ARGUMENT);  // amax_out and scale_out overlap by one word
   EXPECT_NE(std::string(amax_last_error()).find("amax_out"), std::string::npos) << amax_last_error();
-  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, nullptr, amax + 2 * count, ws.p,
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &co, amax, nullptr, amax + 2 * count, ws.get(),
                                  ws_bytes, nullptr),
             AMAX_STATUS_NULL_POINTER);
   EXPECT_STREQ(amax_last_error(), ("scale_out is NULL with count = " + std::to_string(count)).c_str());
   amax_scale_options_t bad = co;
   bad.epsilon = -1.0f;
-  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &bad, amax, amax + count, amax + 2 * count, ws.p,
+  EXPECT_EQ(amax_multi_and_scale(ctx.get(), g->tensors.data(), count, &bad, amax, amax + count, amax + 2 * count, ws.get(),
                                  ws_bytes, nullptr),
             AMAX_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(amax_last_error()).find("options.epsilon is -1"), std::string::npos) << amax_last_error();
   b.synchronize(nullptr);
   std::vector<std::uint32_t> untouched(3 * count);
-  b.copy_to_host(untouched.data(), outs.p, 12 * count);
+  b.copy_to_host(untouched.data(), outs.get(), 12 * count);
   for (std::size_t i = 0; i < 3 * count; ++i) ASSERT_EQ(untouched[i], 0x12345678u) << "word " << i << " was written";
   // Preloaded: captured once, replayed with new data; every amax, scale and scale_inv exact.
   ctx.multi_preload_scale(g->tensors);
   b.begin_capture(s);
   {
     std::vector<amax_tensor_t> copy = g->tensors;
-    ctx.multi_and_scale(copy, o, amax, amax + count, amax + 2 * count, ws.p, ws_bytes, s);
+    ctx.multi_and_scale(copy, o, amax, amax + count, amax + 2 * count, ws.get(), ws_bytes, s);
     std::fill(copy.begin(), copy.end(), amax_tensor_t{nullptr, 0, AMAX_DTYPE_FP32});
   }
   GraphExecHandle graph = b.end_capture(s);
@@ -502,11 +502,11 @@ TEST(GpuMulti, FusedGraphReplayAndBadInputWriteNoOutput) {
       g->host[i] = make_input(k, sp.dtype, sp.n, rng());
       if (sp.n) b.copy_to_device(const_cast<void*>(g->tensors[i].data), g->host[i].data(), g->host[i].size());
     }
-    b.memset32_async(outs.p, 0x7f800001u, 3 * count, s);
+    b.memset32_async(outs.get(), 0x7f800001u, 3 * count, s);
     b.launch_graph(graph, s);
     b.synchronize(s);
     std::vector<std::uint32_t> got(3 * count);
-    b.copy_to_host(got.data(), outs.p, 12 * count);
+    b.copy_to_host(got.data(), outs.get(), 12 * count);
     int bad_count = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const std::uint32_t a = reference_amax_bits(g->host[i].data(), g->specs[i].dtype, g->specs[i].n, NanMode::propagate);

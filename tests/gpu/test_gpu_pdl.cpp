@@ -29,7 +29,7 @@ TEST(GpuPdl, TwoStageWithADependentFinishKernelIsBitExactAndTimed) {
   const std::uint64_t sizes[] = {1u << 14, 1u << 16, 1u << 18, 1u << 20, 1u << 22, 1u << 24};
   const std::uint64_t max_n = sizes[std::size(sizes) - 1];
   DeviceBuffer in(b, max_n * 4 + 64), out(b, 4), ws(b, 4u << 20), counter(b, 64);
-  b.memset32_async(counter.p, 0, 16, nullptr);
+  b.memset32_async(counter.get(), 0, 16, nullptr);
   b.synchronize(nullptr);
   std::mt19937_64 rng(std::random_device{}());
   tune::InputRegion region(b, max_n * 4 + 64);
@@ -51,16 +51,16 @@ TEST(GpuPdl, TwoStageWithADependentFinishKernelIsBitExactAndTimed) {
       // Bit-exact, new data every call, the answer read back each time.
       for (int i = 0; i < 12; ++i) {
         const auto host = make_input(all_input_kinds()[i % all_input_kinds().size()], d, n, rng());
-        b.copy_to_device(in.p, host.data(), host.size());
-        launch_amax(b, k2, dep, in.p, n, out.get<float>(), ws.p, nullptr, NanMode::propagate, stream);
+        b.copy_to_device(in.get(), host.data(), host.size());
+        launch_amax(b, k2, dep, in.get(), n, out.get<float>(), ws.get(), nullptr, NanMode::propagate, stream);
         b.synchronize(stream);
-        ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d, n, NanMode::propagate))
+        ASSERT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), d, n, NanMode::propagate))
             << to_string(d) << " n=" << n << " call " << i;
       }
       std::vector<tune::Timed> timed{
-          tune::variant_timed(b, k2, plain, n, {out.get<float>(), ws.p, counter.get<std::uint32_t>()}, stream),
-          tune::variant_timed(b, k2, dep, n, {out.get<float>(), ws.p, counter.get<std::uint32_t>()}, stream),
-          tune::variant_timed(b, ks, launch_shape(self, n, cu), n, {out.get<float>(), ws.p, counter.get<std::uint32_t>()},
+          tune::variant_timed(b, k2, plain, n, {out.get<float>(), ws.get(), counter.get<std::uint32_t>()}, stream),
+          tune::variant_timed(b, k2, dep, n, {out.get<float>(), ws.get(), counter.get<std::uint32_t>()}, stream),
+          tune::variant_timed(b, ks, launch_shape(self, n, cu), n, {out.get<float>(), ws.get(), counter.get<std::uint32_t>()},
                               stream)};
       const auto samples = runner.interleaved(timed, n * info(d).bytes, 15);
       const double t0 = tune::Stats::of(samples[0]).median_us, t1 = tune::Stats::of(samples[1]).median_us,
@@ -86,15 +86,15 @@ TEST(GpuPdl, TwoStageCapturedIntoAGraphReplaysBitExact) {
   DeviceBuffer in(b, n * 2), out(b, 4), ws(b, shape.workspace_bytes);
   StreamHandle s = b.create_stream();
   b.begin_capture(s);
-  launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, nullptr, NanMode::ignore, s);
+  launch_amax(b, k, shape, in.get(), n, out.get<float>(), ws.get(), nullptr, NanMode::ignore, s);
   GraphExecHandle g = b.end_capture(s);
   std::mt19937_64 rng(std::random_device{}());
   for (int i = 0; i < 3; ++i) {
     const auto host = make_input(InputKind::random, DType::bf16, n, rng());
-    b.copy_to_device(in.p, host.data(), host.size());
+    b.copy_to_device(in.get(), host.data(), host.size());
     b.launch_graph(g, s);
     b.synchronize(s);
-    EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore)) << "replay " << i;
+    EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore)) << "replay " << i;
   }
   b.destroy_graph(g);
   b.destroy_stream(s);

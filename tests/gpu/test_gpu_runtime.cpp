@@ -50,14 +50,14 @@ TEST(GpuRuntime, TunedDispatchIsBitExactOverRandomSizesAndOffsets) {
       const auto seed = rng();
       const auto host = make_input(kind, d.dtype, n, seed);
       b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
-      b.memset32_async(out.p, 0x7f800000u, 1, nullptr);  // garbage: +Inf
+      b.memset32_async(out.get(), 0x7f800000u, 1, nullptr);  // garbage: +Inf
       const std::size_t need = ctx.workspace_size(to_c(d.dtype), n);
       ASSERT_GE(need, 4u);
-      ASSERT_LE(need, ws.bytes);
-      ctx.compute(in.get(off * d.bytes), to_c(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
+      ASSERT_LE(need, ws.bytes());
+      ctx.compute(in.get(off * d.bytes), to_c(d.dtype), n, out.get<float>(), ws.get(), need, nullptr);
       b.synchronize(nullptr);
       const auto mm = mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
-      ASSERT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d.dtype, n, mm))
+      ASSERT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), d.dtype, n, mm))
           << d.name << " n=" << n << " offset=" << off << " " << to_string(kind) << " seed=" << seed << " via "
           << ctx.explain(to_c(d.dtype), n).label;
       ++checked;
@@ -79,17 +79,17 @@ TEST(GpuRuntime, GraphCapturedOnceAndReplayedThreeTimes) {
     for (std::uint64_t n : sizes) {
       const DType d = static_cast<DType>(dt);
       DeviceBuffer in(b, n * info(d).bytes + 16), out(b, 4), ws(b, ctx.workspace_size(dt, n));
-      b.memset32_async(out.p, 0xffffffffu, 1, s);
+      b.memset32_async(out.get(), 0xffffffffu, 1, s);
       b.begin_capture(s);
-      ctx.compute(in.p, dt, n, out.get<float>(), ws.p, ws.bytes, s);
+      ctx.compute(in.get(), dt, n, out.get<float>(), ws.get(), ws.bytes(), s);
       GraphExecHandle g = b.end_capture(s);
       for (int replay = 0; replay < 3; ++replay) {
         const InputKind kind = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
         const auto host = make_input(kind, d, n, rng());
-        b.copy_to_device(in.p, host.data(), host.size());
+        b.copy_to_device(in.get(), host.data(), host.size());
         b.launch_graph(g, s);
         b.synchronize(s);
-        EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), d, n, NanMode::propagate))
+        EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), d, n, NanMode::propagate))
             << "replay " << replay << " " << to_string(d) << " n=" << n << " (" << ctx.explain(dt, n).label << ")";
       }
       b.destroy_graph(g);
@@ -115,21 +115,21 @@ int check_two_graphs_on_two_streams(Backend& b, amax_tune::Context& ctx, amax_dt
                                     std::mt19937_64& rng) {
   const DType d = static_cast<DType>(dt);
   DeviceBuffer in1(b, n * info(d).bytes + 16), in2(b, n * info(d).bytes + 16), out(b, 8), ws(b, 4);
-  b.memset32_async(out.p, 0xffffffffu, 2, s1);
+  b.memset32_async(out.get(), 0xffffffffu, 2, s1);
   b.synchronize(s1);
   b.begin_capture(s1);
-  ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
+  ctx.compute(in1.get(), dt, n, out.get<float>(0), ws.get(), ws.bytes(), s1);
   GraphExecHandle g1 = b.end_capture(s1);
   b.begin_capture(s2);
-  ctx.compute(in2.p, dt, n, out.get<float>(4), ws.p, ws.bytes, s2);
+  ctx.compute(in2.get(), dt, n, out.get<float>(4), ws.get(), ws.bytes(), s2);
   GraphExecHandle g2 = b.end_capture(s2);
   int checked = 0;
   for (int replay = 0; replay < 4; ++replay) {
     const InputKind k1 = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
     const InputKind k2 = replay == 3 ? InputKind::nan_middle : InputKind::max_first;
     const auto h1 = make_input(k1, d, n, rng()), h2 = make_input(k2, d, n, rng());
-    b.copy_to_device(in1.p, h1.data(), h1.size());
-    b.copy_to_device(in2.p, h2.data(), h2.size());
+    b.copy_to_device(in1.get(), h1.data(), h1.size());
+    b.copy_to_device(in2.get(), h2.data(), h2.size());
     for (int k = 0; k < 3; ++k) {  // back-to-back replays on both streams
       b.launch_graph(g1, s1);
       b.launch_graph(g2, s2);
@@ -204,27 +204,27 @@ TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
         for (int k = 0; k < 5; ++k) {
           const InputKind kind = k == 1 ? InputKind::nan_middle : k == 3 ? InputKind::max_last : InputKind::random;
           const auto h = make_input(kind, d, n, rng());
-          b.copy_to_device(in1.p, h.data(), h.size());
-          b.memset32_async(out.p, 0xffffffffu, 1, s1);
-          ctx.compute(in1.p, dt, n, out.get<float>(0), ws.p, ws.bytes, s1);
+          b.copy_to_device(in1.get(), h.data(), h.size());
+          b.memset32_async(out.get(), 0xffffffffu, 1, s1);
+          ctx.compute(in1.get(), dt, n, out.get<float>(0), ws.get(), ws.bytes(), s1);
           b.synchronize(s1);
-          EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(h.data(), d, n, mm))
+          EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(h.data(), d, n, mm))
               << "eager call " << k << " " << to_string(d) << " n=" << n << " (" << e.label << ")";
           ++checked;
         }
         // Fused with the scale (e4m3 rule), eager.
         {
           const auto h = make_input(InputKind::max_in_vector, d, n, rng());
-          b.copy_to_device(in1.p, h.data(), h.size());
-          b.memset32_async(out.p, 0xffffffffu, 3, s1);
+          b.copy_to_device(in1.get(), h.data(), h.size());
+          b.memset32_async(out.get(), 0xffffffffu, 3, s1);
           amax_tune::ScaleOptions so;
-          ctx.amax_and_scale(in1.p, dt, n, so, out.get<float>(0), out.get<float>(4), out.get<float>(8), ws.p, ws.bytes,
+          ctx.amax_and_scale(in1.get(), dt, n, so, out.get<float>(0), out.get<float>(4), out.get<float>(8), ws.get(), ws.bytes(),
                              s1);
           b.synchronize(s1);
           const std::uint32_t ref = reference_amax_bits(h.data(), d, n, mm);
           const ScaleBits rs = reference_scale_bits(ref, ScaleRule{448.0f, 0.0f, false, false});
           EXPECT_EQ(std::string(ctx.explain_scale(dt, n).label).rfind("spin.", 0), 0u);
-          EXPECT_EQ(read_bits(b, out.p), ref) << "fused " << to_string(d) << " n=" << n;
+          EXPECT_EQ(read_bits(b, out.get()), ref) << "fused " << to_string(d) << " n=" << n;
           EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << "fused scale " << to_string(d) << " n=" << n;
           EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << "fused scale_inv " << to_string(d) << " n=" << n;
           ++checked;
@@ -258,13 +258,13 @@ TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {
           const InputKind kind = i % 4 == 3 ? InputKind::nan_middle : InputKind::max_in_vector;
           const auto host = make_input(kind, d, n, rng());
           b.synchronize(s);  // the previous call has read its input
-          b.copy_to_device(in.p, host.data(), host.size());
-          ctx.compute(in.p, to_c(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+          b.copy_to_device(in.get(), host.data(), host.size());
+          ctx.compute(in.get(), to_c(d), n, out.get<float>(4 * i), ws.get(), ws.bytes(), s);
           expect.push_back(reference_amax_bits(host.data(), d, n, mm));
         }
         b.synchronize(s);
         std::vector<std::uint32_t> got(expect.size());
-        b.copy_to_host(got.data(), out.p, 4 * got.size());
+        b.copy_to_host(got.data(), out.get(), 4 * got.size());
         for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expect[i];
         done += static_cast<int>(got.size());
         if (t != 0) b.destroy_stream(s);
@@ -286,7 +286,7 @@ TEST(GpuRuntime, NoCompilationDuringCapture) {
   DeviceBuffer in(b, 4096), out(b, 4), ws(b, 4096);
   StreamHandle s = b.create_stream();
   b.begin_capture(s);
-  const amax_status_t st = amax_compute(ctx.get(), in.p, AMAX_DTYPE_FP16, 1000, out.get<float>(), ws.p, ws.bytes, s);
+  const amax_status_t st = amax_compute(ctx.get(), in.get(), AMAX_DTYPE_FP16, 1000, out.get<float>(), ws.get(), ws.bytes(), s);
   const std::string msg = amax_last_error();
   b.destroy_graph(b.end_capture(s));  // the capture is still valid: nothing illegal was enqueued
   EXPECT_EQ(st, AMAX_STATUS_NOT_PRELOADED);
@@ -311,13 +311,13 @@ TEST(GpuRuntime, SeveralThreadsWithTheirOwnStreams) {
         const std::uint64_t n = 1 + rng() % (1u << 22);
         const auto host = make_input(InputKind::max_in_vector, d, n, rng());
         b.synchronize(s);  // the previous call has read its input
-        b.copy_to_device(in.p, host.data(), host.size());
-        ctx.compute(in.p, to_c(d), n, out.get<float>(4 * i), ws.p, ws.bytes, s);
+        b.copy_to_device(in.get(), host.data(), host.size());
+        ctx.compute(in.get(), to_c(d), n, out.get<float>(4 * i), ws.get(), ws.bytes(), s);
         expect.push_back(reference_amax_bits(host.data(), d, n, NanMode::propagate));
       }
       b.synchronize(s);
       std::vector<std::uint32_t> got(expect.size());
-      b.copy_to_host(got.data(), out.p, 4 * got.size());
+      b.copy_to_host(got.data(), out.get(), 4 * got.size());
       for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expect[i];
       done += static_cast<int>(got.size());
       b.destroy_stream(s);
@@ -334,23 +334,23 @@ TEST(GpuRuntime, BadInputGetsItsOwnStatus) {
   DeviceBuffer in(b, 1 << 20), out(b, 8), ws(b, 1 << 20);
   amax_context_t c = ctx.get();
   auto* f = out.get<float>();
-  EXPECT_EQ(amax_compute(c, in.get(1), AMAX_DTYPE_FP32, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_MISALIGNED_POINTER);
+  EXPECT_EQ(amax_compute(c, in.get(1), AMAX_DTYPE_FP32, 100, f, ws.get(), ws.bytes(), nullptr), AMAX_STATUS_MISALIGNED_POINTER);
   EXPECT_NE(std::string(amax_last_error()).find("not aligned to the 4-byte elements of fp32"), std::string::npos);
-  EXPECT_EQ(amax_compute(c, in.get(2), AMAX_DTYPE_BF16, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_SUCCESS);
-  EXPECT_EQ(amax_compute(c, in.p, AMAX_DTYPE_FP32, 100, out.get<float>(2), ws.p, ws.bytes, nullptr),
+  EXPECT_EQ(amax_compute(c, in.get(2), AMAX_DTYPE_BF16, 100, f, ws.get(), ws.bytes(), nullptr), AMAX_STATUS_SUCCESS);
+  EXPECT_EQ(amax_compute(c, in.get(), AMAX_DTYPE_FP32, 100, out.get<float>(2), ws.get(), ws.bytes(), nullptr),
             AMAX_STATUS_MISALIGNED_POINTER);
-  EXPECT_EQ(amax_compute(c, nullptr, AMAX_DTYPE_FP32, 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_NULL_POINTER);
-  EXPECT_EQ(amax_compute(c, in.p, static_cast<amax_dtype_t>(9), 100, f, ws.p, ws.bytes, nullptr), AMAX_STATUS_UNKNOWN_DTYPE);
+  EXPECT_EQ(amax_compute(c, nullptr, AMAX_DTYPE_FP32, 100, f, ws.get(), ws.bytes(), nullptr), AMAX_STATUS_NULL_POINTER);
+  EXPECT_EQ(amax_compute(c, in.get(), static_cast<amax_dtype_t>(9), 100, f, ws.get(), ws.bytes(), nullptr), AMAX_STATUS_UNKNOWN_DTYPE);
   EXPECT_NE(std::string(amax_last_error()).find("unknown dtype 9"), std::string::npos);
   const std::size_t need = ctx.workspace_size(AMAX_DTYPE_FP32, 1u << 18);
-  EXPECT_EQ(amax_compute(c, in.p, AMAX_DTYPE_FP32, 1u << 18, f, ws.p, need - 1, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(amax_compute(c, in.get(), AMAX_DTYPE_FP32, 1u << 18, f, ws.get(), need - 1, nullptr), AMAX_STATUS_WORKSPACE_TOO_SMALL);
   EXPECT_NE(std::string(amax_last_error()).find("amax_workspace_size gives " + std::to_string(need)), std::string::npos)
       << amax_last_error();
   // n == 0: +0.0 over garbage, with a null input allowed.
-  b.memset32_async(out.p, 0xffffffffu, 1, nullptr);
+  b.memset32_async(out.get(), 0xffffffffu, 1, nullptr);
   EXPECT_EQ(amax_compute(c, nullptr, AMAX_DTYPE_FP16, 0, f, nullptr, 0, nullptr), AMAX_STATUS_SUCCESS);
   b.synchronize(nullptr);
-  EXPECT_EQ(read_bits(b, out.p), 0u);
+  EXPECT_EQ(read_bits(b, out.get()), 0u);
   amax_explanation_t e;
   ASSERT_EQ(amax_explain(c, AMAX_DTYPE_BF16, 1u << 20, &e), AMAX_STATUS_SUCCESS);
   std::printf("explain bf16 n=2^20: source %d label %s grid %u launches %u: %s\n", e.source, e.label, e.grid, e.launches,

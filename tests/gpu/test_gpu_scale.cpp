@@ -157,7 +157,7 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   Backend& b = *env->backend;
   const std::uint32_t cu = static_cast<std::uint32_t>(b.device().cu_count);
   DeviceBuffer in(b, ((1u << 20) + 3) * 4), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 1u << 20);
-  b.memset32_async(slot.p, 0, kSlotWords, nullptr);
+  b.memset32_async(slot.get(), 0, kSlotWords, nullptr);
   int checked = 0;
   for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
@@ -168,15 +168,15 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
       for (std::uint64_t n : {std::uint64_t{1000}, (std::uint64_t{1} << 20) + 3})
         for (const SpecialCase& sc : special_cases(d.dtype)) {
           const auto host = one_hot(d.dtype, n, n - 1, sc.amax_bits);
-          b.copy_to_device(in.p, host.data(), host.size());
-          b.memset32_async(out.p, 0xdeadbeefu, 3, nullptr);
+          b.copy_to_device(in.get(), host.data(), host.size());
+          b.memset32_async(out.get(), 0xdeadbeefu, 3, nullptr);
           const ScaleRule r = rule_of(sc.options);
           const ScaleArgs sa = args_of(r, out.get<float>(4), out.get<float>(8));
           const LaunchShape shape = launch_shape(c, n, cu, k.resident_per_cu);
-          ASSERT_LE(shape.workspace_bytes, ws.bytes);
-          launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, slot.get<std::uint32_t>(), sc.mode, nullptr, &sa);
+          ASSERT_LE(shape.workspace_bytes, ws.bytes());
+          launch_amax(b, k, shape, in.get(), n, out.get<float>(), ws.get(), slot.get<std::uint32_t>(), sc.mode, nullptr, &sa);
           b.synchronize(nullptr);
-          const std::uint32_t amax = read_bits(b, out.p), scale = read_bits(b, out.get(4)),
+          const std::uint32_t amax = read_bits(b, out.get()), scale = read_bits(b, out.get(4)),
                               inv = read_bits(b, out.get(8));
           const std::string where = c.label() + " " + std::string(d.name) + " n=" + std::to_string(n) + " grid=" +
                                     std::to_string(shape.grid) + ": " + sc.what;
@@ -188,7 +188,7 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
           EXPECT_EQ(amax, sc.expect_amax) << where;  // the hand-worked bits (the CPU rule's own test too)
           EXPECT_EQ(scale, sc.expect_scale) << where;
           EXPECT_EQ(inv, sc.expect_scale_inv) << where;
-          ASSERT_EQ(read_bits(b, slot.p), 0u) << where << ": slot count not reset";
+          ASSERT_EQ(read_bits(b, slot.get()), 0u) << where << ": slot count not reset";
           ASSERT_EQ(read_bits(b, slot.get(4)), 0u) << where << ": slot accumulator not reset";
           ++checked;
         }
@@ -206,7 +206,7 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   std::mt19937_64 rng(std::random_device{}());
   const std::uint64_t max_n = 1u << 24;
   DeviceBuffer in(b, max_n * 4 + 64), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 64u << 20);
-  b.memset32_async(slot.p, 0, kSlotWords, nullptr);
+  b.memset32_async(slot.get(), 0, kSlotWords, nullptr);
   int checked = 0;
   for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
@@ -222,14 +222,14 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
           const auto seed = rng();
           const auto host = make_input(kind, d.dtype, n, seed);
           b.copy_to_device(in.get(off * d.bytes), host.data(), host.size());
-          b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
+          b.memset32_async(out.get(), 0xffffffffu, 3, nullptr);
           amax_tune::ScaleOptions o = opts(static_cast<amax_fp8_format_t>(rng() % 4), (rng() % 3 == 0) ? 1e-6f : 0.0f,
                                            rng() % 2, rng() % 2);
           const ScaleRule r = rule_of(o);
           const ScaleArgs sa = args_of(r, out.get<float>(4), out.get<float>(8));
           const NanMode mode = rng() % 2 ? NanMode::ignore : NanMode::propagate;
           const LaunchShape shape = launch_shape(c, n, cu, k.resident_per_cu);
-          launch_amax(b, k, shape, in.get(off * d.bytes), n, out.get<float>(), ws.p, slot.get<std::uint32_t>(), mode,
+          launch_amax(b, k, shape, in.get(off * d.bytes), n, out.get<float>(), ws.get(), slot.get<std::uint32_t>(), mode,
                       nullptr, &sa);
           b.synchronize(nullptr);
           const std::uint32_t ref_amax = reference_amax_bits(host.data(), d.dtype, n, mode);
@@ -237,14 +237,14 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
           const std::string where = c.label() + " " + std::string(d.name) + " n=" + std::to_string(n) +
                                     " off=" + std::to_string(off) + " " + std::string(to_string(kind)) +
                                     " seed=" + std::to_string(seed);
-          ASSERT_EQ(read_bits(b, out.p), ref_amax) << where;
+          ASSERT_EQ(read_bits(b, out.get()), ref_amax) << where;
           ASSERT_EQ(read_bits(b, out.get(4)), ref.scale) << where;
           ASSERT_EQ(read_bits(b, out.get(8)), ref.scale_inv) << where;
           ++checked;
         }
       }
   std::vector<std::uint32_t> words(kSlotWords, 1u);
-  b.copy_to_host(words.data(), slot.p, 4 * kSlotWords);
+  b.copy_to_host(words.data(), slot.get(), 4 * kSlotWords);
   for (std::size_t w = 0; w < kSlotWords; ++w) ASSERT_EQ(words[w], 0u) << "slot word " << w << " not reset";
   std::printf("scale epilogue: %d random cases bit-exact\n", checked);
 }
@@ -279,11 +279,11 @@ void api_and_graph_replay(test::GpuEnv* env, const std::string& what) {
   amax_tune::ScaleOptions o = opts(AMAX_FP8_E4M3, 1e-12f, true, false);
   const ScaleRule r = rule_of(o);
   // n = 0: amax +0.0 and the rule's scale for it (epsilon 1e-12: 448 / 1e-12, pow2), no kernel
-  b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-  ctx.amax_and_scale(in.p, AMAX_DTYPE_FP32, 0, o, out.get<float>(), out.get<float>(4), out.get<float>(8), nullptr, 4);
+  b.memset32_async(out.get(), 0xffffffffu, 3, nullptr);
+  ctx.amax_and_scale(in.get(), AMAX_DTYPE_FP32, 0, o, out.get<float>(), out.get<float>(4), out.get<float>(8), nullptr, 4);
   b.synchronize(nullptr);
   const ScaleBits zero = reference_scale_bits(0u, r);
-  EXPECT_EQ(read_bits(b, out.p), 0u);
+  EXPECT_EQ(read_bits(b, out.get()), 0u);
   EXPECT_EQ(read_bits(b, out.get(4)), zero.scale);
   EXPECT_EQ(read_bits(b, out.get(8)), zero.scale_inv);
   for (amax_dtype_t dt : dtypes)
@@ -293,32 +293,32 @@ void api_and_graph_replay(test::GpuEnv* env, const std::string& what) {
       DeviceBuffer ws(b, wsb);
       // direct
       auto host = make_input(InputKind::random, d, n, rng());
-      b.copy_to_device(in.p, host.data(), host.size());
-      b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-      ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
+      b.copy_to_device(in.get(), host.data(), host.size());
+      b.memset32_async(out.get(), 0xffffffffu, 3, nullptr);
+      ctx.amax_and_scale(in.get(), dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.get(), wsb);
       b.synchronize(nullptr);
       std::uint32_t ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
       ScaleBits rs = reference_scale_bits(ra, r);
       const std::string where = what + " " + std::string(to_string(d)) + " n=" + std::to_string(n);
-      ASSERT_EQ(read_bits(b, out.p), ra) << where;
+      ASSERT_EQ(read_bits(b, out.get()), ra) << where;
       ASSERT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
       ASSERT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
       // captured once, replayed with new data
       StreamHandle s = b.create_stream();
       b.begin_capture(s);
-      ctx.amax_and_scale(in.p, dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, s);
+      ctx.amax_and_scale(in.get(), dt, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.get(), wsb, s);
       GraphExecHandle g = b.end_capture(s);
       std::uint32_t previous = ra;
       for (int replay = 0; replay < 3; ++replay) {
         const InputKind kind = replay == 0 ? InputKind::max_last : replay == 1 ? InputKind::nan_middle : InputKind::random;
         host = make_input(kind, d, n, rng());
-        b.copy_to_device(in.p, host.data(), host.size());
-        b.memset32_async(out.p, 0xffffffffu, 3, s);
+        b.copy_to_device(in.get(), host.data(), host.size());
+        b.memset32_async(out.get(), 0xffffffffu, 3, s);
         b.launch_graph(g, s);
         b.synchronize(s);
         ra = reference_amax_bits(host.data(), d, n, NanMode::propagate);
         rs = reference_scale_bits(ra, r);
-        EXPECT_EQ(read_bits(b, out.p), ra) << where << " replay " << replay;
+        EXPECT_EQ(read_bits(b, out.get()), ra) << where << " replay " << replay;
         EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where << " replay " << replay;
         EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where << " replay " << replay;
         if (replay == 1) {
@@ -407,27 +407,27 @@ TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
     auto expect = [&](const std::vector<std::uint8_t>& host, const std::string& where) {
       const std::uint32_t ra = reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate);
       const ScaleBits rs = reference_scale_bits(ra, r);
-      EXPECT_EQ(read_bits(b, out.p), ra) << where;
+      EXPECT_EQ(read_bits(b, out.get()), ra) << where;
       EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << where;
       EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << where;
     };
     int call = 0;
     for (InputKind kind : {InputKind::random, InputKind::max_last, InputKind::nan_middle, InputKind::random}) {
       const auto host = make_input(kind, DType::bf16, n, rng());
-      b.copy_to_device(in.p, host.data(), host.size());
-      b.memset32_async(out.p, 0xffffffffu, 3, nullptr);
-      ctx.amax_and_scale(in.p, AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb);
+      b.copy_to_device(in.get(), host.data(), host.size());
+      b.memset32_async(out.get(), 0xffffffffu, 3, nullptr);
+      ctx.amax_and_scale(in.get(), AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.get(), wsb);
       b.synchronize(nullptr);
       expect(host, want + " call " + std::to_string(call++));
     }
     StreamHandle st = b.create_stream();
     b.begin_capture(st);
-    ctx.amax_and_scale(in.p, AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.p, wsb, st);
+    ctx.amax_and_scale(in.get(), AMAX_DTYPE_BF16, n, o, out.get<float>(), out.get<float>(4), out.get<float>(8), ws.get(), wsb, st);
     GraphExecHandle g = b.end_capture(st);
     for (int replay = 0; replay < 3; ++replay) {
       const auto host = make_input(replay == 1 ? InputKind::nan_middle : InputKind::random, DType::bf16, n, rng());
-      b.copy_to_device(in.p, host.data(), host.size());
-      b.memset32_async(out.p, 0xffffffffu, 3, st);
+      b.copy_to_device(in.get(), host.data(), host.size());
+      b.memset32_async(out.get(), 0xffffffffu, 3, st);
       b.launch_graph(g, st);
       b.synchronize(st);
       expect(host, want + " replay " + std::to_string(replay));
@@ -451,12 +451,12 @@ TEST(GpuScale, BadInputWritesNothing) {
   amax_tune::Context ctx(api_options());
   DeviceBuffer in(b, 4096 * 4), out(b, 16), ws(b, 1u << 20);
   std::vector<float> h(4096, 2.0f);
-  b.copy_to_device(in.p, h.data(), h.size() * 4);
-  b.memset32_async(out.p, 0xdeadbeefu, 4, nullptr);
+  b.copy_to_device(in.get(), h.data(), h.size() * 4);
+  b.memset32_async(out.get(), 0xdeadbeefu, 4, nullptr);
   b.synchronize(nullptr);
   amax_scale_options_t o;
   auto call = [&](const amax_scale_options_t* opt, float* a, float* s, float* si) {
-    return amax_and_scale(ctx.get(), in.p, AMAX_DTYPE_FP32, 4096, opt, a, s, si, ws.p, ws.bytes, nullptr);
+    return amax_and_scale(ctx.get(), in.get(), AMAX_DTYPE_FP32, 4096, opt, a, s, si, ws.get(), ws.bytes(), nullptr);
   };
   float* a = out.get<float>(0);
   float* s = out.get<float>(4);
@@ -487,7 +487,7 @@ TEST(GpuScale, BadInputWritesNothing) {
   EXPECT_NE(std::string(amax_last_error()).find("scale_inv_out"), std::string::npos) << amax_last_error();
   EXPECT_EQ(call(&o, a, a, si), AMAX_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(amax_last_error()).find("must be three distinct"), std::string::npos) << amax_last_error();
-  EXPECT_EQ(amax_and_scale(ctx.get(), in.p, AMAX_DTYPE_FP32, 4096, &o, a, s, si, ws.p, 0, nullptr),
+  EXPECT_EQ(amax_and_scale(ctx.get(), in.get(), AMAX_DTYPE_FP32, 4096, &o, a, s, si, ws.get(), 0, nullptr),
             AMAX_STATUS_WORKSPACE_TOO_SMALL);
   b.synchronize(nullptr);
   for (int w = 0; w < 4; ++w) EXPECT_EQ(read_bits(b, out.get(4 * w)), 0xdeadbeefu) << "word " << w << " was written";
@@ -522,7 +522,7 @@ TEST(GpuScale, DeviceRuleMatchesTheCpuRuleOverManyAmaxValues) {
     }
   }
   DeviceBuffer in(b, kValues * 4), out(b, kValues * 12), ws(b, 64);
-  b.copy_to_device(in.p, values.data(), kValues * 4);
+  b.copy_to_device(in.get(), values.data(), kValues * 4);
   const KernelConfig c = fused(Strategy::one_pass, DType::fp32);
   const LoadedKernel& k = env->kernels->get(c, DType::fp32);
   const LaunchShape shape = launch_shape(c, 1, cu);
@@ -533,11 +533,11 @@ TEST(GpuScale, DeviceRuleMatchesTheCpuRuleOverManyAmaxValues) {
   for (std::size_t i = 0; i < kValues; ++i) {
     rules[i] = ScaleRule{maxima[rng() % 7], epsilons[rng() % 5], rng() % 2 == 0, rng() % 2 == 0};
     const ScaleArgs sa = args_of(rules[i], out.get<float>(kValues * 4 + 4 * i), out.get<float>(kValues * 8 + 4 * i));
-    launch_amax(b, k, shape, in.get(4 * i), 1, out.get<float>(4 * i), ws.p, nullptr, NanMode::propagate, nullptr, &sa);
+    launch_amax(b, k, shape, in.get(4 * i), 1, out.get<float>(4 * i), ws.get(), nullptr, NanMode::propagate, nullptr, &sa);
   }
   b.synchronize(nullptr);
   std::vector<std::uint32_t> got(3 * kValues);
-  b.copy_to_host(got.data(), out.p, got.size() * 4);
+  b.copy_to_host(got.data(), out.get(), got.size() * 4);
   for (std::size_t i = 0; i < kValues; ++i) {
     const std::uint32_t amax = values[i] > 0x7f800000u ? kQNan : values[i];
     const ScaleBits want = reference_scale_bits(amax, rules[i]);

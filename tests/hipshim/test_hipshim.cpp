@@ -93,22 +93,22 @@ TEST(HipShim, GraphCapturedOnceReplayedOnNewData) {
     const LoadedKernel& k = env->kernels->get(cfg, DType::fp32);
     const auto shape = launch_shape(cfg, n, static_cast<std::uint32_t>(b.device().cu_count));
     DeviceBuffer in(b, n * 4), out(b, 4), ws(b, shape.workspace_bytes + 4), counter(b, 4);
-    b.memset32_async(counter.p, 0u, 1, s);
-    b.memset32_async(out.p, 0xffffffffu, 1, s);
+    b.memset32_async(counter.get(), 0u, 1, s);
+    b.memset32_async(out.get(), 0xffffffffu, 1, s);
     b.synchronize(s);
     EXPECT_FALSE(b.is_capturing(s));
     b.begin_capture(s);
     EXPECT_TRUE(b.is_capturing(s));
-    launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, counter.get<std::uint32_t>(), NanMode::propagate, s);
+    launch_amax(b, k, shape, in.get(), n, out.get<float>(), ws.get(), counter.get<std::uint32_t>(), NanMode::propagate, s);
     GraphExecHandle g = b.end_capture(s);
     EXPECT_FALSE(b.is_capturing(s));
     for (int replay = 0; replay < 3; ++replay) {
       const InputKind kind = replay == 1 ? InputKind::nan_middle : replay == 2 ? InputKind::max_last : InputKind::random;
       const auto host = make_input(kind, DType::fp32, n, rng());
-      b.copy_to_device(in.p, host.data(), host.size());
+      b.copy_to_device(in.get(), host.data(), host.size());
       b.launch_graph(g, s);
       b.synchronize(s);
-      EXPECT_EQ(read_bits(b, out.p), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate))
+      EXPECT_EQ(read_bits(b, out.get()), reference_amax_bits(host.data(), DType::fp32, n, NanMode::propagate))
           << cfg.label() << " replay " << replay;
     }
     b.destroy_graph(g);
@@ -121,11 +121,11 @@ TEST(HipShim, Memset32AsyncWritesExactlyCountWords) {
   Backend& b = *env->backend;
   StreamHandle s = b.create_stream();
   DeviceBuffer buf(b, 64 * 4);
-  b.memset32_async(buf.p, 0u, 64, s);
+  b.memset32_async(buf.get(), 0u, 64, s);
   b.memset32_async(buf.get(4 * 3), 0xdeadbeefu, 17, s);
   b.synchronize(s);
   std::uint32_t got[64];
-  b.copy_to_host(got, buf.p, sizeof got);
+  b.copy_to_host(got, buf.get(), sizeof got);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(got[i], (i >= 3 && i < 20) ? 0xdeadbeefu : 0u) << "word " << i;
   b.destroy_stream(s);
 }
@@ -139,17 +139,17 @@ TEST(HipShim, EventsTimeAKernel) {
   const auto shape = launch_shape(cfg, n, static_cast<std::uint32_t>(b.device().cu_count));
   DeviceBuffer in(b, n * 4), out(b, 4), ws(b, shape.workspace_bytes + 4), counter(b, 4);
   StreamHandle s = b.create_stream();
-  b.memset32_async(in.p, 0x3f800000u, n, s);  // 1.0f
-  b.memset32_async(counter.p, 0u, 1, s);
+  b.memset32_async(in.get(), 0x3f800000u, n, s);  // 1.0f
+  b.memset32_async(counter.get(), 0u, 1, s);
   EventHandle e0 = b.create_event(), e1 = b.create_event();
   b.record(e0, s);
   for (int i = 0; i < 10; ++i)
-    launch_amax(b, k, shape, in.p, n, out.get<float>(), ws.p, counter.get<std::uint32_t>(), NanMode::propagate, s);
+    launch_amax(b, k, shape, in.get(), n, out.get<float>(), ws.get(), counter.get<std::uint32_t>(), NanMode::propagate, s);
   b.record(e1, s);
   const float ms = b.elapsed_ms(e0, e1);
   EXPECT_GT(ms, 0.0f);
   EXPECT_LT(ms, 10000.0f);
-  EXPECT_EQ(read_bits(b, out.p), 0x3f800000u);
+  EXPECT_EQ(read_bits(b, out.get()), 0x3f800000u);
   std::printf("10 launches over 256 MiB: %.3f ms by HIP events\n", ms);
   b.destroy_event(e0);
   b.destroy_event(e1);
@@ -195,7 +195,7 @@ TEST(HipShim, MemoryDeviceAndStreamOwnerAsRocm5Reports) {
   REQUIRE_SHIM();
   Backend& b = *env->backend;
   DeviceBuffer dev(b, 4096);
-  EXPECT_EQ(b.memory_device(dev.p), 0);
+  EXPECT_EQ(b.memory_device(dev.get()), 0);
   EXPECT_EQ(b.memory_device(dev.get(100)), 0);
   int on_stack = 0;
   EXPECT_EQ(b.memory_device(&on_stack), -1);

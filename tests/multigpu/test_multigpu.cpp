@@ -21,6 +21,7 @@
 
 #include "amax/amax_tune.hpp"
 #include "amax/backend.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/dtype_c.hpp"
 #include "amax/reference.hpp"
 
@@ -54,13 +55,7 @@ amax_tune::Options options(int device, amax_nan_mode_t mode = AMAX_NAN_PROPAGATE
   return o;
 }
 
-struct Buffer {
-  Backend& b;
-  void* p;
-  explicit Buffer(Backend& be, std::size_t n) : b(be), p(be.allocate(n)) {}
-  ~Buffer() { b.release(p); }
-  float* f() const { return static_cast<float*>(p); }
-};
+using Buffer = DeviceBuffer;
 
 std::uint32_t bits(Backend& b, const void* p) {
   std::uint32_t v = 0;
@@ -93,10 +88,10 @@ TEST(MultiGpu, OneContextPerDeviceFromFourThreadsEachBitExactOnItsOwnBuffers) {
         const std::uint64_t n = 1 + rng() % (1u << 22);
         const auto host = make_input(InputKind::random, dt.dtype, n, rng());
         Buffer in(b, n * dt.bytes), out(b, 4), ws(b, ctx.workspace_size(to_c(dt.dtype), n));
-        b.copy_to_device(in.p, host.data(), host.size());
-        ctx.compute(in.p, to_c(dt.dtype), n, out.f(), ws.p, ctx.workspace_size(to_c(dt.dtype), n), s);
+        b.copy_to_device(in.get(), host.data(), host.size());
+        ctx.compute(in.get(), to_c(dt.dtype), n, out.get<float>(), ws.get(), ctx.workspace_size(to_c(dt.dtype), n), s);
         b.synchronize(s);
-        if (bits(b, out.p) != reference_amax_bits(host.data(), dt.dtype, n, NanMode::propagate)) ++failures;
+        if (bits(b, out.get()) != reference_amax_bits(host.data(), dt.dtype, n, NanMode::propagate)) ++failures;
         ++calls;
       }
       b.destroy_stream(s);
@@ -114,8 +109,8 @@ TEST(MultiGpu, AStreamOrAPointerOfDevice1GivenToAContextOfDevice0IsRefusedNaming
   const std::size_t ws_bytes = ctx0.workspace_size(AMAX_DTYPE_FP32, n);
   Buffer in0(*b0, n * 4), out0(*b0, 4), ws0(*b0, ws_bytes), in1(*b1, n * 4), out1(*b1, 4), ws1(*b1, ws_bytes);
   StreamHandle s0 = b0->create_stream(), s1 = b1->create_stream();
-  b0->memset32_async(out0.p, 0x12345678u, 1, nullptr);
-  b1->memset32_async(out1.p, 0x12345678u, 1, nullptr);
+  b0->memset32_async(out0.get(), 0x12345678u, 1, nullptr);
+  b1->memset32_async(out1.get(), 0x12345678u, 1, nullptr);
   b0->synchronize(nullptr);
   b1->synchronize(nullptr);
   struct Case {
@@ -126,10 +121,10 @@ TEST(MultiGpu, AStreamOrAPointerOfDevice1GivenToAContextOfDevice0IsRefusedNaming
     StreamHandle s;
     const char* expect;
   } cases[] = {
-      {"stream", in0.p, out0.p, ws0.p, s1, "belongs to device 1"},
-      {"input", in1.p, out0.p, ws0.p, s0, "input"},
-      {"output", in0.p, out1.p, ws0.p, s0, "output"},
-      {"workspace", in0.p, out0.p, ws1.p, s0, "workspace"},
+      {"stream", in0.get(), out0.get(), ws0.get(), s1, "belongs to device 1"},
+      {"input", in1.get(), out0.get(), ws0.get(), s0, "input"},
+      {"output", in0.get(), out1.get(), ws0.get(), s0, "output"},
+      {"workspace", in0.get(), out0.get(), ws1.get(), s0, "workspace"},
   };
   for (const Case& c : cases) {
     const amax_status_t st = amax_compute(ctx0.get(), c.in, AMAX_DTYPE_FP32, n, static_cast<float*>(c.out), c.ws,
@@ -142,8 +137,8 @@ TEST(MultiGpu, AStreamOrAPointerOfDevice1GivenToAContextOfDevice0IsRefusedNaming
   }
   b0->synchronize(nullptr);
   b1->synchronize(nullptr);
-  EXPECT_EQ(bits(*b0, out0.p), 0x12345678u);
-  EXPECT_EQ(bits(*b1, out1.p), 0x12345678u);
+  EXPECT_EQ(bits(*b0, out0.get()), 0x12345678u);
+  EXPECT_EQ(bits(*b1, out1.get()), 0x12345678u);
   b0->destroy_stream(s0);
   b1->destroy_stream(s1);
 }

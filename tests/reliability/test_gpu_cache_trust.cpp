@@ -45,14 +45,14 @@ std::uint32_t amax_bits(amax::test::GpuEnv& env, const fs::path& cache_dir, cons
   amax_tune::Context ctx(o);
   Backend& b = *env.backend;
   DeviceBuffer in(b, host.size() * 4), out(b, 4), ws(b, 1 << 20);
-  b.copy_to_device(in.p, host.data(), host.size() * 4);
-  b.memset32_async(out.p, 0x7fc00000u, 1, nullptr);
+  b.copy_to_device(in.get(), host.data(), host.size() * 4);
+  b.memset32_async(out.get(), 0x7fc00000u, 1, nullptr);
   const std::size_t need = ctx.workspace_size(AMAX_DTYPE_FP32, host.size());
-  EXPECT_LE(need, ws.bytes);
-  ctx.compute(in.p, AMAX_DTYPE_FP32, host.size(), out.get<float>(), ws.p, need, nullptr);
+  EXPECT_LE(need, ws.bytes());
+  ctx.compute(in.get(), AMAX_DTYPE_FP32, host.size(), out.get<float>(), ws.get(), need, nullptr);
   b.synchronize(nullptr);
   std::uint32_t bits = 0;
-  b.copy_to_host(&bits, out.p, 4);
+  b.copy_to_host(&bits, out.get(), 4);
   *label = ctx.explain(AMAX_DTYPE_FP32, host.size()).label;
   return bits;
 }

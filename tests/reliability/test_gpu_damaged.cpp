@@ -30,14 +30,14 @@ int check_bit_exact(amax_tune::Context& ctx, Backend& b, std::mt19937_64& rng, a
     for (std::uint64_t n : {1ull, 1000ull, 65537ull, 1ull << 21, (1ull << 24) - 3}) {
       const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
       const auto host = make_input(kind, d.dtype, n, rng());
-      b.copy_to_device(in.p, host.data(), host.size());
-      b.memset32_async(out.p, 0x7f800000u, 1, nullptr);
+      b.copy_to_device(in.get(), host.data(), host.size());
+      b.memset32_async(out.get(), 0x7f800000u, 1, nullptr);
       const std::size_t need = ctx.workspace_size(to_c(d.dtype), n);
-      EXPECT_LE(need, ws.bytes);
-      ctx.compute(in.p, to_c(d.dtype), n, out.get<float>(), ws.p, need, nullptr);
+      EXPECT_LE(need, ws.bytes());
+      ctx.compute(in.get(), to_c(d.dtype), n, out.get<float>(), ws.get(), need, nullptr);
       b.synchronize(nullptr);
       std::uint32_t bits = 0;
-      b.copy_to_host(&bits, out.p, 4);
+      b.copy_to_host(&bits, out.get(), 4);
       EXPECT_EQ(bits, reference_amax_bits(host.data(), d.dtype, n, NanMode::propagate))
           << d.name << " n=" << n << " " << to_string(kind) << " via " << ctx.explain(to_c(d.dtype), n).label;
       EXPECT_EQ(ctx.explain(to_c(d.dtype), n).source, expect_source);

@@ -149,10 +149,8 @@ CheckReport run_check(const CheckOptions& o) {
     }
     InputRegion inputs(b, max_bytes + 64);
     StreamHandle stream = b.create_stream();
-    float* out = static_cast<float*>(b.allocate(4));
-    void* ws = b.allocate(max_ws);
-    auto* counter = static_cast<std::uint32_t*>(b.allocate(4));
-    b.memset32_async(counter, 0, 1, stream);
+    const DeviceBuffer out(b, 4), ws(b, max_ws), counter(b, 4);
+    b.memset32_async(counter.get(), 0, 1, stream);
     try {
       Verifier verifier(b, stream, max_variants, max_ws);
       const ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
@@ -186,7 +184,9 @@ CheckReport run_check(const CheckOptions& o) {
             e.variants[idx[j]].problem = "wrong result: " + reasons[j];
             continue;
           }
-          timed.push_back(variant_timed(b, *vks[j], launch_shape(cs[j], e.n, cu, vks[j]->resident_per_cu), e.n, {out, ws, counter}, stream));
+          const LaunchBuffers buffers{out.get<float>(), ws.get(), counter.get<std::uint32_t>()};
+          timed.push_back(
+              variant_timed(b, *vks[j], launch_shape(cs[j], e.n, cu, vks[j]->resident_per_cu), e.n, buffers, stream));
           timed_idx.push_back(idx[j]);
         }
         const auto samples = runner.interleaved(timed, e.n * info(e.dtype).bytes, o.protocol.final_rounds);
@@ -219,15 +219,9 @@ CheckReport run_check(const CheckOptions& o) {
         }
       }
     } catch (...) {
-      b.release(out);
-      b.release(ws);
-      b.release(counter);
       b.destroy_stream(stream);
       throw;
     }
-    b.release(out);
-    b.release(ws);
-    b.release(counter);
     b.destroy_stream(stream);
   }
   summarize(rep);

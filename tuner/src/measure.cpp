@@ -56,10 +56,9 @@ Stats Stats::of(std::vector<double> v) {
   return s;
 }
 
-InputRegion::InputRegion(Backend& b, std::uint64_t max_input_bytes) : b_(b) {
+InputRegion::InputRegion(Backend& b, std::uint64_t max_input_bytes)
+    : bytes_(rotation_region_bytes(b.device(), max_input_bytes)), buf_(b, bytes_) {
   const std::uint64_t mib = 1ull << 20;
-  bytes_ = rotation_region_bytes(b.device(), max_input_bytes);
-  base_ = b.allocate(bytes_);
   // Fill in 64 MiB host chunks, generated in parallel with xorshift64.
   const std::uint64_t chunk = 64 * mib;
   std::vector<std::uint32_t> host(chunk / 4);
@@ -76,43 +75,39 @@ InputRegion::InputRegion(Backend& b, std::uint64_t max_input_bytes) : b_(b) {
         }
       });
     for (auto& th : pool) th.join();
-    b.copy_to_device(static_cast<char*>(base_) + off, host.data(), len);
+    b.copy_to_device(buf_.get(off), host.data(), len);
   }
 }
 
-InputRegion::~InputRegion() { b_.release(base_); }
-
 const void* InputRegion::next(std::uint64_t bytes, bool warm) {
-  if (warm || bytes >= bytes_) return base_;
+  if (warm || bytes >= bytes_) return buf_.get();
   const std::uint64_t stride = (bytes + 511) / 256 * 256;
   const std::uint64_t slices = (bytes_ - bytes - 256) / stride + 1;
   const std::uint64_t k = cursor_++ % slices;
-  return static_cast<char*>(base_) + k * stride;
+  return buf_.get(k * stride);
 }
 
 Gate::Gate(Backend& b, FunctionHandle kernel, double timeout_ms)
-    : b_(b), kernel_(kernel), timeout_ms_(timeout_ms), words_(b.allocate_mapped_host(2 * sizeof(unsigned))) {}
-
-Gate::~Gate() { b_.release_mapped_host(words_.host); }
+    : b_(b), kernel_(kernel), timeout_ms_(timeout_ms), words_(b, 2 * sizeof(unsigned)) {}
 
 void Gate::close(StreamHandle stream) {
-  auto* w = static_cast<volatile unsigned*>(words_.host);
+  auto* w = static_cast<volatile unsigned*>(words_.host());
   w[0] = 0u;
   w[1] = 0u;
   // The device's constant-rate clock: %globaltimer in ns on NVIDIA, the 100 MHz wall clock on AMD.
   unsigned long long ticks =
       static_cast<unsigned long long>(timeout_ms_ * (b_.vendor() == Vendor::nvidia ? 1e6 : 1e5));
-  void* dev = words_.device;
+  void* dev = words_.device();
   void* args[] = {&dev, &ticks};
   b_.launch(kernel_, 1, 1, stream, args);
 }
 
 void Gate::release() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  static_cast<volatile unsigned*>(words_.host)[0] = 1u;
+  static_cast<volatile unsigned*>(words_.host())[0] = 1u;
 }
 
-bool Gate::timed_out() const noexcept { return static_cast<volatile unsigned*>(words_.host)[1] != 0u; }
+bool Gate::timed_out() const noexcept { return static_cast<volatile unsigned*>(words_.host())[1] != 0u; }
 
 BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm, int batch,
                         int batches, const std::function<void(const void*)>& call, Gate* gate) {

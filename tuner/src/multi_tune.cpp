@@ -88,29 +88,22 @@ std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants
 
 // ---- verification ----
 
-MultiVerifier::MultiVerifier(Backend& b, StreamHandle stream) : b_(b), stream_(stream) {
-  counter_ = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
-  b.memset32_async(counter_, 0, kSlotWords, stream);
+MultiVerifier::MultiVerifier(Backend& b, StreamHandle stream) : b_(b), stream_(stream), counter_(b, 4 * kSlotWords) {
+  b.memset32_async(counter_.get(), 0, kSlotWords, stream);
   b.synchronize(stream);
-}
-
-MultiVerifier::~MultiVerifier() {
-  if (out_) b_.release(out_);
-  if (workspace_) b_.release(workspace_);
-  b_.release(counter_);
 }
 
 void MultiVerifier::reserve(std::uint64_t out_words, std::uint64_t workspace_bytes) {
   if (out_words > out_words_) {
-    if (out_) b_.release(out_);
-    out_ = static_cast<float*>(b_.allocate(4 * out_words));
+    out_.reset();  // before the larger one is allocated
+    out_ = DeviceBuffer(b_, 4 * out_words);
     out_words_ = out_words;
   }
   if (workspace_bytes > workspace_bytes_) {
-    if (workspace_) b_.release(workspace_);
-    workspace_ = b_.allocate(workspace_bytes);
+    workspace_.reset();
+    workspace_ = DeviceBuffer(b_, workspace_bytes);
     workspace_bytes_ = workspace_bytes;
-    b_.memset32_async(workspace_, 0xabababab, workspace_bytes / 4, stream_);  // arbitrary bytes
+    b_.memset32_async(workspace_.get(), 0xabababab, workspace_bytes / 4, stream_);  // arbitrary bytes
   }
 }
 
@@ -127,16 +120,17 @@ std::vector<std::vector<std::uint32_t>> MultiVerifier::run(const std::vector<Mul
       ws = std::max(ws, multi_workspace_bytes(plans[i]));
     }
   reserve(tensors.size() * cs.size(), ws);
-  b_.memset32_async(out_, kGarbage[calls_++ % 5], tensors.size() * cs.size(), stream_);
+  b_.memset32_async(out_.get(), kGarbage[calls_++ % 5], tensors.size() * cs.size(), stream_);
   for (std::size_t i = 0; i < cs.size(); ++i)
     if (ks[i])
-      launch_multi_group(b_, ks[i]->main, cs[i], d, ks[i]->capacity, tensors, plans[i], out_ + i * tensors.size(),
-                         workspace_, counter_, mode, nullptr, stream_, args_);
+      launch_multi_group(b_, ks[i]->main, cs[i], d, ks[i]->capacity, tensors, plans[i],
+                         out_.get<float>() + i * tensors.size(), workspace_.get(), counter_.get<std::uint32_t>(), mode,
+                         nullptr, stream_, args_);
   b_.synchronize(stream_);
   std::vector<std::uint32_t> all(tensors.size() * cs.size());
-  b_.copy_to_host(all.data(), out_, 4 * all.size());
+  b_.copy_to_host(all.data(), out_.get(), 4 * all.size());
   std::uint32_t slot[kSlotWords] = {};
-  b_.copy_to_host(slot, counter_, sizeof slot);
+  b_.copy_to_host(slot, counter_.get(), sizeof slot);
   if (slot[0] != 0)
     throw std::runtime_error("a multi-tensor variant left the stream slot's arrival count at " + std::to_string(slot[0]));
   std::vector<std::vector<std::uint32_t>> out(cs.size());
@@ -165,41 +159,35 @@ std::map<std::string, std::string> MultiVerifier::verify_small(DType d, const st
     at.push_back(bytes);
     bytes += (n + 16) * eb + 256 - (n + 16) * eb % 256;
   }
-  void* buf = b_.allocate(bytes);
+  const DeviceBuffer buf(b_, bytes);
   const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
-  try {
-    std::uint64_t seed = 1;
-    const auto kinds = all_input_kinds();
-    for (std::size_t round = 0; round < kinds.size(); ++round)
-      for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
-        std::vector<MultiTensor> list;
-        std::vector<std::uint32_t> expect;
-        std::vector<std::string> what;
-        for (std::size_t i = 0; i < std::size(kSizes); ++i) {
-          const std::uint64_t n = kSizes[i], off = (round + i) % 3;
-          const InputKind kind = kinds[(round + i) % kinds.size()];
-          const auto host = make_input(kind, d, n, seed++);
-          char* p = static_cast<char*>(buf) + at[i] + off * eb;
-          if (n) b_.copy_to_device(p, host.data(), host.size());
-          list.push_back({n ? p : nullptr, n, static_cast<std::uint32_t>(i)});
-          expect.push_back(reference_amax_bits(host.data(), d, n, mode));
-          what.push_back(fmt::format("{} n={} offset={}", to_string(kind), n, off));
-        }
-        for (std::uint32_t cus : {cu, 1u}) {
-          const auto got = run(cs, ks, list, d, mode, cus);
-          for (std::size_t v = 0; v < cs.size(); ++v)
-            for (std::size_t i = 0; ks[v] && i < list.size(); ++i)
-              if (got[v][i] != expect[i] && !failed.count(cs[v].label()))
-                failed[cs[v].label()] =
-                    fmt::format("tensor {} of {} ({}), nan={}, grid for {} CUs: got 0x{:08x}, expected 0x{:08x}", i,
-                                list.size(), what[i], nan_name(mode), cus, got[v][i], expect[i]);
-        }
+  std::uint64_t seed = 1;
+  const auto kinds = all_input_kinds();
+  for (std::size_t round = 0; round < kinds.size(); ++round)
+    for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
+      std::vector<MultiTensor> list;
+      std::vector<std::uint32_t> expect;
+      std::vector<std::string> what;
+      for (std::size_t i = 0; i < std::size(kSizes); ++i) {
+        const std::uint64_t n = kSizes[i], off = (round + i) % 3;
+        const InputKind kind = kinds[(round + i) % kinds.size()];
+        const auto host = make_input(kind, d, n, seed++);
+        char* p = buf.get<char>(at[i] + off * eb);
+        if (n) b_.copy_to_device(p, host.data(), host.size());
+        list.push_back({n ? p : nullptr, n, static_cast<std::uint32_t>(i)});
+        expect.push_back(reference_amax_bits(host.data(), d, n, mode));
+        what.push_back(fmt::format("{} n={} offset={}", to_string(kind), n, off));
       }
-  } catch (...) {
-    b_.release(buf);
-    throw;
-  }
-  b_.release(buf);
+      for (std::uint32_t cus : {cu, 1u}) {
+        const auto got = run(cs, ks, list, d, mode, cus);
+        for (std::size_t v = 0; v < cs.size(); ++v)
+          for (std::size_t i = 0; ks[v] && i < list.size(); ++i)
+            if (got[v][i] != expect[i] && !failed.count(cs[v].label()))
+              failed[cs[v].label()] =
+                  fmt::format("tensor {} of {} ({}), nan={}, grid for {} CUs: got 0x{:08x}, expected 0x{:08x}", i,
+                              list.size(), what[i], nan_name(mode), cus, got[v][i], expect[i]);
+      }
+    }
   return failed;
 }
 
@@ -388,28 +376,21 @@ GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, Multi
       }
   }
   Backend& b = ctx.backend;
-  void* ws = b.allocate(max_ws);
-  auto* counter = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
-  auto* out = static_cast<float*>(b.allocate(4 * spec.tensors));
-  void* sink = b.allocate(4);
-  b.memset32_async(counter, 0, kSlotWords, stream);
-  try {
+  const DeviceBuffer ws(b, max_ws), counter(b, 4 * kSlotWords), out(b, 4 * spec.tensors), sink(b, 4);
+  b.memset32_async(counter.get(), 0, kSlotWords, stream);
+  {
     Gate gate(b, ctx.reference.gate, ctx.protocol.gate_timeout_ms);
     Runner runner(b, stream, inputs, ctx.protocol, &gate);
-    GroupSource source(ctx, runner, stream, g, ws, counter, out);
+    GroupSource source(ctx, runner, stream, g, ws.get(), counter.get<std::uint32_t>(), out.get<float>());
     screen(g.variants, ctx.protocol, source);
     const auto fin = multi_finalists(g.variants, ctx.protocol, g.baseline);
     const auto samples = final_pass(g.variants, fin, ctx.protocol, source);
     select_winner(g, fin, samples, ctx.protocol, source);
     if (g.confirmation == Confirmation::pooled) ctx.progress(fmt::format("{}: {}", spec.name(), g.confirmation_note));
-    Timed t{[&](const void* in) { ctx.reference.launch_stream_read(b, in, spec.bytes(), sink, stream); }};
+    Timed t{[&](const void* in) { ctx.reference.launch_stream_read(b, in, spec.bytes(), sink.get(), stream); }};
     runner.prepare(t, spec.bytes(), /*warm_up=*/false);
     g.ceiling = Stats::of(runner.measure(t, spec.bytes(), ctx.protocol.final_rounds));
-  } catch (...) {
-    for (void* p : {ws, static_cast<void*>(counter), static_cast<void*>(out), sink}) b.release(p);
-    throw;
   }
-  for (void* p : {ws, static_cast<void*>(counter), static_cast<void*>(out), sink}) b.release(p);
   return g;
 }
 

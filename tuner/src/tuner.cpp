@@ -16,6 +16,7 @@
 
 #include "amax/code_object.hpp"
 #include "amax/compile_pool.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/log.hpp"
 #include "amax/record.hpp"
@@ -331,7 +332,8 @@ class Session {
       const LoadedKernel& k = *s_.kernel(vs_[i].config, d_);
       const LaunchShape shape =
           launch_shape(vs_[i].config, n_, static_cast<std::uint32_t>(s_.backend_->device().cu_count), k.resident_per_cu);
-      return timed_[i] = variant_timed(*s_.backend_, k, shape, n_, {s_.out_, s_.workspace_, s_.counter_}, s_.stream_);
+      const LaunchBuffers buffers{s_.out_.get<float>(), s_.workspace_.get(), s_.counter_.get<std::uint32_t>()};
+      return timed_[i] = variant_timed(*s_.backend_, k, shape, n_, buffers, s_.stream_);
     }
     Session& s_;
     DType d_;
@@ -342,7 +344,7 @@ class Session {
 
   Stats time_ceiling(std::uint64_t n, DType d) {
     const std::uint64_t bytes = n * info(d).bytes;
-    Timed t{[&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, sink_, stream_); }};
+    Timed t{[&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, sink_.get(), stream_); }};
     runner_->prepare(t, bytes, /*warm_up=*/false);
     return Stats::of(runner_->measure(t, bytes, o_.protocol.final_rounds));
   }
@@ -369,11 +371,11 @@ class Session {
     stream_ = backend_->create_stream();
     gate_ = std::make_unique<Gate>(*backend_, reference_.gate, o_.protocol.gate_timeout_ms);
     runner_ = std::make_unique<Runner>(*backend_, stream_, *inputs_, o_.protocol, gate_.get());
-    out_ = static_cast<float*>(backend_->allocate(4));
-    workspace_ = backend_->allocate(max_ws);
-    counter_ = static_cast<std::uint32_t*>(backend_->allocate(4 * kSlotWords));
-    sink_ = backend_->allocate(4);
-    backend_->memset32_async(counter_, 0, kSlotWords, stream_);
+    out_ = DeviceBuffer(*backend_, 4);
+    workspace_ = DeviceBuffer(*backend_, max_ws);
+    counter_ = DeviceBuffer(*backend_, 4 * kSlotWords);
+    sink_ = DeviceBuffer(*backend_, 4);
+    backend_->memset32_async(counter_.get(), 0, kSlotWords, stream_);
     Verifier verifier(*backend_, stream_, max_variants, max_ws);
     std::map<DType, std::map<std::string, std::string>> small_failures;
 
@@ -410,10 +412,7 @@ class Session {
       }
       report_.keys.push_back(std::move(k));
     }
-    backend_->release(out_);
-    backend_->release(workspace_);
-    backend_->release(counter_);
-    backend_->release(sink_);
+    for (DeviceBuffer* buf : {&out_, &workspace_, &counter_, &sink_}) buf->reset();
     backend_->destroy_stream(stream_);
   }
 
@@ -537,10 +536,7 @@ class Session {
   std::unique_ptr<Gate> gate_;
   std::unique_ptr<Runner> runner_;
   StreamHandle stream_ = nullptr;
-  float* out_ = nullptr;
-  void* workspace_ = nullptr;
-  std::uint32_t* counter_ = nullptr;
-  void* sink_ = nullptr;
+  DeviceBuffer out_, workspace_, counter_, sink_;  // tune_keys' outputs, workspace, stream slot, sink
 };
 
 }  // namespace

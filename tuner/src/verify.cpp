@@ -9,19 +9,16 @@
 namespace amax::tune {
 
 Verifier::Verifier(Backend& b, StreamHandle stream, std::size_t max_variants, std::uint64_t max_workspace)
-    : b_(b), stream_(stream), max_variants_(max_variants), max_workspace_(std::max<std::uint64_t>(max_workspace, 4)) {
-  outputs_ = static_cast<float*>(b.allocate(4 * max_variants));
-  workspace_ = b.allocate(max_workspace_);
-  counter_ = static_cast<std::uint32_t*>(b.allocate(4 * kSlotWords));
-  b.memset32_async(workspace_, 0xabababab, max_workspace_ / 4, stream);  // arbitrary bytes
-  b.memset32_async(counter_, 0, kSlotWords, stream);
+    : b_(b),
+      stream_(stream),
+      max_variants_(max_variants),
+      max_workspace_(std::max<std::uint64_t>(max_workspace, 4)),
+      outputs_(b, 4 * max_variants),
+      workspace_(b, max_workspace_),
+      counter_(b, 4 * kSlotWords) {
+  b.memset32_async(workspace_.get(), 0xabababab, max_workspace_ / 4, stream);  // arbitrary bytes
+  b.memset32_async(counter_.get(), 0, kSlotWords, stream);
   b.synchronize(stream);
-}
-
-Verifier::~Verifier() {
-  b_.release(outputs_);
-  b_.release(workspace_);
-  b_.release(counter_);
 }
 
 std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>& kernels,
@@ -30,20 +27,20 @@ std::vector<std::uint32_t> Verifier::run(const std::vector<const LoadedKernel*>&
   if (kernels.size() > max_variants_ || kernels.size() != configs.size())
     throw std::invalid_argument("Verifier::run: too many variants or mismatched lists");
   static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu, 0x00000001u};
-  b_.memset32_async(outputs_, kGarbage[calls_++ % 5], kernels.size(), stream_);
+  b_.memset32_async(outputs_.get(), kGarbage[calls_++ % 5], kernels.size(), stream_);
   const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     if (!kernels[i]) continue;
     const LaunchShape shape = launch_shape(configs[i], n, cu, kernels[i]->resident_per_cu);
     if (shape.workspace_bytes > max_workspace_)
       throw std::logic_error("Verifier workspace too small for " + configs[i].label());
-    launch_amax(b_, *kernels[i], shape, in, n, outputs_ + i, workspace_, counter_, mode, stream_);
+    launch_amax(b_, *kernels[i], shape, in, n, outputs_.get<float>() + i, workspace_.get(), counter(), mode, stream_);
   }
   b_.synchronize(stream_);
   std::vector<std::uint32_t> got(kernels.size());
-  b_.copy_to_host(got.data(), outputs_, 4 * kernels.size());
+  b_.copy_to_host(got.data(), outputs_.get(), 4 * kernels.size());
   std::uint32_t slot[kSlotWords] = {};
-  b_.copy_to_host(slot, counter_, sizeof slot);
+  b_.copy_to_host(slot, counter_.get(), sizeof slot);
   if (slot[0] != 0)
     throw std::runtime_error("a one_pass or self_reset variant left its arrival count at " + std::to_string(slot[0]));
   if (slot[1] != 0)
@@ -71,29 +68,23 @@ std::map<std::string, std::string> verify_small(Backend& b, Verifier& v, DType d
                                                 const std::vector<const LoadedKernel*>& ks) {
   std::map<std::string, std::string> failed;
   const std::uint32_t eb = info(d).bytes;
-  void* buf = b.allocate(8192 * 4 + 64);
-  try {
-    std::uint64_t seed = 1;
-    for (std::uint64_t n : kSmallVerifySizes)
-      for (InputKind kind : all_input_kinds())
-        for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
-          const auto host = make_input(kind, d, n, seed++);
-          const std::uint64_t off = (seed % 3) * eb;
-          b.memset32_async(buf, 0xffffffffu, 8192 + 16, nullptr);
-          b.synchronize(nullptr);
-          b.copy_to_device(static_cast<char*>(buf) + off, host.data(), host.size());
-          const std::uint32_t expect = reference_amax_bits(host.data(), d, n, mode);
-          const auto got = v.run(ks, cs, static_cast<char*>(buf) + off, n, mode);
-          for (std::size_t i = 0; i < cs.size(); ++i)
-            if (ks[i] && got[i] != expect && !failed.count(cs[i].label()))
-              failed[cs[i].label()] = fmt::format("{} n={} offset={} nan={}: got 0x{:08x}, expected 0x{:08x}",
-                                                  to_string(kind), n, off / eb, nan_name(mode), got[i], expect);
-        }
-  } catch (...) {
-    b.release(buf);
-    throw;
-  }
-  b.release(buf);
+  const DeviceBuffer buf(b, 8192 * 4 + 64);
+  std::uint64_t seed = 1;
+  for (std::uint64_t n : kSmallVerifySizes)
+    for (InputKind kind : all_input_kinds())
+      for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
+        const auto host = make_input(kind, d, n, seed++);
+        const std::uint64_t off = (seed % 3) * eb;
+        b.memset32_async(buf.get(), 0xffffffffu, 8192 + 16, nullptr);
+        b.synchronize(nullptr);
+        b.copy_to_device(buf.get(off), host.data(), host.size());
+        const std::uint32_t expect = reference_amax_bits(host.data(), d, n, mode);
+        const auto got = v.run(ks, cs, buf.get(off), n, mode);
+        for (std::size_t i = 0; i < cs.size(); ++i)
+          if (ks[i] && got[i] != expect && !failed.count(cs[i].label()))
+            failed[cs[i].label()] = fmt::format("{} n={} offset={} nan={}: got 0x{:08x}, expected 0x{:08x}",
+                                                to_string(kind), n, off / eb, nan_name(mode), got[i], expect);
+      }
   return failed;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
 
@@ -72,20 +73,18 @@ class InputRegion {
   /// Allocates and fills rotation_region_bytes(backend.device(), max_input_bytes).
   /// Errors: BackendError (out of memory).
   InputRegion(Backend& backend, std::uint64_t max_input_bytes);
-  ~InputRegion();
   InputRegion(const InputRegion&) = delete;
   InputRegion& operator=(const InputRegion&) = delete;
   /// The next slice of `bytes` bytes in rotation over the region: slices start 256-byte aligned
   /// and do not overlap (consecutive starts lie bytes + 256 rounded up to 256 apart); with `warm`,
   /// or when `bytes` is not smaller than the region, always the region's start.
   const void* next(std::uint64_t bytes, bool warm);
-  void* base() const noexcept { return base_; }
+  void* base() const noexcept { return buf_.get(); }
   std::uint64_t bytes() const noexcept { return bytes_; }
 
  private:
-  Backend& b_;
-  void* base_ = nullptr;
   std::uint64_t bytes_ = 0;
+  DeviceBuffer buf_;
   std::uint64_t cursor_ = 0;
 };
 
@@ -107,7 +106,6 @@ class Gate {
   /// `kernel`: the loaded amax_gate (ReferenceKernels::gate). Errors: BackendError (no pinned
   /// memory).
   Gate(Backend& backend, FunctionHandle kernel, double timeout_ms = 1000);
-  ~Gate();
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   /// Enqueues the closed gate on `stream`: work enqueued after it waits for release() or the
@@ -124,7 +122,7 @@ class Gate {
   Backend& b_;
   FunctionHandle kernel_;
   double timeout_ms_;
-  Backend::MappedHost words_;  // [0]: 1 = released; [1]: 1 = timed out
+  MappedHostBuffer words_;  // [0]: 1 = released; [1]: 1 = timed out
 };
 
 /// Per-call times of timed batches, one entry per batch, microseconds.

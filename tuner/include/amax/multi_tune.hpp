@@ -15,6 +15,7 @@
 
 #include "amax/backend.hpp"
 #include "amax/db/tuning_db.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/measure.hpp"
 #include "amax/multi_config.hpp"
@@ -78,7 +79,6 @@ std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants
 class MultiVerifier {
  public:
   MultiVerifier(Backend& backend, StreamHandle stream);
-  ~MultiVerifier();
   MultiVerifier(const MultiVerifier&) = delete;
   MultiVerifier& operator=(const MultiVerifier&) = delete;
 
@@ -107,11 +107,11 @@ class MultiVerifier {
                                               std::uint32_t cu_count);
   Backend& b_;
   StreamHandle stream_;
-  float* out_ = nullptr;
+  DeviceBuffer out_;
   std::uint64_t out_words_ = 0;
-  void* workspace_ = nullptr;
+  DeviceBuffer workspace_;
   std::uint64_t workspace_bytes_ = 0;
-  std::uint32_t* counter_ = nullptr;
+  DeviceBuffer counter_;
   std::vector<unsigned char> args_;
   std::uint32_t calls_ = 0;
   void reserve(std::uint64_t out_words, std::uint64_t workspace_bytes);

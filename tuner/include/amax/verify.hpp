@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
 #include "amax/measure.hpp"
@@ -19,7 +20,6 @@ namespace amax::tune {
 class Verifier {
  public:
   Verifier(Backend& backend, StreamHandle stream, std::size_t max_variants, std::uint64_t max_workspace_bytes);
-  ~Verifier();
   Verifier(const Verifier&) = delete;
   Verifier& operator=(const Verifier&) = delete;
   /// Result bits of every kernel on `n` elements at device pointer `in`. A launch that fails
@@ -28,16 +28,14 @@ class Verifier {
   std::vector<std::uint32_t> run(const std::vector<const LoadedKernel*>& kernels,
                                  const std::vector<KernelConfig>& configs, const void* in, std::uint64_t n,
                                  NanMode mode);
-  std::uint32_t* counter() const noexcept { return counter_; }
+  std::uint32_t* counter() const noexcept { return counter_.get<std::uint32_t>(); }
 
  private:
   Backend& b_;
   StreamHandle stream_;
   std::size_t max_variants_;
   std::uint64_t max_workspace_;
-  float* outputs_ = nullptr;
-  void* workspace_ = nullptr;
-  std::uint32_t* counter_ = nullptr;
+  DeviceBuffer outputs_, workspace_, counter_;  // one fp32 per variant; workspace; a stream slot
   std::uint32_t calls_ = 0;
 };
 
