@@ -1,0 +1,168 @@
+#pragma once
+// The API's implementation (amax_context, behind amax_tune.h), private to runtime/src. One file per
+// job:
+//   c_api.cpp           the C ABI's error handling (guarded, amax_last_error), context creation
+//   checks.cpp          argument checks (dtype, NULL, alignment, device of streams and pointers,
+//                       scale options)
+//   plans.cpp           the single-tensor plan cache and its compile fallback; amax_compute,
+//                       amax_and_scale
+//   stream_slots.cpp    the per-stream slots of one_pass, self_reset and spin
+//   multi_group.cpp     multi-tensor grouping (a list sorted into dtype groups, each with its
+//                       variant); amax_multi_workspace_size
+//   prepared_lists.cpp  the per-thread cache of prepared lists; amax_multi_compute,
+//                       amax_multi_and_scale
+//   explain_preload.cpp amax_explain*, amax_multi_explain, amax_preload*, amax_multi_preload*
+// Everything here has hidden visibility (the target's preset): libamax_tune exports AMAX_API only.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amax/amax_tune.h"
+#include "amax/backend.hpp"
+#include "amax/device_buffer.hpp"
+#include "amax/dispatch.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/launch.hpp"
+#include "amax/multi_launch.hpp"
+#include "amax/plan_cache.hpp"
+#include "amax/scale_rule.hpp"
+
+namespace amax::capi {
+
+/// Thrown inside the library and turned into a status + message at the C boundary.
+struct Failure {
+  amax_status_t status;
+  std::string message;
+};
+[[noreturn]] inline void fail(amax_status_t s, std::string m) { throw Failure{s, std::move(m)}; }
+
+/// The status of the exception being handled (Failure: its own; CompileError, BackendError,
+/// std::bad_alloc, any other), with its message stored as the thread's amax_last_error.
+amax_status_t status_of_current_exception();
+/// Clears the thread's amax_last_error (a call that succeeded).
+void clear_last_error() noexcept;
+
+/// Runs `fn` and returns AMAX_STATUS_SUCCESS, or the status of what it threw (the message goes to
+/// amax_last_error).
+template <class F>
+amax_status_t guarded(F&& fn) {
+  try {
+    fn();
+    clear_last_error();
+    return AMAX_STATUS_SUCCESS;
+  } catch (...) {
+    return status_of_current_exception();
+  }
+}
+
+/// A dispatch decision for one (dtype, n).
+struct Plan {
+  KernelConfig config;
+  LaunchShape shape;
+  std::uint64_t workspace_bytes = 4;  // what amax_workspace_size reports (covers the fallback too)
+  amax_source_t source = AMAX_SOURCE_DEFAULT;
+  const TableEntry* entry = nullptr;
+  std::atomic<const LoadedKernel*> kernel{nullptr};
+  /// Set (once) when this plan's variant failed to compile: the built-in default's plan to launch
+  /// instead. Plans are never modified after publication, so readers need no lock.
+  std::atomic<const Plan*> replaced{nullptr};
+};
+
+std::uint64_t next_context_id();
+
+}  // namespace amax::capi
+
+struct amax_context {
+  /// Unique over the process's contexts (never reused, unlike addresses): what prepared multi-tensor
+  /// lists are keyed by.
+  const std::uint64_t id = amax::capi::next_context_id();
+  std::unique_ptr<amax::Backend> backend;
+  std::shared_ptr<const amax::JitCompiler> compiler;
+  std::unique_ptr<amax::KernelCache> kernels;
+  amax::ArchInfo arch;
+  amax::NanMode nan_mode = amax::NanMode::propagate;
+  std::uint32_t cu = 1;
+  bool check_pointers = true;  // false where the process sees one GPU: no other device's memory exists
+  std::string user_db, system_db;
+  std::unique_ptr<amax::DispatchTables> tables;
+
+  amax::PlanCache<amax::capi::Plan> plans;        // amax_compute's
+  amax::PlanCache<amax::capi::Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
+  std::optional<amax::MultiConfig> force_multi;   // AMAX_TUNE_FORCE_MULTI_LABEL, when it parsed
+  std::mutex fallback_mu;                                         // guards fallback_plans
+  std::vector<std::unique_ptr<amax::capi::Plan>> fallback_plans;  // default plans replacing failed variants
+
+  // Stream slots of one_pass, self_reset and spin: slot_words zeroed words per stream (arrival
+  // count, self_reset's accumulator and, where the arch runs spin, spin's per-block words:
+  // kSlotWords = 4104 bytes, 16.8 MB for the 4096 slots; elsewhere kSpinFirstWord = 8 bytes,
+  // 32 KiB), claimed lock-free (open addressing).
+  static constexpr std::size_t kSlots = 4096;
+  std::size_t slot_words = amax::kSlotWords;
+  amax::DeviceBuffer slots;  // declared after backend: released before it
+  std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
+
+  // ---- plans (plans.cpp) ----
+  std::unique_ptr<amax::capi::Plan> make_plan(amax::DType d, std::uint64_t n, amax::Epilogue epilogue) const;
+  /// The variant that replaces `chosen` when it fails to compile (plans.cpp).
+  amax::KernelConfig fallback_for(const amax::KernelConfig& chosen, amax::DType d, std::uint64_t n) const;
+  amax::capi::Plan& plan(amax::DType d, std::uint64_t n, amax::Epilogue e = amax::Epilogue::amax);
+  /// The plan to launch for p, with its kernel loaded (plans.cpp).
+  const amax::capi::Plan& ready(amax::capi::Plan& p, amax::DType d, std::uint64_t n, amax::StreamHandle stream);
+
+  /// This stream's slot of slot_words words (stream_slots.cpp).
+  std::uint32_t* slot_for(amax::StreamHandle s);
+};
+
+namespace amax::capi {
+
+// ---- argument checks (checks.cpp) ----
+DType need_dtype(amax_dtype_t d);
+void need(const void* p, const char* name);
+// The wrong-device checks of amax_compute (amax_tune.h "Several GPUs"): a stream or a pointer of
+// another device or context is refused before anything is enqueued.
+void need_own_stream(amax_context& c, StreamHandle s);
+void need_own_memory(amax_context& c, const void* p, const char* name);
+void need_aligned_output(const float* p, const char* name);
+// The rule of amax_scale_options_t, validated (amax_tune.h, amax_scale_options_check).
+ScaleRule scale_rule_of(const amax_scale_options_t* o);
+
+// ---- many tensors per call (multi_group.cpp) ----
+
+/// How the tensors of one dtype of a multi-tensor call are launched.
+struct MultiGroup {
+  MultiConfig config;
+  amax_source_t source = AMAX_SOURCE_DEFAULT;
+  std::string why;                      // for amax_multi_explain
+  const GroupEntry* entry = nullptr;    // the database entry used (user/system), else null
+  std::string from_db;                  // its database's path
+  std::uint32_t capacity = 0;
+  std::vector<MultiLaunch> launches;
+  std::uint64_t workspace_bytes = 0;    // covers the built-in default too (the compile fallback)
+};
+struct MultiCall {
+  MultiList list;
+  std::array<MultiGroup, kDTypeCount> groups;
+};
+
+void check(const std::optional<MultiListError>& e);
+
+/// Validates the list (pointers too when `check_pointers`) and sorts it into one group per dtype,
+/// each with its variant (with `epilogue`), launches and workspace. Reuses `m`'s storage. Throws
+/// Failure naming the first bad tensor's index and value.
+void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
+                 MultiCall& m);
+
+/// The loaded kernel of group `x` of dtype `d`: compiled or loaded on first use (never during
+/// capture); when a chosen variant fails to compile, the built-in default (one warning; the group's
+/// launches are split again for it).
+const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream);
+
+/// This thread's MultiCall, reused by every multi-tensor call of the thread.
+MultiCall& thread_call();
+
+}  // namespace amax::capi

@@ -1,0 +1,112 @@
+// Multi-tensor grouping: a list validated and sorted into one group per dtype, each with its variant
+// (override, user database, system database, built-in default), launches and workspace; the
+// group's kernel loaded, with the built-in default when the chosen variant fails to compile.
+#include "amax/log.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "amax/search_space.hpp"
+#include "context.hpp"
+
+namespace amax::capi {
+
+void check(const std::optional<MultiListError>& e) {
+  if (e) fail(e->status, e->message);
+}
+
+void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
+                 MultiCall& m) {
+  check(sort_multi_list(t, count, check_pointers, m.list));
+  for (const DTypeInfo& di : all_dtypes()) {
+    MultiGroup& x = m.groups[index(di.dtype)];
+    const auto& tensors = m.list.tensors[index(di.dtype)];
+    const GroupShape& shape = m.list.shapes[index(di.dtype)];
+    x.launches.clear();
+    if (tensors.empty()) continue;
+    MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
+    def.epilogue = epilogue;
+    x.config = def;
+    x.source = AMAX_SOURCE_DEFAULT;
+    x.why.clear();
+    x.entry = nullptr;
+    bool forced = false;
+    if (c.force_multi) {
+      if (auto bad = c.force_multi->validate(c.arch, di.dtype)) {
+        x.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", c.arch.name, di.name, *bad);
+      } else {
+        x.config = *c.force_multi;
+        x.config.epilogue = epilogue;
+        x.source = AMAX_SOURCE_OVERRIDE;
+        forced = true;
+      }
+    }
+    Source from = Source::builtin_default;
+    if (!forced)
+      if (const GroupEntry* e = c.tables->choose_group(di.dtype, shape, &from)) {
+        x.config = e->config;
+        x.config.epilogue = epilogue;
+        x.source = static_cast<amax_source_t>(from);
+        x.entry = e;
+        x.from_db = from == Source::user_db ? c.user_db : c.system_db;
+      }
+    x.capacity = multi_capacity_for(c.arch, shape.tensors);
+    x.launches = split_multi_launches(tensors, x.config, di.dtype, c.cu, x.capacity);
+    x.workspace_bytes = multi_workspace_bytes(x.launches);
+    if (!(x.config == def))  // the workspace covers the compile fallback too
+      x.workspace_bytes = std::max(x.workspace_bytes,
+                                   multi_workspace_bytes(split_multi_launches(tensors, def, di.dtype, c.cu, x.capacity)));
+  }
+}
+
+const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream) {
+  MultiGroup& x = m.groups[index(d)];
+  if (const LoadedMultiKernel* k = c.kernels->find_multi(x.config, d, x.capacity)) return *k;
+  if (c.backend->is_capturing(stream))
+    fail(AMAX_STATUS_NOT_PRELOADED,
+         fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the stream is "
+                     "being captured: JIT compilation is not allowed during graph capture; call {} with a list of "
+                     "this shape first", x.config.kernel_label(), to_string(d), x.capacity,
+                     x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload"));
+  try {
+    return c.kernels->get_multi(x.config, d, x.capacity);
+  } catch (const CompileError& e) {
+    MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+    def.epilogue = x.config.epilogue;
+    if (x.config == def) throw;
+    log().warn("{} failed to compile; using the built-in default {}: {}", x.config.label(), def.label(), e.what());
+    x.config = def;
+    x.source = AMAX_SOURCE_DEFAULT;
+    x.launches = split_multi_launches(m.list.tensors[index(d)], def, d, c.cu, x.capacity);
+    return c.kernels->get_multi(def, d, x.capacity);
+  }
+}
+
+MultiCall& thread_call() {
+  thread_local MultiCall call;
+  return call;
+}
+
+}  // namespace amax::capi
+
+using namespace amax;
+using namespace amax::capi;
+
+extern "C" {
+
+AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t c, const amax_tensor_t* tensors, size_t count,
+                                                 size_t* bytes) {
+  return guarded([&] {
+    need(c, "context");
+    need(bytes, "bytes (out-parameter)");
+    MultiCall& t_call = thread_call();
+    group_multi(*c, tensors, count, false, Epilogue::amax, t_call);
+    std::uint64_t b = 4;
+    for (const MultiGroup& x : t_call.groups)
+      if (!x.launches.empty()) b = std::max(b, x.workspace_bytes);
+    *bytes = b;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,174 @@
+// The single-tensor plan cache (one immutable Plan per dtype and size bucket, per epilogue) and its
+// compile fallback, and the calls over it: amax_workspace_size, amax_compute, amax_and_scale.
+#include "amax/log.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "amax/render.hpp"
+#include "amax/search_space.hpp"
+#include "context.hpp"
+
+using namespace amax;
+using namespace amax::capi;
+
+// The fused call runs amax_compute's choice as fused_variant maps it (the scale epilogue; atomic's
+// memset dropped by running it as self_reset): the tuned tables hold amax-only winners (the
+// epilogue runs once per call, in one thread, after the reduction). A forced variant runs as
+// forced, with the epilogue of the call.
+std::unique_ptr<Plan> amax_context::make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
+  auto p = std::make_unique<Plan>();
+  const Choice c = tables->choose(d, n);
+  p->config = c.config;
+  p->config.epilogue = epilogue;  // also over a forced label's
+  if (epilogue == Epilogue::scale && c.source != Source::override_env) p->config = fused_variant(c.config, arch, d);
+  p->source = static_cast<amax_source_t>(c.source);
+  p->entry = c.entry;
+  p->shape = launch_shape(p->config, n, cu);
+  p->workspace_bytes = std::max<std::uint64_t>(
+      {4, p->shape.workspace_bytes, launch_shape(fallback_for(p->config, d, n), n, cu).workspace_bytes});
+  return p;
+}
+
+// The variant that replaces `chosen` when it fails to compile: the built-in default of the arch
+// family, but never one that needs more workspace than `chosen` (a workspace-free variant such
+// as self_reset or atomic falls back to the default's shape with the atomic strategy, which
+// needs none), so amax_workspace_size reports what the chosen variant needs (at least 4 bytes).
+KernelConfig amax_context::fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
+  KernelConfig def = builtin_default(arch, d, n);
+  def.epilogue = chosen.epilogue;
+  if (launch_shape(def, n, cu).workspace_bytes > launch_shape(chosen, n, cu).workspace_bytes)
+    def.strategy = Strategy::atomic;
+  return def;
+}
+
+Plan& amax_context::plan(DType d, std::uint64_t n, Epilogue e) {
+  return (e == Epilogue::amax ? plans : scale_plans).get(d, n, [&] { return make_plan(d, n, e); });
+}
+
+// The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
+// chosen variant fails to compile, the built-in default is used (one warning).
+// The plan to launch for p, with its kernel loaded: p itself, compiled or loaded on first use
+// (never during capture), or, when p's variant fails to compile, a plan of the built-in default
+// that replaces it (one warning). Thread-safe: plans are immutable once published.
+const Plan& amax_context::ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
+  if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
+  if (p.kernel.load(std::memory_order_acquire)) return p;
+  const LoadedKernel* k = kernels->find(p.config, d);
+  if (!k && backend->is_capturing(stream)) k = kernels->get_bundled(p.config, d);  // loading is not a stream operation
+  if (!k && backend->is_capturing(stream))
+    fail(AMAX_STATUS_NOT_PRELOADED,
+         fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
+                     "is not allowed during graph capture; call {} for this dtype and size first",
+                     p.config.label(), to_string(d), n,
+                     p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload"));
+  if (!k) {
+    try {
+      k = &kernels->get(p.config, d);
+    } catch (const CompileError& e) {
+      const KernelConfig def = fallback_for(p.config, d, n);
+      if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
+      log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(), def.label(), e.what());
+      auto fb = std::make_unique<Plan>();
+      fb->config = def;
+      fb->shape = launch_shape(def, n, cu);
+      fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
+      fb->kernel.store(&kernels->get(def, d), std::memory_order_relaxed);
+      std::lock_guard lock(fallback_mu);
+      if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
+      fallback_plans.push_back(std::move(fb));
+      p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
+      return *fallback_plans.back();
+    }
+  }
+  p.kernel.store(k, std::memory_order_release);
+  return p;
+}
+
+namespace {
+
+// The body of amax_compute and amax_and_scale (scale: the fused call's outputs and rule), after
+// the output pointers were checked: everything else is checked before anything is enqueued.
+void enqueue(amax_context& c, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
+             std::size_t workspace_bytes, StreamHandle stream, const ScaleArgs* scale) {
+  need_own_stream(c, stream);
+  need_own_memory(c, output, scale ? "amax_out" : "output");
+  if (n == 0) {  // +0.0 (and the rule's scale for it), no kernel
+    launch_amax(*c.backend, LoadedKernel{}, LaunchShape{}, input, 0, output, workspace, nullptr, c.nan_mode, stream,
+                scale);
+    return;
+  }
+  need(input, "input");
+  if (reinterpret_cast<std::uintptr_t>(input) % info(d).bytes)
+    fail(AMAX_STATUS_MISALIGNED_POINTER, fmt::format("input {} is not aligned to the {}-byte elements of {}", input,
+                                                     info(d).bytes, to_string(d)));
+  need_own_memory(c, input, "input");
+  if (workspace) need_own_memory(c, workspace, "workspace");
+  Plan& planned = c.plan(d, n, scale ? Epilogue::scale : Epilogue::amax);
+  const Plan& p = c.ready(planned, d, n, stream);
+  if (workspace_bytes < planned.workspace_bytes || (!workspace && p.shape.workspace_bytes))
+    fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
+         fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
+                     workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
+  const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
+  // spin's grid is capped at the blocks of its kernel the device holds at once, known once the
+  // kernel is loaded (the plan's shape, made before, is capped at kSpinMaxBlocks only).
+  const LaunchShape shape =
+      p.config.strategy == Strategy::spin ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
+  std::uint32_t* slot = shape.uses_slot ? c.slot_for(stream) : nullptr;
+  launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, c.nan_mode, stream, scale);
+}
+
+}  // namespace
+
+extern "C" {
+
+AMAX_API amax_status_t amax_workspace_size(amax_context_t c, amax_dtype_t dtype, uint64_t n, size_t* bytes) {
+  return guarded([&] {
+    need(c, "context");
+    need(bytes, "bytes (out-parameter)");
+    const DType d = need_dtype(dtype);
+    *bytes = n == 0 ? 4 : c->plan(d, n).workspace_bytes;
+  });
+}
+
+AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dtype_t dtype, uint64_t n, float* output,
+                                    void* workspace, size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    need(output, "output");
+    const DType d = need_dtype(dtype);
+    need_aligned_output(output, "output");
+    enqueue(*c, input, d, n, output, workspace, workspace_bytes, stream, nullptr);
+  });
+}
+
+AMAX_API amax_status_t amax_and_scale(amax_context_t c, const void* input, amax_dtype_t dtype, uint64_t n,
+                                      const amax_scale_options_t* options, float* amax_out, float* scale_out,
+                                      float* scale_inv_out, void* workspace, size_t workspace_bytes, void* stream) {
+  return guarded([&] {
+    need(c, "context");
+    const ScaleRule rule = scale_rule_of(options);
+    need(amax_out, "amax_out");
+    need(scale_out, "scale_out");
+    need(scale_inv_out, "scale_inv_out");
+    const DType d = need_dtype(dtype);
+    need_aligned_output(amax_out, "amax_out");
+    need_aligned_output(scale_out, "scale_out");
+    need_aligned_output(scale_inv_out, "scale_inv_out");
+    if (amax_out == scale_out || amax_out == scale_inv_out || scale_out == scale_inv_out)
+      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("amax_out {}, scale_out {} and scale_inv_out {} must be three "
+                                                     "distinct fp32 words", static_cast<void*>(amax_out),
+                                                     static_cast<void*>(scale_out), static_cast<void*>(scale_inv_out)));
+    need_own_memory(*c, scale_out, "scale_out");
+    need_own_memory(*c, scale_inv_out, "scale_inv_out");
+    const ScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,
+                       (rule.force_pow2 ? kRuleForcePow2 : 0u) | (rule.nan_propagates ? kRuleNanPropagates : 0u)};
+    enqueue(*c, input, d, n, amax_out, workspace, workspace_bytes, stream, &sa);
+  });
+}
+
+}  // extern "C"
