@@ -25,7 +25,7 @@
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/runner.hpp"
-#include "amax/tuner.hpp"
+#include "amax/workload.hpp"
 #include "cub_amax.hpp"
 #include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"

@@ -21,7 +21,7 @@
 #include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"
 #include "bench_device.hpp"
-#include "amax/tuner.hpp"
+#include "amax/workload.hpp"
 
 namespace amax::bench {
 

@@ -1,5 +1,5 @@
 // amax-tune bench: tuned dispatch against TransformerEngine's launch sequences (written from its
-// source: bench/te_contenders.hpp), CUB, the streaming-read ceiling and the empty-launch floor, side
+// source: measure/include/amax/te_contenders.hpp), CUB, the streaming-read ceiling and the empty-launch floor, side
 // by side; writes CSV, a Markdown report and (python3 + matplotlib) PNG/SVG plots.
 #include <filesystem>
 #include <fstream>

@@ -11,7 +11,7 @@ cost of a new result, which amax pays and out= does not; host time only), ``torc
 ``torch.linalg.vector_norm(x, inf)``; for lists of 8 tensors: a loop of ``amax_tune.amax`` and
 ``amax_tune.amax_multi`` against ``torch._foreach_norm(xs, inf)``. Per call, three numbers (DESIGN.md
 section 5, docs/tuning.md): the GPU time (device events around a batch held behind the C++ bench's timing
-gate until the host has enqueued all of it: nvbench's blocking kernel, tuner/include/amax/measure.hpp Gate,
+gate until the host has enqueued all of it: nvbench's blocking kernel, measure/include/amax/measure.hpp Gate,
 loaded from the build tree's python/bench/_amax_gate module; what a CUDA graph or a GPU-bound training
 step pays; columns gpu_us, gpu_q1_us, gpu_q3_us), the host-inclusive time (events around a batch
 enqueued back to back while the GPU runs it: what an eager loop from Python pays; columns median_us,

@@ -1,4 +1,4 @@
-// amax_tune_bench_gate (imported as _amax_gate): the C++ timing gate (tuner/include/amax/measure.hpp
+// amax_tune_bench_gate (imported as _amax_gate): the C++ timing gate (measure/include/amax/measure.hpp
 // Gate, the kernel amax_gate of templates/bench_kernels.h) for python/bench/bench_torch.py, so that
 // the Python bench measures GPU time with the same gate as `amax-tune bench`. A bench tool of the
 // build tree only: not part of the amax_tune package or its wheel.

@@ -1,5 +1,5 @@
 """GPU time from Python for the benches of python/bench: batches of calls enqueued behind the C++
-bench's timing gate (nvbench's blocking kernel: tuner/include/amax/measure.hpp Gate, the kernel amax_gate
+bench's timing gate (nvbench's blocking kernel: measure/include/amax/measure.hpp Gate, the kernel amax_gate
 of templates/bench_kernels.h, built into BUILD/python/bench/_amax_gate by the CMake target
 amax_tune_bench_gate), device events around each batch. The protocol is DESIGN.md section 5's: a batch
 held until the host has enqueued all of it runs back to back on the GPU, so the events measure GPU time,

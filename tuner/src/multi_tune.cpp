@@ -11,11 +11,9 @@
 #include "amax/code_object.hpp"
 #include "amax/record.hpp"
 #include "amax/reference.hpp"
-#include "amax/runner.hpp"
+#include "amax/runner_source.hpp"
 
 namespace amax::tune {
-
-std::string GroupSpec::name() const { return fmt::format("{}x{}:{}", tensors, n, to_string(dtype)); }
 
 std::vector<GroupSpec> default_groups(std::span<const DType> dtypes) {
   std::vector<GroupSpec> out;

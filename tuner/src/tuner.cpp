@@ -23,7 +23,7 @@
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/render.hpp"
-#include "amax/runner.hpp"
+#include "amax/runner_source.hpp"
 #include "amax/trust.hpp"
 #include "amax/verify.hpp"
 
@@ -540,12 +540,6 @@ class Session {
 };
 
 }  // namespace
-
-std::vector<std::uint64_t> power_of_two_sizes() {
-  std::vector<std::uint64_t> s;
-  for (int p = 10; p <= 30; ++p) s.push_back(1ull << p);
-  return s;
-}
 
 std::vector<std::uint64_t> default_sizes() {
   std::vector<std::uint64_t> s = power_of_two_sizes();

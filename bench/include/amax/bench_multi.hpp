@@ -17,7 +17,7 @@
 #include "amax/backend.hpp"
 #include "amax/bench.hpp"
 #include "amax/measure.hpp"
-#include "amax/multi_tune.hpp"
+#include "amax/workload.hpp"
 
 namespace amax::bench {
 

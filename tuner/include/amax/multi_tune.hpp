@@ -22,21 +22,9 @@
 #include "amax/multi_launch.hpp"
 #include "amax/reference_kernels.hpp"
 #include "amax/search.hpp"
+#include "amax/workload.hpp"
 
 namespace amax::tune {
-
-/// One group shape: `tensors` tensors of `n` elements of `dtype`, laid out one after another.
-/// Text form `500x4096:fp32`. Plain value type.
-struct GroupSpec {
-  std::uint64_t tensors = 0;
-  std::uint64_t n = 0;
-  DType dtype{};
-  std::uint64_t bytes() const noexcept { return tensors * n * info(dtype).bytes; }
-  /// As the database keys it: tensors, total bytes, the largest tensor's bytes.
-  GroupShape shape() const noexcept { return {tensors, bytes(), n * info(dtype).bytes}; }
-  std::string name() const;
-  auto operator<=>(const GroupSpec&) const = default;
-};
 
 /// The tuner's default group grid, per dtype of `dtypes`: 64, 512 and 4096 tensors of 4 Ki, 16 Ki
 /// and 64 Ki elements (parameters of a layer, experts of an MoE layer), and 8 and 128 tensors of

@@ -14,6 +14,7 @@
 #include "amax/multi_tune.hpp"
 #include "amax/search.hpp"
 #include "amax/search_space.hpp"
+#include "amax/workload.hpp"
 
 namespace amax::tune {
 
@@ -45,10 +46,6 @@ struct TuneOptions {
   std::filesystem::path cache_dir = BinaryCache::default_dir();  ///< binary cache; empty = none
   bool progress = true;               ///< progress lines (with an ETA) on stderr
 };
-
-/// The powers of two from 2^10 to 2^30 elements: the bench's default sizes and the core of the
-/// tuner's default grid.
-std::vector<std::uint64_t> power_of_two_sizes();
 
 /// The tuner's default size grid: power_of_two_sizes() plus 1000, 100000, 3000000, 50000000 and
 /// 300000000 (sizes that are not powers of two, as real tensors are), ascending.

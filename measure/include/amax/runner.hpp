@@ -6,14 +6,12 @@
 // GPU time, and the host's enqueue cost per call is recorded beside them.
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "amax/backend.hpp"
 #include "amax/launch.hpp"
 #include "amax/measure.hpp"
-#include "amax/search.hpp"
 
 namespace amax::tune {
 
@@ -109,28 +107,5 @@ struct BothTimes {
 std::vector<BothTimes> measure_both(Backend& backend, StreamHandle stream, InputRegion& inputs, Gate& gate,
                                     TimingProtocol protocol, bool warm, const std::vector<Timed>& entries,
                                     std::uint64_t bytes, int rounds);
-
-/// The search's SampleSource over a Runner: variant i is the Timed that timed(i) returns (made
-/// once per variant by the subclass), each call reading `bytes` bytes; every timed batch's host
-/// cost is kept per variant, and host_us(i) is their median. recover() waits for the runner's
-/// stream. Not thread-safe.
-class RunnerSource : public SampleSource {
- public:
-  RunnerSource(Runner& runner, std::uint64_t bytes) : runner_(runner), bytes_(bytes) {}
-  std::vector<double> sample(std::size_t i, int batches, bool prepare) override;
-  /// A fresh probe per pass: each entry is a copy of timed(i) with no batch size yet.
-  std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override;
-  void recover() override { runner_.synchronize(); }
-  double host_us(std::size_t i) const override;
-
- protected:
-  /// Variant i's call, made on first use and kept (its batch size too).
-  virtual Timed& timed(std::size_t i) = 0;
-
- private:
-  Runner& runner_;
-  std::uint64_t bytes_;
-  std::map<std::size_t, std::vector<double>> host_;
-};
 
 }  // namespace amax::tune

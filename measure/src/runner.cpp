@@ -62,27 +62,4 @@ std::vector<BothTimes> measure_both(Backend& b, StreamHandle stream, InputRegion
   return out;
 }
 
-std::vector<double> RunnerSource::sample(std::size_t i, int batches, bool prepare) {
-  Timed& t = timed(i);
-  if (prepare) runner_.prepare(t, bytes_);
-  t.host_us.clear();
-  auto us = runner_.measure(t, bytes_, batches);
-  host_[i].insert(host_[i].end(), t.host_us.begin(), t.host_us.end());
-  return us;
-}
-
-std::vector<std::vector<double>> RunnerSource::rounds(const std::vector<std::size_t>& which, int rounds, bool second) {
-  std::vector<Timed> ts;
-  for (std::size_t i : which) ts.push_back({timed(i).call});
-  auto us = runner_.interleaved(ts, bytes_, rounds, second ? InterleaveOrder{1, true} : InterleaveOrder{});
-  for (std::size_t j = 0; j < which.size(); ++j)
-    host_[which[j]].insert(host_[which[j]].end(), ts[j].host_us.begin(), ts[j].host_us.end());
-  return us;
-}
-
-double RunnerSource::host_us(std::size_t i) const {
-  const auto it = host_.find(i);
-  return it == host_.end() ? 0.0 : Stats::of(it->second).median_us;
-}
-
 }  // namespace amax::tune

@@ -1,5 +1,5 @@
 #pragma once
-// templates/bench_kernels.h, embedded into the tuner at build time (cmake/embed_templates.cmake).
+// templates/bench_kernels.h, embedded into amax_measure at build time (cmake/embed_templates.cmake).
 #include <array>
 #include <string_view>
 
