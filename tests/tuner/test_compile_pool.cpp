@@ -1,6 +1,6 @@
 // The tuner's compile pool and its progress report (tuner/include/amax/compile_pool.hpp), with
 // stand-in jobs: every index built once, the ticks, a failure rethrown; the lines a terminal and a
-// log get.
+// log get; BuildOutcome, the typed result of one build.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -84,4 +84,22 @@ TEST(CompileProgress, ALogGetsAFullLineEveryTwoSecondsEvenWhenTheCountStands) {
   p.update(60, t + 4100ms);  // one long compile holds the count: still a line
   p.update(342, t + 9000ms);
   EXPECT_EQ(out, (std::vector<std::string>{"compiling kernels: 41/342, 2.0 s\n", "compiling kernels: 60/342, 4.1 s\n"}));
+}
+
+TEST(BuildOutcome, TheStageNotTheTextSaysWhatFailed) {
+  EXPECT_TRUE(BuildOutcome{}.ok());
+  const BuildOutcome load = BuildOutcome::load_failure("cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (200)");
+  EXPECT_FALSE(load.ok());
+  EXPECT_EQ(load.stage, BuildOutcome::Stage::load_failed);
+  EXPECT_EQ(load.error, "module load failed: cuModuleLoadData failed: CUDA_ERROR_INVALID_IMAGE (200)");
+  // A compile error whose text happens to start like a load failure is still a compile failure.
+  const BuildOutcome compile = BuildOutcome::compile_failure("module load failed: in the kernel's source");
+  EXPECT_EQ(compile.stage, BuildOutcome::Stage::compile_failed);
+  EXPECT_EQ(compile.error, "module load failed: in the kernel's source");
+}
+
+TEST(BuildOutcome, ACompileErrorIsCutTo2000Characters) {
+  const BuildOutcome o = BuildOutcome::compile_failure(std::string(5000, 'x'));
+  EXPECT_EQ(o.stage, BuildOutcome::Stage::compile_failed);
+  EXPECT_EQ(o.error, std::string(2000, 'x'));
 }

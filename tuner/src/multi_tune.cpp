@@ -232,22 +232,22 @@ std::vector<std::string> MultiVerifier::verify_at_shape(InputRegion& inputs, con
 
 // ---- compiling ----
 
-std::map<std::string, std::string> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
-                                                      int* compiled, int* cached) {
-  std::map<std::string, std::string> errors;
+std::map<std::string, BuildOutcome> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
+                                                       int* compiled, int* cached) {
+  std::map<std::string, BuildOutcome> outcomes;
   for (MultiKernelBuild& k : builds) {
     if (k.binary) {
       ++*(k.from_cache ? cached : compiled);
       try {
         ctx.kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage);
       } catch (const BackendError& e) {
-        k.error = std::string("module load failed: ") + e.what();
+        k.outcome = BuildOutcome::load_failure(e.what());
       }
       k.binary.reset();
     }
-    errors[k.name()] = k.error;
+    outcomes[k.name()] = k.outcome;
   }
-  return errors;
+  return outcomes;
 }
 
 void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k) {
@@ -259,8 +259,7 @@ void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k) {
       if (auto it = u.find(k.name()); it != u.end()) k.usage = it->second;
     }
   } catch (const CompileError& e) {
-    k.error = e.what();
-    if (k.error.size() > 2000) k.error.resize(2000);
+    k.outcome = BuildOutcome::compile_failure(e.what());
   }
 }
 
@@ -322,7 +321,7 @@ class GroupSource : public RunnerSource {
 }  // namespace
 
 GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, MultiVerifier& verifier, InputRegion& inputs,
-                       StreamHandle stream, const std::map<std::string, std::string>& build_errors,
+                       StreamHandle stream, const std::map<std::string, BuildOutcome>& builds,
                        const std::map<std::string, std::string>& small) {
   GroupResult g;
   g.spec = spec;
@@ -341,14 +340,14 @@ GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, Multi
     const auto plan = split_multi_launches(shape_list, c, spec.dtype, cu, g.capacity);
     r.launches = static_cast<int>(plan.size());
     max_ws = std::max(max_ws, multi_workspace_bytes(plan));
-    const auto err = build_errors.find(name);
-    if (err == build_errors.end()) {
+    const auto built = builds.find(name);
+    if (built == builds.end()) {
       r.status = db::TrialStatus::compile_failed;
       r.reason = "not built";
-    } else if (!err->second.empty()) {
-      r.status = err->second.starts_with("module load failed") ? db::TrialStatus::launch_failed
-                                                                : db::TrialStatus::compile_failed;
-      r.reason = err->second;
+    } else if (!built->second.ok()) {
+      r.status = built->second.stage == BuildOutcome::Stage::load_failed ? db::TrialStatus::launch_failed
+                                                                         : db::TrialStatus::compile_failed;
+      r.reason = built->second.error;
     } else if (auto it = small.find(c.label()); it != small.end()) {
       r.status = db::TrialStatus::wrong_result;
       r.reason = it->second;

@@ -40,7 +40,7 @@ std::string fmt_duration(double s) {
 
 struct Built {
   std::optional<KernelBinary> binary;
-  std::string error;  // compile failure reason
+  BuildOutcome outcome;  // compiled (then loaded), or why not
   ResourceUsage usage;
 };
 
@@ -283,8 +283,7 @@ class Session {
               if (it != u.end()) built[i].usage = it->second;
             }
           } catch (const CompileError& e) {
-            built[i].error = e.what();
-            if (built[i].error.size() > 2000) built[i].error.resize(2000);
+            built[i].outcome = BuildOutcome::compile_failure(e.what());
           }
         },
         std::chrono::milliseconds(100), [&](std::size_t done) { shown.update(done); });
@@ -295,15 +294,15 @@ class Session {
         try {
           kernels_->load(std::move(*built[i].binary));
         } catch (const BackendError& e) {
-          built[i].error = std::string("module load failed: ") + e.what();
+          built[i].outcome = BuildOutcome::load_failure(e.what());
         }
       }
-      build_errors_[name] = built[i].error;
+      builds_[name] = built[i].outcome;
       usage_[name] = built[i].usage;
     }
     reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
     if (group_ctx_)
-      multi_build_errors_ =
+      multi_builds_ =
           load_multi_kernels(*group_ctx_, multi, &report_.multi_kernels_compiled, &report_.multi_kernels_cached);
     report_.compile_s = seconds_since(t0);
     progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
@@ -316,7 +315,7 @@ class Session {
   }
 
   const LoadedKernel* kernel(const KernelConfig& c, DType d) const {
-    return build_errors_.at(kernel_name(c, d)).empty() ? kernels_->find(c, d) : nullptr;
+    return builds_.at(kernel_name(c, d)).ok() ? kernels_->find(c, d) : nullptr;
   }
 
   // The sample source of the search: variant i of the key being tuned, timed by the runner.
@@ -446,7 +445,7 @@ class Session {
             }
         small[g.dtype] = verifier.verify_small(g.dtype, cs, ks);
       }
-      GroupResult r = tune_group(*group_ctx_, g, verifier, inputs, stream, multi_build_errors_, small[g.dtype]);
+      GroupResult r = tune_group(*group_ctx_, g, verifier, inputs, stream, multi_builds_, small[g.dtype]);
       record_group(*db_, arch_.name, r, current_multi_);
       if (r.winner >= 0) {
         const auto& wv = r.variants[r.winner];
@@ -475,9 +474,10 @@ class Session {
       r.config = c;
       r.usage = usage_[kernel_name(c, d)];
       r.launches = launch_shape(c, n, static_cast<std::uint32_t>(backend_->device().cu_count)).launches();
-      if (const auto& e = build_errors_[kernel_name(c, d)]; !e.empty()) {
-        r.status = e.starts_with("module load failed") ? db::TrialStatus::launch_failed : db::TrialStatus::compile_failed;
-        r.reason = e;
+      if (const BuildOutcome& b = builds_[kernel_name(c, d)]; !b.ok()) {
+        r.status = b.stage == BuildOutcome::Stage::load_failed ? db::TrialStatus::launch_failed
+                                                               : db::TrialStatus::compile_failed;
+        r.reason = b.error;
       } else if (auto it = small.find(c.label()); it != small.end()) {
         r.status = db::TrialStatus::wrong_result;
         r.reason = it->second;
@@ -525,12 +525,12 @@ class Session {
   db::Provenance current_multi_;  // current_ with the multi-tensor family's template hash
   std::vector<GroupSpec> group_work_;
   std::optional<GroupTuneContext> group_ctx_;
-  std::map<std::string, std::string> multi_build_errors_;
+  std::map<std::string, BuildOutcome> multi_builds_;
   std::optional<db::TuningDb> db_;
   bool rebuild_ = false;  // check_db found the file damaged and --rebuild was given
   std::vector<std::pair<DType, std::uint64_t>> work_;
   std::map<DType, std::vector<KernelConfig>> cands_;
-  std::map<std::string, std::string> build_errors_;
+  std::map<std::string, BuildOutcome> builds_;
   std::map<std::string, ResourceUsage> usage_;
   std::unique_ptr<InputRegion> inputs_;
   std::unique_ptr<Gate> gate_;

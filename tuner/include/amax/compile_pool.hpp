@@ -3,10 +3,32 @@
 // threads, with the calling thread free to report progress while they run.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
 namespace amax::tune {
+
+/// What became of one kernel the tuner builds: loaded, or why not. The stage is what a trial's
+/// status follows (compile_failed: the compiler refused it; load_failed: the driver refused the
+/// code object, recorded as launch_failed); `error` is the reason recorded with the trial. Plain
+/// value type.
+struct BuildOutcome {
+  enum class Stage : std::uint8_t { loaded, compile_failed, load_failed };
+  Stage stage = Stage::loaded;
+  std::string error;  ///< "" when loaded
+
+  bool ok() const noexcept { return stage == Stage::loaded; }
+  /// A CompileError's message, cut to its first 2000 characters.
+  static BuildOutcome compile_failure(std::string what) {
+    if (what.size() > 2000) what.resize(2000);
+    return {Stage::compile_failed, std::move(what)};
+  }
+  /// A BackendError of the module load: "module load failed: " and its message.
+  static BuildOutcome load_failure(const std::string& what) {
+    return {Stage::load_failed, "module load failed: " + what};
+  }
+};
 
 /// Calls build(i) once for every i in [0, count), on min(jobs, count) worker threads (jobs 0: the
 /// hardware threads), handing out the indices in ascending order (put the longest jobs first).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "amax/backend.hpp"
+#include "amax/compile_pool.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
@@ -124,7 +125,7 @@ struct MultiKernelBuild {
   std::optional<CachedBinary> binary;  ///< set once built
   ResourceUsage usage;
   bool from_cache = false;
-  std::string error;  ///< why it did not build (at most 2000 characters), "" otherwise
+  BuildOutcome outcome;  ///< built (then loaded), or why not
   /// multi_kernel_name() of the kernel.
   std::string name() const { return multi_kernel_name(config, dtype, capacity); }
 };
@@ -134,15 +135,15 @@ struct MultiKernelBuild {
 /// count, in first-use order. Thread-safe (pure).
 std::vector<MultiKernelBuild> multi_kernels_needed(const GroupTuneContext& ctx, std::span<const GroupSpec> groups);
 
-/// Compiles `k` through the kernel cache's binary cache (a CompileError is kept in k.error); reads
+/// Compiles `k` through the kernel cache's binary cache (a CompileError is kept in k.outcome); reads
 /// the code object's resource usage on AMD. Needs no GPU. Thread-safe for distinct `k` (a compile
 /// pool calls it from many threads). Errors: what the binary cache throws besides CompileError.
 void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k);
 
 /// Loads each built kernel of `builds` into ctx.kernels (a load failure becomes the kernel's
-/// error, "module load failed: ..."), counting each as compiled or from the cache. Returns kernel
-/// name -> error ("" when loaded), what tune_group() takes. Calling thread only.
-std::map<std::string, std::string> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
+/// outcome, BuildOutcome::load_failure), counting each as compiled or from the cache. Returns kernel
+/// name -> outcome, what tune_group() takes. Calling thread only.
+std::map<std::string, BuildOutcome> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
                                                       int* compiled, int* cached);
 
 /// Tunes one group: candidates, both verification passes (verify_small's result for the dtype is
@@ -150,7 +151,7 @@ std::map<std::string, std::string> load_multi_kernels(const GroupTuneContext& ct
 /// of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
 /// Errors: BackendError (the device failed).
 GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& group, MultiVerifier& verifier,
-                       InputRegion& inputs, StreamHandle stream, const std::map<std::string, std::string>& build_errors,
+                       InputRegion& inputs, StreamHandle stream, const std::map<std::string, BuildOutcome>& builds,
                        const std::map<std::string, std::string>& small_failures);
 
 /// The database key of a tuned group.
