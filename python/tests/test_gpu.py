@@ -10,6 +10,7 @@ nan="ignore". CuPy and JAX inputs are tested where those are importable.
 import math
 import os
 import random
+import re
 import sys
 import threading
 import unittest
@@ -292,7 +293,7 @@ class Explain(unittest.TestCase):
         x = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
         e = amax_tune.explain(x)
         self.assertIn(e.source, ("override", "user_db", "system_db", "default"))
-        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass|self_reset)\.t\d+\.v\d+\.u\d+\.b")
+        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass|self_reset|spin)\.t\d+\.v\d+\.u\d+\.b")
         self.assertEqual(e.workspace_bytes, amax_tune.context(0).workspace_size(amax_tune.DTYPE_BF16, 1 << 20))
         self.assertEqual((e.dtype, e.n), ("bf16", 1 << 20))
         self.assertIn(e.label, str(e))
@@ -302,20 +303,26 @@ class Explain(unittest.TestCase):
         print("\nexplain(bf16, 2^20): %s" % e, file=sys.stderr)
 
     def test_explain_scale(self):
-        # amax_and_scale's variant: the amax-only choice with the scale epilogue, an atomic choice
-        # as self_reset of the same shape (one launch)
+        # amax_and_scale's variant (fused_variant in generator/src/search_space.cpp): the amax-only
+        # choice with the scale epilogue; an atomic choice runs as self_reset (one launch) with its
+        # grid cap lowered to at most 4 blocks per CU where that variant is in the pruned space
         for n in (1000, 1 << 21, (1 << 22) + 5):
             x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
             a, f = amax_tune.explain(x), amax_tune.explain(x, scale=True)
             strategy, shape = a.label.split(".", 1)
-            # an atomic choice runs as self_reset where that variant is in the pruned space (the
-            # C++ GpuScale test pins the rule), else as atomic
-            allowed = {strategy} | ({"self_reset"} if strategy == "atomic" and a.source != "override" else set())
             fused_strategy, fused_shape = f.label.split(".", 1)
-            self.assertIn(fused_strategy, allowed)
-            self.assertEqual(fused_shape, shape + ".scale")
-            self.assertEqual(f.launches, 1 if fused_strategy in ("self_reset", "one_pass") else a.launches)
-            self.assertEqual((f.source, f.grid, f.tuned_n), (a.source, a.grid, a.tuned_n))
+            if strategy == "atomic" and fused_strategy == "self_reset" and a.source != "override":
+                head, cap = shape.rsplit(".b", 1)
+                m = re.fullmatch(r"(\d+)cu", cap)
+                fused_cap = cap if m and int(m.group(1)) <= 4 else "4cu"
+                self.assertEqual(fused_shape, "%s.b%s.scale" % (head, fused_cap))
+                self.assertLessEqual(f.grid, a.grid)
+            else:
+                self.assertEqual(fused_strategy, strategy)
+                self.assertEqual(fused_shape, shape + ".scale")
+                self.assertEqual(f.grid, a.grid)
+            self.assertEqual(f.launches, 1 if fused_strategy in ("self_reset", "one_pass", "spin") else a.launches)
+            self.assertEqual((f.source, f.tuned_n), (a.source, a.tuned_n))
             self.assertEqual(amax_tune.explain(dtype="bf16", n=n, device=0, scale=True), f)
             print("explain(bf16, %d, scale=True): %s" % (n, f), file=sys.stderr)
 
