@@ -145,8 +145,9 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
             EXPECT_NE(std::find(pruned.begin(), pruned.end(), amax_only), pruned.end()) << c.label();
             EXPECT_EQ(f.max_blocks.kind, BlockCap::Kind::per_cu) << c.label();
             EXPECT_LE(f.max_blocks.value, kFusedSelfResetBlocksPerCu) << c.label();
-            if (c.max_blocks.kind == BlockCap::Kind::per_cu && c.max_blocks.value <= kFusedSelfResetBlocksPerCu)
+            if (c.max_blocks.kind == BlockCap::Kind::per_cu && c.max_blocks.value <= kFusedSelfResetBlocksPerCu) {
               EXPECT_EQ(f.max_blocks, c.max_blocks) << c.label();
+            }
             ++mapped;
           }
           KernelConfig back = f;
