@@ -1,4 +1,5 @@
-// amax-tune bundle: compile a database's winners and the built-in defaults for a list of arches
+// amax-tune bundle: compile a database's winners and the built-in defaults of both kernel families
+// (single tensors, lists of tensors) for a list of arches
 // into a release bundle of code objects (amax/bundle.hpp), on a machine without those GPUs; or copy
 // arches' entries from a bundle another compiler made (--from), keeping the others (--update).
 // The bundle is written to a temporary directory and put in place only when the run succeeds.
@@ -24,6 +25,7 @@
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/kernel_cache.hpp"
+#include "amax/multi_config.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "commands.hpp"
@@ -51,12 +53,40 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// One code object to compile: a single-tensor kernel (`multi` empty), or the multi-tensor
+// kernel of `multi` for `capacity` descriptors per launch.
+struct BundleKernel {
+  KernelConfig single;
+  std::optional<MultiConfig> multi;
+  DType dtype{};
+  std::uint32_t capacity = 0;
+};
+
 // What a kernel bundle's rows are judged by: the compiler that compiles it, this build's
 // templates and tool version (the kStale fields; the runtime skips rows that differ).
 db::Provenance bundle_provenance(const JitCompiler& compiler) {
   return db::Provenance{.compiler = compiler.version(),
                         .template_hash = template_hash(),
                         .tool_version = std::string(generator_version())};
+}
+
+// Calls add(row) for each of `rows` (winner rows of either family) fresh for `current`; a stale
+// row is counted in *stale with the fields that differ in *stale_why. A row whose label does not
+// parse is skipped.
+template <class Rows, class Add>
+void each_fresh(const Rows& rows, const db::Provenance& current, std::size_t* stale, std::set<std::string>* stale_why,
+                Add&& add) {
+  for (const auto& r : rows) {
+    if (const auto f = db::stale_fields(r.provenance, current); !f.empty()) {
+      ++*stale;
+      for (const auto x : f) stale_why->insert(std::string(x));
+      continue;
+    }
+    try {
+      add(r);
+    } catch (const std::invalid_argument&) {
+    }
+  }
 }
 
 // The kernels to ship for `arch`: the database's valid winners for it that are fresh for
@@ -69,29 +99,20 @@ db::Provenance bundle_provenance(const JitCompiler& compiler) {
 // (fused_variant: with the scale epilogue, an atomic winner as self_reset); a default with both
 // epilogues (a forced strategy keeps its own). One per compiled kernel (max_blocks is a launch
 // parameter, not compiled in).
-std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
-                                                        const db::Provenance& current, std::size_t* winners,
-                                                        std::size_t* stale, std::set<std::string>* stale_why) {
-  std::vector<std::pair<KernelConfig, DType>> out;
+std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb, const db::Provenance& current,
+                                      std::size_t* winners, std::size_t* stale, std::set<std::string>* stale_why) {
+  std::vector<BundleKernel> out;
   std::set<std::string> seen;
   auto add_one = [&](KernelConfig c, DType d) {
     c.max_blocks = BlockCap::uncapped();
-    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.emplace_back(c, d);
+    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.push_back(BundleKernel{c, {}, d, 0});
   };
   if (tdb)
-    for (const auto& r : tdb->winners(db::WinnerFilter{arch.name, std::nullopt})) {
-      if (const auto f = db::stale_fields(r.provenance, current); !f.empty()) {
-        ++*stale;
-        for (const auto x : f) stale_why->insert(std::string(x));
-        continue;
-      }
-      try {
-        const KernelConfig c = KernelConfig::parse(r.winner.label);
-        add_one(c, r.key.dtype);
-        add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
-      } catch (const std::invalid_argument&) {
-      }
-    }
+    each_fresh(tdb->winners(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why, [&](const auto& r) {
+      const KernelConfig c = KernelConfig::parse(r.winner.label);
+      add_one(c, r.key.dtype);
+      add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
+    });
   *winners = out.size();
   for (const auto& d : all_dtypes())
     for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30})
@@ -106,6 +127,42 @@ std::vector<std::pair<KernelConfig, DType>> kernels_for(const ArchInfo& arch, co
   return out;
 }
 
+// The multi-tensor kernels to ship for `arch`, by the rule of kernels_for: the database's valid
+// group winners fresh for `current` (its template hash the multi-tensor family's; stale ones
+// counted in *stale with their fields in *stale_why), then the built-in multi-tensor default of
+// every dtype (the compile fallback of every list call); each with both epilogues (a list call
+// runs the group's variant with the call's epilogue) and for every descriptor capacity of the
+// arch (multi_capacities: a list is launched with the smallest that holds its tensors). One per
+// compiled kernel (the chunk size, grid cap and combine are launch parameters).
+std::vector<BundleKernel> multi_kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
+                                            const db::Provenance& current, std::size_t* winners, std::size_t* stale,
+                                            std::set<std::string>* stale_why) {
+  std::vector<BundleKernel> out;
+  std::set<std::string> seen;
+  auto add_one = [&](MultiConfig c, DType d) {
+    c = c.compile_time_part();
+    if (c.validate(arch, d)) return;
+    for (const auto& e : kEpilogues) {
+      c.epilogue = e.value;
+      for (const std::uint32_t k : multi_capacities(arch))
+        if (seen.insert(multi_kernel_name(c, d, k)).second) out.push_back(BundleKernel{{}, c, d, k});
+    }
+  };
+  if (tdb)
+    each_fresh(tdb->group_winners(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
+               [&](const auto& r) { add_one(MultiConfig::parse(r.winner.label), r.key.dtype); });
+  *winners = out.size();
+  for (const auto& d : all_dtypes()) add_one(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype);
+  return out;
+}
+
+// Compiles kernel `k` for `arch` (no kernel cache). Errors: CompileError.
+std::vector<char> build(const JitCompiler& compiler, const ArchInfo& arch, const BundleKernel& k) {
+  const BinaryCache no_cache{std::filesystem::path{}};
+  if (k.multi) return build_multi_kernel(compiler, no_cache, arch, *k.multi, k.dtype, k.capacity).binary;
+  return build_kernel(compiler, no_cache, arch, k.single, k.dtype).binary;
+}
+
 // Child exit statuses of compile_arch.
 constexpr int kChildOk = 0, kChildFailed = 1, kChildCannotTarget = 3;
 
@@ -115,17 +172,15 @@ constexpr int kChildOk = 0, kChildFailed = 1, kChildCannotTarget = 3;
 // cannot target the arch (kChildCannotTarget, its error printed); the rest in parallel on every
 // hardware thread. Prints the arch's summary line. Returns "" on success, "skip: <why>" when the
 // compiler cannot target the arch, else why the child failed (an error).
-std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch,
-                         const std::vector<std::pair<KernelConfig, DType>>& kernels, std::size_t winners,
-                         const std::filesystem::path& sub) {
+std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, const std::vector<BundleKernel>& kernels,
+                         std::size_t winners, std::size_t multi_winners, const std::filesystem::path& sub) {
   std::cout.flush();
   std::cerr.flush();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const BinaryCache no_cache{std::filesystem::path{}};
-    std::vector<KernelBinary> built(kernels.size());
+    std::vector<std::vector<char>> built(kernels.size());
     try {
-      built[0] = build_kernel(compiler, no_cache, arch, kernels[0].first, kernels[0].second);
+      built[0] = build(compiler, arch, kernels[0]);
     } catch (const std::exception& e) {
       std::string why = e.what();
       if (auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
@@ -140,7 +195,7 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch,
       auto work = [&] {
         for (std::size_t i; (i = next++) < kernels.size();) {
           try {
-            built[i] = build_kernel(compiler, no_cache, arch, kernels[i].first, kernels[i].second);
+            built[i] = build(compiler, arch, kernels[i]);
           } catch (const std::exception& e) {
             std::lock_guard lock(mu);
             if (first_error.empty()) first_error = e.what();
@@ -152,15 +207,29 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch,
       for (auto& t : pool) t.join();
       if (!first_error.empty()) throw std::runtime_error(first_error);
       BundleWriter writer(sub);
-      std::uint64_t bytes = 0;
+      std::uint64_t bytes = 0, multi_bytes = 0;
+      std::size_t multi = 0;
       for (std::size_t i = 0; i < kernels.size(); ++i) {
-        writer.add(kernels[i].first, kernels[i].second, arch, compiler.version(), built[i].binary);
-        bytes += built[i].binary.size();
+        const BundleKernel& k = kernels[i];
+        if (k.multi)
+          writer.add_multi(*k.multi, k.dtype, k.capacity, arch, compiler.version(), built[i]);
+        else
+          writer.add(k.single, k.dtype, arch, compiler.version(), built[i]);
+        (k.multi ? multi_bytes : bytes) += built[i].size();
+        multi += k.multi ? 1 : 0;
       }
       writer.finish(std::string(generator_version()));
+      const std::size_t single = kernels.size() - multi;
+      std::string capacities;
+      for (const std::uint32_t k : multi_capacities(arch))
+        capacities += (capacities.empty() ? "" : ", ") + std::to_string(k);
       std::cout << fmt::format("{}: {} kernels ({} for database winners, {} for built-in defaults; amax-only and "
                                "scale epilogue), {} bytes, {}\n",
-                               arch.name, kernels.size(), winners, kernels.size() - winners, bytes, compiler.version());
+                               arch.name, single, winners, single - winners, bytes, compiler.version());
+      std::cout << fmt::format("{}: {} multi-tensor kernels ({} for database group winners, {} for built-in "
+                               "multi-tensor defaults; amax-only and scale epilogue, {} descriptors per launch), {} "
+                               "bytes\n",
+                               arch.name, multi, multi_winners, multi - multi_winners, capacities, multi_bytes);
       std::cout.flush();
       ::_exit(kChildOk);
     } catch (const std::exception& e) {
@@ -267,18 +336,27 @@ int run_bundle(const BundleOptions& o) {
       continue;
     }
     const auto& compiler = compilers.at(arch.vendor);
-    std::size_t winners = 0, stale = 0;
-    std::set<std::string> stale_why;
-    const auto kernels = kernels_for(arch, tdb.get(), bundle_provenance(*compiler), &winners, &stale, &stale_why);
-    if (stale) {
+    std::size_t winners = 0, stale = 0, multi_winners = 0, multi_stale = 0;
+    std::set<std::string> stale_why, multi_stale_why;
+    auto kernels = kernels_for(arch, tdb.get(), bundle_provenance(*compiler), &winners, &stale, &stale_why);
+    db::Provenance multi_current = bundle_provenance(*compiler);
+    multi_current.template_hash = multi_template_hash();
+    const auto multi = multi_kernels_for(arch, tdb.get(), multi_current, &multi_winners, &multi_stale, &multi_stale_why);
+    kernels.insert(kernels.end(), multi.begin(), multi.end());
+    const auto report_stale = [&](std::size_t n, const std::set<std::string>& why, const char* what,
+                                  const std::string& hash) {
+      if (!n) return;
       std::string fields;
-      for (const auto& f : stale_why) fields += (fields.empty() ? "" : ", ") + f;
-      std::cout << fmt::format("{}: {} stale database winners not bundled ({} differs from this build's: {}, "
+      for (const auto& f : why) fields += (fields.empty() ? "" : ", ") + f;
+      std::cout << fmt::format("{}: {} stale database {} not bundled ({} differs from this build's: {}, "
                                "template hash {}, tool {}); the runtime does not use them: re-tune\n",
-                               arch.name, stale, fields, compiler->version(), template_hash(), generator_version());
-    }
+                               arch.name, n, what, fields, compiler->version(), hash, generator_version());
+    };
+    report_stale(stale, stale_why, "winners", template_hash());
+    report_stale(multi_stale, multi_stale_why, "group winners", multi_template_hash());
     const auto sub = writer.staging() / ("arch-" + std::to_string(ai));
-    if (const std::string why = compile_arch(*compiler, arch, kernels, winners, sub); why.rfind("skip: ", 0) == 0) {
+    if (const std::string why = compile_arch(*compiler, arch, kernels, winners, multi_winners, sub);
+        why.rfind("skip: ", 0) == 0) {
       std::cout << fmt::format("{}: skipped: {}\n", arch.name, why.substr(6));
       ++skipped;
       continue;

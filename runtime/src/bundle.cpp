@@ -134,20 +134,30 @@ void BundleWriter::add_entry(BundleEntry e) {
   entries_.push_back(std::move(e));
 }
 
-void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
-                       const std::vector<char>& binary) {
-  BundleEntry e;
-  e.kernel = kernel_name(config, dtype);
-  e.label = config.kernel_label();
-  e.dtype = std::string(info(dtype).name);
-  e.arch = arch.name;
-  e.template_hash = template_hash();
-  e.compiler = compiler;
+// `e` holds the kernel's names, dtype, arch, template hash and compiler; the code object's
+// hash, size and file are filled in here.
+void BundleWriter::add_code(BundleEntry e, const std::vector<char>& binary) {
   e.sha256 = sha256_hex(std::string_view(binary.data(), binary.size()));
   e.size = binary.size();
   e.file = e.sha256 + ".bin";
   write_file(tmp_ / e.file, std::string_view(binary.data(), binary.size()));
   add_entry(std::move(e));
+}
+
+void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
+                       const std::vector<char>& binary) {
+  add_code(BundleEntry{.kernel = kernel_name(config, dtype), .label = config.kernel_label(),
+                       .dtype = std::string(info(dtype).name), .arch = arch.name, .template_hash = template_hash(),
+                       .compiler = compiler},
+           binary);
+}
+
+void BundleWriter::add_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, const ArchInfo& arch,
+                             const std::string& compiler, const std::vector<char>& binary) {
+  add_code(BundleEntry{.kernel = multi_kernel_name(config, dtype, capacity), .label = config.kernel_label(),
+                       .dtype = std::string(info(dtype).name), .arch = arch.name,
+                       .template_hash = multi_template_hash(), .compiler = compiler},
+           binary);
 }
 
 void BundleWriter::add_copy(const Bundle& from, const BundleEntry& e) {
@@ -257,8 +267,20 @@ bool bundle_serves(std::string_view entry_arch, const ArchInfo& device) {
   }
 }
 
+const std::string& bundle_template_hash(const BundleEntry& e) {
+  return MultiConfig::is_multi_label(e.label) ? multi_template_hash() : template_hash();
+}
+
 const BundleEntry* Bundle::find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const {
-  const std::string k = kernel_name(config, dtype);
+  return find_kernel(kernel_name(config, dtype), arch);
+}
+
+const BundleEntry* Bundle::find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
+                                      const ArchInfo& arch) const {
+  return find_kernel(multi_kernel_name(config, dtype, capacity), arch);
+}
+
+const BundleEntry* Bundle::find_kernel(std::string_view k, const ArchInfo& arch) const {
   const BundleEntry* serving = nullptr;
   for (const auto& e : entries_) {
     if (e.kernel != k) continue;
@@ -274,9 +296,9 @@ std::optional<std::vector<char>> Bundle::read(const BundleEntry& e, const ArchIn
     *why = what + " was compiled for " + e.arch + ", not for this device's " + arch.name;
     return std::nullopt;
   }
-  if (e.template_hash != template_hash()) {
+  if (const std::string& current = bundle_template_hash(e); e.template_hash != current) {
     *why = what + " was compiled from other kernel templates (template hash " + e.template_hash + ", this build's " +
-           template_hash() + ")";
+           current + ")";
     return std::nullopt;
   }
   std::string err;

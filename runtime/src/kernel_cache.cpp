@@ -66,41 +66,59 @@ KernelCache::KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> co
       bundle_(std::move(bundle)),
       arch_(ArchInfo::parse(backend.device().arch)) {}
 
-const LoadedKernel* KernelCache::get_bundled(const KernelConfig& config, DType dtype) {
-  if (const LoadedKernel* k = find(config, dtype)) return k;
-  if (!bundle_) return nullptr;
-  KernelConfig c = config;
-  c.max_blocks = BlockCap::uncapped();
-  const BundleEntry* e = bundle_->find(c, dtype, arch_);
-  if (!e) return nullptr;
+std::optional<std::vector<char>> KernelCache::bundled_code(const std::string& kernel, const BundleEntry** entry) {
+  if (!bundle_) return std::nullopt;
+  const BundleEntry* e = bundle_->find_kernel(kernel, arch_);
+  if (!e) return std::nullopt;
+  *entry = e;
   {
     std::lock_guard lock(refused_mu_);
-    if (refused_.count(e->kernel)) return nullptr;
+    if (refused_.count(e->kernel)) return std::nullopt;
   }
   std::string why;
   auto bytes = bundle_->read(*e, arch_, &why);
   if (!bytes) {
     std::lock_guard lock(refused_mu_);
     if (refused_.insert(e->kernel).second) log().warn("{}; it is not used and is JIT-compiled instead", why);
-    return nullptr;
   }
-  KernelBinary b;
-  b.config = c;
-  b.dtype = dtype;
-  b.binary = std::move(*bytes);
-  b.origin = KernelOrigin::bundle;
+  return bytes;
+}
+
+void KernelCache::refuse_loaded(const BundleEntry& e, const char* why) {
+  // A code object the driver refuses (e.g. a code-object version older runtimes cannot load):
+  // the entry is not used again and the kernel is JIT-compiled, as for a damaged entry.
+  std::lock_guard lock(refused_mu_);
+  if (refused_.insert(e.kernel).second)
+    log().warn("bundled kernel {} ({}) in {} could not be loaded on this device: {}; it is not used and is "
+               "JIT-compiled instead",
+               e.kernel, e.arch, bundle_->path().string(), why);
+}
+
+template <class Load>
+auto KernelCache::load_bundled(const std::string& kernel, Load&& load) -> decltype(load(std::vector<char>{})) {
+  const BundleEntry* e = nullptr;
+  auto bytes = bundled_code(kernel, &e);
+  if (!bytes) return nullptr;
   try {
-    return &load(std::move(b));
+    return load(std::move(*bytes));
   } catch (const BackendError& x) {
-    // A code object the driver refuses (e.g. a code-object version older runtimes cannot load):
-    // the entry is not used again and the kernel is JIT-compiled, as for a damaged entry.
-    std::lock_guard lock(refused_mu_);
-    if (refused_.insert(e->kernel).second)
-      log().warn("bundled kernel {} ({}) in {} could not be loaded on this device: {}; it is not used and is "
-                 "JIT-compiled instead",
-                 e->kernel, e->arch, bundle_->path().string(), x.what());
+    refuse_loaded(*e, x.what());
     return nullptr;
   }
+}
+
+const LoadedKernel* KernelCache::get_bundled(const KernelConfig& config, DType dtype) {
+  if (const LoadedKernel* k = find(config, dtype)) return k;
+  KernelConfig c = config;
+  c.max_blocks = BlockCap::uncapped();
+  return load_bundled(kernel_name(c, dtype), [&](std::vector<char>&& bytes) -> const LoadedKernel* {
+    KernelBinary b;
+    b.config = c;
+    b.dtype = dtype;
+    b.binary = std::move(bytes);
+    b.origin = KernelOrigin::bundle;
+    return &load(std::move(b));
+  });
 }
 
 const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) const noexcept {
@@ -157,15 +175,26 @@ const LoadedMultiKernel* KernelCache::find_multi(const MultiConfig& config, DTyp
   return it == multi_.end() ? nullptr : it->second.get();
 }
 
+const LoadedMultiKernel* KernelCache::get_bundled_multi(const MultiConfig& config, DType dtype,
+                                                       std::uint32_t capacity) {
+  if (const LoadedMultiKernel* k = find_multi(config, dtype, capacity)) return k;
+  return load_bundled(multi_kernel_name(config, dtype, capacity), [&](std::vector<char>&& bytes) -> const LoadedMultiKernel* {
+    return &load_multi(config, dtype, capacity, CachedBinary{std::move(bytes), ""}, ResourceUsage{}, KernelOrigin::bundle);
+  });
+}
+
 const LoadedMultiKernel& KernelCache::get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) {
-  if (const LoadedMultiKernel* k = find_multi(config, dtype, capacity)) return *k;
+  if (const LoadedMultiKernel* k = get_bundled_multi(config, dtype, capacity)) return *k;
   ResourceUsage usage;
-  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &usage);
-  return load_multi(config, dtype, capacity, std::move(b), usage);
+  bool from_cache = false;
+  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &usage, &from_cache);
+  return load_multi(config, dtype, capacity, std::move(b), usage,
+                    from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit);
 }
 
 const LoadedMultiKernel& KernelCache::load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
-                                                 CachedBinary&& binary, const ResourceUsage& usage) {
+                                                 CachedBinary&& binary, const ResourceUsage& usage,
+                                                 KernelOrigin origin) {
   const std::string name = multi_kernel_name(config, dtype, capacity);
   std::lock_guard lock(mu_);
   if (auto it = multi_.find(name); it != multi_.end()) return *it->second;
@@ -174,6 +203,7 @@ const LoadedMultiKernel& KernelCache::load_multi(const MultiConfig& config, DTyp
   k->dtype = dtype;
   k->capacity = capacity;
   k->usage = usage;
+  k->origin = origin;
   k->module = backend_.load_module(binary.binary);
   k->main = k->module->function(name);
   return *multi_.emplace(name, std::move(k)).first->second;

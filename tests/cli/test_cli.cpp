@@ -502,15 +502,23 @@ TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
 }
 
 // `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db: 3 dtypes x 2 shapes x
-// 5 strategies x 2 epilogues = 60 kernels), gfx942 listed as skipped with the reason where no compiler here can target it; --strict makes a skip a failure.
+// 5 strategies x 2 epilogues = 60 kernels; the multi-tensor default of 3 dtypes x 2 epilogues x 3
+// descriptor capacities = 18 kernels), gfx942 listed as skipped with the reason where no compiler
+// here can target it; --strict makes a skip a failure.
 TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   const auto out = dir / "k.bundle";
   CmdResult r = run("bundle --arch sm_90 -o " + out.string());
   if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "sm_90: 60 kernels (0 for database winners, 60 for built-in defaults")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 60 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 18 multi-tensor kernels (0 for database group winners, 18 for built-in multi-tensor "
+                         "defaults; amax-only and scale epilogue, 192, 512, 1600 descriptors per launch), "))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 78 code objects")) << r.out;
   EXPECT_TRUE(fs::exists(out / "index.json"));
+  const std::string index = slurp(out / "index.json");
+  EXPECT_TRUE(has(index, "\"kernel\": \"amax_multi_t512_v8_u4_bf16_k1600\"")) << index;
+  EXPECT_TRUE(has(index, "\"label\": \"multi.t512.v8.u4.scale\"")) << index;
   r = run("bundle --arch sm_90,gfx942 -o " + out.string());
   if (!has(r.out, "gfx942: skipped")) GTEST_SKIP() << "a compiler here targets gfx942: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
@@ -586,9 +594,9 @@ TEST_F(Cli, BundleUpdateKeepsOtherArchesAndFromCopiesEntries) {
   // b gets a's sm_90 entries, keeping its own sm_80 ones.
   r = run("bundle --update --from " + a.string() + " --arch sm_90 -o " + b.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 60 kernels copied from " + a.string())) << r.out;
-  EXPECT_TRUE(has(r.out, "--update: kept 60 entries of the existing bundle for other arches")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 120 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 78 kernels copied from " + a.string())) << r.out;
+  EXPECT_TRUE(has(r.out, "--update: kept 78 entries of the existing bundle for other arches")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 156 code objects")) << r.out;
   const std::string index = slurp(b / "index.json");
   EXPECT_TRUE(has(index, "\"arch\": \"sm_80\"")) << index;
   EXPECT_TRUE(has(index, "\"arch\": \"sm_90\"")) << index;
@@ -628,6 +636,15 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   std::string fresh = text;
   for (auto p = fresh.find(key + recorded); p != std::string::npos; p = fresh.find(key + recorded, p))
     fresh.replace(p + key.size(), 16, current);
+  // The group rows likewise, with the multi-tensor family's hash (reported when they are stale).
+  const auto group_at = text.find(key, text.find("\"row\":\"group_winner\""));
+  ASSERT_NE(group_at, std::string::npos);
+  const std::string group_recorded = text.substr(group_at + key.size(), 16);
+  std::string group_current = group_recorded;
+  if (const auto g = r.out.find("stale database group winners not bundled"); g != std::string::npos)
+    if (const auto p = r.out.find(tag, g); p != std::string::npos) group_current = r.out.substr(p + tag.size(), 16);
+  for (auto p = fresh.find(key + group_recorded); p != std::string::npos; p = fresh.find(key + group_recorded, p))
+    fresh.replace(p + key.size(), 16, group_current);
   std::ofstream(dir / "fresh.jsonl") << fresh;
   r = run("import " + (dir / "fresh.jsonl").string() + " -o " + (dir / "fresh.db").string());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -635,6 +652,9 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_FALSE(has(r.out, "stale")) << r.out;
   EXPECT_TRUE(has(r.out, "(91 for database winners, ")) << r.out;
+  // The group winners: 14 distinct compiled kernels (threads, nvec, unroll per dtype) x 2 epilogues
+  // x 3 capacities; the multi-tensor defaults (t512 u4 with 16-byte vectors) are among them.
+  EXPECT_TRUE(has(r.out, "sm_90: 84 multi-tensor kernels (84 for database group winners, 0 for built-in")) << r.out;
 }
 
 // Issue 24 item 3: a dump ends with a line stating its row counts; a dump cut at a line boundary,

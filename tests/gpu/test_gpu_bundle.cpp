@@ -25,6 +25,8 @@
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/dtype_c.hpp"
+#include "amax/kernel_cache.hpp"
+#include "amax/multi_config.hpp"
 #include "amax/reference.hpp"
 #include "amax/render.hpp"
 #include "gpu_env.hpp"
@@ -125,6 +127,68 @@ TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
   EXPECT_EQ(jit_compile_count(), 0u);
   std::printf("bundle: %d shipped %s winners served bit-exact from the bundle, NVRTC unreachable, %llu JIT compiles\n",
               checked, env->arch.name.c_str(), static_cast<unsigned long long>(jit_compile_count()));
+}
+
+// Issue 26: the multi-tensor family is bundled too. With NVRTC unreachable, a list call on a fresh
+// context (8 bf16 tensors and 3 fp32 tensors, some cut between blocks) is bit-exact; every kernel
+// a fresh shipped group winner and the built-in multi-tensor default run (both epilogues, every
+// descriptor capacity) is loaded from the bundle; nothing is JIT-compiled.
+TEST(GpuBundle, ListCallsRunTheBundledGroupKernelsWithoutJit) {
+  AMAX_REQUIRE_GPU();
+  ASSERT_TRUE(nvrtc_unreachable()) << "run through CTest (it sets AMAX_TUNE_NVRTC_LIBRARY=/nonexistent)";
+  const auto bundle = release_bundle();
+  ASSERT_TRUE(bundle) << "no release bundle at " << default_bundle_path().value_or("(disabled)");
+  Backend& b = *env->backend;
+  const std::uint64_t before = jit_compile_count();
+  amax_tune::Context ctx(options());
+  std::mt19937_64 rng(2626);
+  std::vector<std::vector<unsigned char>> host;
+  std::vector<DeviceBuffer> bufs;
+  std::vector<amax_tensor_t> list;
+  std::vector<std::uint32_t> expected;
+  const std::pair<DType, std::uint64_t> tensors[] = {
+      {DType::bf16, 1u << 18}, {DType::bf16, 3000},    {DType::fp32, 1u << 20}, {DType::bf16, 1},
+      {DType::bf16, 0},        {DType::bf16, 777777},  {DType::fp32, 12345},    {DType::bf16, 1u << 16},
+      {DType::bf16, 4096},     {DType::fp32, 5},       {DType::bf16, 1u << 21}};
+  for (const auto& [d, n] : tensors) {
+    host.push_back(make_input(InputKind::random, d, n, rng()));
+    bufs.emplace_back(b, host.back().size() + 16);
+    b.copy_to_device(bufs.back().get(), host.back().data(), host.back().size());
+    list.push_back(amax_tensor_t{bufs.back().get(), n, to_c(d)});
+    expected.push_back(reference_amax_bits(host.back().data(), d, n, NanMode::propagate));
+  }
+  DeviceBuffer out(b, 4 * list.size()), ws(b, ctx.multi_workspace_size(list));
+  ctx.multi_compute(list, out.get<float>(), ws.get(), ws.bytes(), nullptr);
+  b.synchronize(nullptr);
+  std::vector<std::uint32_t> got(list.size());
+  b.copy_to_host(got.data(), out.get(), 4 * got.size());
+  EXPECT_EQ(got, expected);
+  // The kernels themselves, through the runtime's kernel cache.
+  KernelCache kernels(b, env->compiler, BinaryCache(std::filesystem::path{}), bundle);
+  db::Provenance current{.compiler = bundle->compiler_for(env->arch),
+                         .template_hash = multi_template_hash(),
+                         .tool_version = std::string(generator_version())};
+  std::vector<std::pair<MultiConfig, DType>> configs;
+  for (const auto& d : all_dtypes()) configs.emplace_back(builtin_multi_default(env->arch, d.dtype, GroupShape{}), d.dtype);
+  std::size_t stale = 0;
+  for (const auto& r : db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly)
+                           .group_winners(db::WinnerFilter{env->arch.name, std::nullopt})) {
+    if (!db::stale_fields(r.provenance, current).empty()) {
+      ++stale;
+      continue;
+    }
+    configs.emplace_back(MultiConfig::parse(r.winner.label), r.key.dtype);
+  }
+  for (auto [c, d] : configs)
+    for (const auto& e : kEpilogues)
+      for (const std::uint32_t k : multi_capacities(env->arch)) {
+        c.epilogue = e.value;
+        EXPECT_EQ(kernels.get_multi(c, d, k).origin, KernelOrigin::bundle) << c.label() << " " << to_string(d) << " k" << k;
+      }
+  EXPECT_EQ(jit_compile_count(), before);
+  std::printf("bundle: %zu multi-tensor configs (defaults and fresh group winners; %zu stale group winners not "
+              "bundled) served from the bundle, NVRTC unreachable\n",
+              configs.size(), stale);
 }
 
 // A kernel the bundle does not hold, with NVRTC unreachable: the kernel cache's CompileError and

@@ -23,6 +23,7 @@
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/kernel_cache.hpp"
+#include "amax/multi_config.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "unused_backend.hpp"
@@ -199,6 +200,126 @@ TEST(Bundle, WritableByOthersIsRefused) {
   EXPECT_TRUE(b->read(other, arch, &why)) << why;
 }
 
+namespace {
+
+// Stands in for a backend where no GPU is (HipBackend for an AMD `arch`, CudaBackend for an
+// NVIDIA one): reports `arch` as the device's arch or target ID (what HipBackend reads from
+// hipDeviceProp_t::gcnArchName) and records the code objects and entry
+// points the kernel cache asks for; with `refuse`, loading fails as hipModuleLoadData does for a
+// code object the runtime cannot load. The kernel cache calls nothing else.
+class ModuleRecordingBackend final : public test::UnusedBackend {
+ public:
+  ModuleRecordingBackend(std::string arch, bool refuse)
+      : UnusedBackend("the kernel cache does not launch or allocate"),
+        vendor_(ArchInfo::parse(arch).vendor),
+        refuse_(refuse) {
+    info_.arch = std::move(arch);
+    info_.name = vendor_ == Vendor::amd ? "AMD Instinct MI300X (no device: test backend)"
+                                        : "NVIDIA H200 (no device: test backend)";
+    info_.wave_size = vendor_ == Vendor::amd ? 64 : 32;
+  }
+  std::vector<std::vector<char>> loaded;
+  std::vector<std::string> functions;
+
+  Vendor vendor() const noexcept override { return vendor_; }
+  std::unique_ptr<Module> load_module(std::span<const char> binary) override {
+    if (refuse_) throw BackendError("hipModuleLoadData", 209, "hipModuleLoadData failed: no kernel image is available");
+    loaded.emplace_back(binary.begin(), binary.end());
+    return std::make_unique<Recorded>(this);
+  }
+
+ private:
+  struct Recorded final : Module {
+    explicit Recorded(ModuleRecordingBackend* b) : b(b) {}
+    FunctionHandle function(const std::string& name) const override {
+      b->functions.push_back(name);
+      return reinterpret_cast<FunctionHandle>(b->functions.size());
+    }
+    ModuleRecordingBackend* b;
+  };
+  Vendor vendor_;
+  bool refuse_;
+};
+
+}  // namespace
+
+// Issue 26: the multi-tensor family in a bundle. An entry is written with its family's kernel
+// name, label and template hash; find_multi finds it for its dtype, epilogue and descriptor
+// capacity whatever the launch parameters (chunk, grid cap, combine); it reads back verified; the
+// kernel cache loads it from the bundle (origin bundle, the code object as written, no compile);
+// an index that gives it the single family's template hash has it refused, naming both hashes.
+TEST(Bundle, MultiTensorEntryRoundTripsAndIsLoadedByTheKernelCache) {
+  if (!have_compiler(Vendor::nvidia)) GTEST_SKIP() << "this build has no nvidia backend";
+  const auto arch = ArchInfo::parse("sm_90");
+  const std::shared_ptr<const JitCompiler> compiler = make_compiler(Vendor::nvidia);
+  const fs::path dir = fresh_dir("multi") / "kernels.bundle";
+  const MultiConfig def = builtin_multi_default(arch, DType::bf16, GroupShape{8, 1u << 24, 1u << 21});
+  const CachedBinary built = build_multi_kernel(*compiler, BinaryCache{fs::path{}}, arch, def, DType::bf16, 192);
+  {
+    BundleWriter w(dir);
+    w.add_multi(def, DType::bf16, 192, arch, compiler->version(), built.binary);
+    w.finish(std::string(generator_version()));
+  }
+  std::string warning;
+  std::shared_ptr<const Bundle> b = Bundle::open(dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  ASSERT_EQ(b->entries().size(), 1u);
+  const BundleEntry& e = b->entries()[0];
+  EXPECT_EQ(e.kernel, "amax_multi_t512_v8_u4_bf16_k192");
+  EXPECT_EQ(e.label, "multi.t512.v8.u4");
+  EXPECT_EQ(e.dtype, "bf16");
+  EXPECT_EQ(e.arch, "sm_90");
+  EXPECT_EQ(e.template_hash, multi_template_hash());
+  EXPECT_EQ(bundle_template_hash(e), multi_template_hash());
+  EXPECT_EQ(e.compiler, compiler->version());
+  EXPECT_EQ(e.size, built.binary.size());
+  EXPECT_EQ(b->find_multi(def, DType::bf16, 192, arch), &e);
+  MultiConfig launch_params = def;
+  launch_params.chunk_kib = 256;
+  launch_params.max_blocks = BlockCap::uncapped();
+  launch_params.combine = Combine::warp;
+  EXPECT_EQ(b->find_multi(launch_params, DType::bf16, 192, arch), &e);
+  EXPECT_EQ(b->find_multi(def, DType::bf16, 512, arch), nullptr);
+  EXPECT_EQ(b->find_multi(def, DType::fp16, 192, arch), nullptr);
+  MultiConfig fused = def;
+  fused.epilogue = Epilogue::scale;
+  EXPECT_EQ(b->find_multi(fused, DType::bf16, 192, arch), nullptr);
+  EXPECT_EQ(b->find_multi(def, DType::bf16, 192, ArchInfo::parse("sm_80")), nullptr);
+  std::string why;
+  const auto bytes = b->read(e, arch, &why);
+  ASSERT_TRUE(bytes) << why;
+  EXPECT_EQ(*bytes, built.binary);
+  {
+    ModuleRecordingBackend be("sm_90", false);
+    KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
+    const LoadedMultiKernel* k = kc.get_bundled_multi(def, DType::bf16, 192);
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->origin, KernelOrigin::bundle);
+    EXPECT_EQ(k->capacity, 192u);
+    EXPECT_EQ(&kc.get_multi(def, DType::bf16, 192), k);  // loaded once
+    ASSERT_EQ(be.loaded.size(), 1u);
+    EXPECT_EQ(be.loaded[0], built.binary);
+    EXPECT_EQ(be.functions, std::vector<std::string>{"amax_multi_t512_v8_u4_bf16_k192"});
+    EXPECT_EQ(kc.get_bundled_multi(def, DType::bf16, 512), nullptr);  // not bundled: the caller compiles
+  }
+  // The single family's template hash on a multi-tensor entry: refused, naming both.
+  std::string index = slurp(dir / "index.json");
+  const auto at = index.find(multi_template_hash());
+  ASSERT_NE(at, std::string::npos);
+  index.replace(at, multi_template_hash().size(), template_hash());
+  spit(dir / "index.json", index);
+  b = Bundle::open(dir, &warning);
+  ASSERT_TRUE(b) << warning;
+  EXPECT_FALSE(b->read(b->entries()[0], arch, &why));
+  EXPECT_EQ(why, "bundled kernel amax_multi_t512_v8_u4_bf16_k192 (sm_90) in " + dir.string() +
+                     " was compiled from other kernel templates (template hash " + template_hash() +
+                     ", this build's " + multi_template_hash() + ")");
+  ModuleRecordingBackend be("sm_90", false);
+  KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
+  EXPECT_EQ(kc.get_bundled_multi(def, DType::bf16, 192), nullptr);
+  EXPECT_TRUE(be.loaded.empty());
+}
+
 #ifdef AMAX_TEST_BUNDLE
 // The release bundle the build made from data/system-db.jsonl (amax-tune bundle, run by CMake):
 // every arch this machine's compilers can target is in it, with every winner the system database
@@ -270,6 +391,23 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
     EXPECT_EQ(report.find(a + ": " + std::to_string(stale) + " stale database winners not bundled") != std::string::npos,
               stale > 0)
         << report;
+    // The multi-tensor family (issue 26): the built-in default of each dtype and every fresh group
+    // winner, each with both epilogues and at every descriptor capacity of the arch.
+    db::Provenance multi_current = current;
+    multi_current.template_hash = multi_template_hash();
+    auto expect_multi = [&](MultiConfig c, DType d, const std::string& what) {
+      if (c.validate(arch, d)) return;
+      for (const auto& ep : kEpilogues)
+        for (const std::uint32_t k : multi_capacities(arch)) {
+          c.epilogue = ep.value;
+          EXPECT_NE(b->find_multi(c, d, k, arch), nullptr) << a << " " << what << " " << c.label() << " k" << k;
+        }
+    };
+    for (const auto& d : all_dtypes())
+      expect_multi(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype, "default " + std::string(d.name));
+    for (const auto& r : tdb.group_winners(db::WinnerFilter{a, std::nullopt}))
+      if (db::stale_fields(r.provenance, multi_current).empty())
+        expect_multi(MultiConfig::parse(r.winner.label), r.key.dtype, "group winner " + db::to_string(r.key));
     std::printf("%s: %zu fresh shipped winners bundled, %zu stale ones left out\n", a.c_str(), fresh, stale);
   }
   // Every entry reads back verified.
@@ -285,43 +423,6 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
 #endif
 
 #ifdef AMAX_TEST_BUNDLE
-namespace {
-
-// Stands in for HipBackend where no AMD GPU is: reports `arch` as the device's target ID (what
-// HipBackend reads from hipDeviceProp_t::gcnArchName) and records the code objects and entry
-// points the kernel cache asks for; with `refuse`, loading fails as hipModuleLoadData does for a
-// code object the runtime cannot load. The kernel cache calls nothing else.
-class ModuleRecordingBackend final : public test::UnusedBackend {
- public:
-  ModuleRecordingBackend(std::string arch, bool refuse)
-      : UnusedBackend("the kernel cache does not launch or allocate"), refuse_(refuse) {
-    info_.arch = std::move(arch);
-    info_.name = "AMD Instinct MI300X (no device: test backend)";
-    info_.wave_size = 64;
-  }
-  std::vector<std::vector<char>> loaded;
-  std::vector<std::string> functions;
-
-  Vendor vendor() const noexcept override { return Vendor::amd; }
-  std::unique_ptr<Module> load_module(std::span<const char> binary) override {
-    if (refuse_) throw BackendError("hipModuleLoadData", 209, "hipModuleLoadData failed: no kernel image is available");
-    loaded.emplace_back(binary.begin(), binary.end());
-    return std::make_unique<Recorded>(this);
-  }
-
- private:
-  struct Recorded final : Module {
-    explicit Recorded(ModuleRecordingBackend* b) : b(b) {}
-    FunctionHandle function(const std::string& name) const override {
-      b->functions.push_back(name);
-      return reinterpret_cast<FunctionHandle>(b->functions.size());
-    }
-    ModuleRecordingBackend* b;
-  };
-  bool refuse_;
-};
-
-}  // namespace
 
 // The runtime's choice between the bundle and JIT for an MI300X (gfx942), made by the kernel
 // cache from the device's target ID as the HIP backend reports it, with the build's real release

@@ -10,8 +10,12 @@
 //                 "dtype": "bf16", "arch": "sm_90" or a full target ID, "template_hash": "...",
 //                 "compiler": "nvrtc 13.0", "sha256": "<hex>", "size": <bytes>,
 //                 "file": "<sha256>.bin"}, ...]}
-// An entry is used only when its arch is the device's, its template hash is this build's and the
-// file's size and SHA-256 match the index; anything else is refused with one warning (the caller
+// Both kernel families share the layout: a multi-tensor entry's kernel is
+// multi_kernel_name(config, dtype, capacity) (`amax_multi_t512_v8_u4_bf16_k192`), its label the
+// MultiConfig's kernel_label() (`multi.t512.v8.u4`, the family tag first) and its template hash
+// multi_template_hash() (bundle_template_hash).
+// An entry is used only when its arch is the device's, its template hash is this build's (of the
+// entry's family) and the file's size and SHA-256 match the index; anything else is refused with one warning (the caller
 // then falls back to the kernel cache and JIT). The directory and its files are read under the
 // trust rule of amax/trust.hpp (owned by the user or root, writable by nobody else).
 #include <cstdint>
@@ -25,6 +29,7 @@
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
 
 namespace amax {
 
@@ -45,6 +50,10 @@ struct BundleEntry {
 };
 
 class Bundle;
+
+/// The template hash this build gives entry `e`'s family: multi_template_hash() for a multi-tensor
+/// entry (its label starts with `multi.`), else template_hash(). Thread-safe.
+const std::string& bundle_template_hash(const BundleEntry& e);
 
 /// Writes a bundle directory as a whole: code objects and the index go to a temporary sibling
 /// directory (".<name>.tmp-<pid>"), which finish() puts in the place of `dir`; a writer destroyed
@@ -67,6 +76,11 @@ class BundleWriter {
   /// Errors: std::runtime_error naming the file.
   void add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
            const std::vector<char>& binary);
+  /// Adds the code object of the multi-tensor `config` (its compile-time part) for `dtype` and
+  /// `capacity` descriptors per launch, compiled for `arch` by `compiler` (build_multi_kernel), as
+  /// add() does. Errors: std::runtime_error naming the file.
+  void add_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, const ArchInfo& arch,
+                 const std::string& compiler, const std::vector<char>& binary);
   /// Adds entry `e` of the opened bundle `from` unchanged, with its code object read and verified
   /// (Bundle::read: size, SHA-256, template hash of this build). Errors: std::runtime_error with
   /// Bundle::read's reason.
@@ -85,6 +99,7 @@ class BundleWriter {
 
  private:
   void add_entry(BundleEntry e);
+  void add_code(BundleEntry e, const std::vector<char>& binary);
   std::filesystem::path dir_, tmp_;
   std::vector<BundleEntry> entries_;
   bool finished_ = false;
@@ -104,9 +119,16 @@ class Bundle {
   /// first, else one whose target ID serves it (bundle_serves: `gfx942` compiled with xnack and
   /// sramecc "any" serves `gfx942:sramecc+:xnack+`).
   const BundleEntry* find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const;
+  /// The entry of the multi-tensor kernel of `config` for `dtype` and `capacity` descriptors per
+  /// launch (multi_kernel_name) that device `arch` can load, or nullptr; the same order as find().
+  const BundleEntry* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
+                                const ArchInfo& arch) const;
+  /// The entry named `kernel` (either family's kernel name) that device `arch` can load, or
+  /// nullptr: what find() and find_multi() look up.
+  const BundleEntry* find_kernel(std::string_view kernel, const ArchInfo& arch) const;
   /// The verified code object of `e` for `arch`: nullopt with *why naming the entry and the
   /// problem when `e` cannot serve `arch` (bundle_serves) or its template hash differs from this
-  /// build's, or the file is missing, refused by the trust rule, truncated or modified (size or
+  /// build's for its family (bundle_template_hash), or the file is missing, refused by the trust rule, truncated or modified (size or
   /// SHA-256 mismatch).
   std::optional<std::vector<char>> read(const BundleEntry& e, const ArchInfo& arch, std::string* why) const;
   /// The compiler of this bundle's entries for `arch` ("" when it has none; the entries for

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -76,7 +77,8 @@ struct LoadedMultiKernel {
   DType dtype{};
   std::uint32_t capacity = 0;
   FunctionHandle main = nullptr;
-  ResourceUsage usage;
+  ResourceUsage usage;       ///< -1 fields for bundled kernels
+  KernelOrigin origin = KernelOrigin::jit;
   std::unique_ptr<Module> module;
 };
 
@@ -112,14 +114,18 @@ class KernelCache {
   const LoadedKernel& load(KernelBinary&& binary);
   /// The kernel if already loaded, else nullptr. Never compiles or loads (safe during capture).
   const LoadedKernel* find(const KernelConfig& config, DType dtype) const noexcept;
-  /// The multi-tensor kernel, built and loaded on first use (kernel cache, then JIT: the bundle
-  /// holds no multi-tensor kernels yet). Errors: CompileError, BackendError.
+  /// The multi-tensor kernel, loaded on first use from the bundle, else built (kernel cache, then
+  /// JIT), as get(). Errors: CompileError, BackendError.
   const LoadedMultiKernel& get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
+  /// The multi-tensor kernel if it is loaded or can be loaded from the bundle, else nullptr: as
+  /// get_bundled() (no compile, no kernel-cache read; a refused entry gives one warning).
+  /// Errors: none beyond bad_alloc.
+  const LoadedMultiKernel* get_bundled_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
   /// Loads a multi-tensor binary built elsewhere (build_multi_kernel, e.g. in a compile pool) for
   /// `config`'s compile-time part, `dtype` and `capacity`; returns the existing entry when that
-  /// kernel is already loaded. Errors: BackendError.
+  /// kernel is already loaded. `origin`: where the binary came from. Errors: BackendError.
   const LoadedMultiKernel& load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, CachedBinary&& binary,
-                                      const ResourceUsage& usage);
+                                      const ResourceUsage& usage, KernelOrigin origin = KernelOrigin::jit);
   /// The multi-tensor kernel if already loaded, else nullptr (safe during capture).
   const LoadedMultiKernel* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) const noexcept;
 
@@ -130,6 +136,16 @@ class KernelCache {
   const ArchInfo& arch() const noexcept { return arch_; }
 
  private:
+  /// The verified code object of the bundle entry named `kernel` for this device (*entry: the
+  /// entry), or nullopt: no bundle or no entry, an entry refused before, or one refused now (one
+  /// warning; it is not used again).
+  std::optional<std::vector<char>> bundled_code(const std::string& kernel, const BundleEntry** entry);
+  /// Warns once that the driver could not load bundle entry `e` (`why`); it is not used again.
+  void refuse_loaded(const BundleEntry& e, const char* why);
+  /// Loads a bundled code object through `load` (either family's loader); a BackendError refuses
+  /// the entry (refuse_loaded) and gives nullptr.
+  template <class Load>
+  auto load_bundled(const std::string& kernel, Load&& load) -> decltype(load(std::vector<char>{}));
   Backend& backend_;
   std::shared_ptr<const JitCompiler> compiler_;
   BinaryCache binaries_;
