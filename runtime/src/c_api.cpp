@@ -101,13 +101,6 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
         c->arch, running_provenance(dev, c->compiler->version()),
         bundle ? bundle->compiler_for(c->arch) : std::string());
     c->tables->read_environment();
-    if (const char* f = std::getenv("AMAX_TUNE_FORCE_MULTI_LABEL"); f && *f) {
-      try {
-        c->force_multi = MultiConfig::parse(f);
-      } catch (const std::invalid_argument& e) {
-        log().warn("AMAX_TUNE_FORCE_MULTI_LABEL ignored: {}", e.what());
-      }
-    }
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
     c->slot_words = spin_unsupported_reason(c->arch) ? kSpinFirstWord : kSlotWords;

@@ -93,7 +93,6 @@ struct amax_context {
 
   amax::PlanCache<amax::capi::Plan> plans;        // amax_compute's
   amax::PlanCache<amax::capi::Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
-  std::optional<amax::MultiConfig> force_multi;   // AMAX_TUNE_FORCE_MULTI_LABEL, when it parsed
   std::mutex fallback_mu;                                         // guards fallback_plans
   std::vector<std::unique_ptr<amax::capi::Plan>> fallback_plans;  // default plans replacing failed variants
 

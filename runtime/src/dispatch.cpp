@@ -223,6 +223,36 @@ void DispatchTables::read_environment() {
   } else if (const char* te = std::getenv("NVTE_USE_ATOMIC_AMAX"); te && std::string(te) == "1") {
     force_strategy_ = Strategy::atomic;
   }
+  if (const char* m = std::getenv("AMAX_TUNE_FORCE_MULTI_LABEL"); m && *m) {
+    try {
+      force_multi_label_ = MultiConfig::parse(m);
+    } catch (const std::invalid_argument& e) {
+      warn(fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL ignored: {}", e.what()));
+    }
+  }
+}
+
+GroupChoice DispatchTables::choose_multi(DType d, const GroupShape& shape) const {
+  GroupChoice out;
+  if (force_multi_label_) {
+    if (auto bad = force_multi_label_->validate(arch_, d)) {
+      out.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", arch_.name, to_string(d), *bad);
+    } else {
+      out.config = *force_multi_label_;
+      out.config.epilogue = Epilogue::amax;
+      out.source = Source::override_env;
+      return out;
+    }
+  }
+  Source from = Source::builtin_default;
+  if (const GroupEntry* e = choose_group(d, shape, &from)) {
+    out.config = e->config;
+    out.source = from;
+    out.entry = e;
+    return out;
+  }
+  out.config = builtin_multi_default(arch_, d, shape);
+  return out;
 }
 
 Choice DispatchTables::choose(DType d, std::uint64_t n) const {

@@ -27,30 +27,13 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
     if (tensors.empty()) continue;
     MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
     def.epilogue = epilogue;
-    x.config = def;
-    x.source = AMAX_SOURCE_DEFAULT;
-    x.why.clear();
-    x.entry = nullptr;
-    bool forced = false;
-    if (c.force_multi) {
-      if (auto bad = c.force_multi->validate(c.arch, di.dtype)) {
-        x.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", c.arch.name, di.name, *bad);
-      } else {
-        x.config = *c.force_multi;
-        x.config.epilogue = epilogue;
-        x.source = AMAX_SOURCE_OVERRIDE;
-        forced = true;
-      }
-    }
-    Source from = Source::builtin_default;
-    if (!forced)
-      if (const GroupEntry* e = c.tables->choose_group(di.dtype, shape, &from)) {
-        x.config = e->config;
-        x.config.epilogue = epilogue;
-        x.source = static_cast<amax_source_t>(from);
-        x.entry = e;
-        x.from_db = from == Source::user_db ? c.user_db : c.system_db;
-      }
+    GroupChoice choice = c.tables->choose_multi(di.dtype, shape);
+    x.config = choice.config;
+    x.config.epilogue = epilogue;
+    x.source = static_cast<amax_source_t>(choice.source);
+    x.why = std::move(choice.why);
+    x.entry = choice.entry;
+    if (x.entry) x.from_db = choice.source == Source::user_db ? c.user_db : c.system_db;
     x.capacity = multi_capacity_for(c.arch, shape.tensors);
     x.launches = split_multi_launches(tensors, x.config, di.dtype, c.cu, x.capacity);
     x.workspace_bytes = multi_workspace_bytes(x.launches);

@@ -29,7 +29,9 @@ class Dispatch : public ::testing::Test {
   void SetUp() override {
     dir = fs::temp_directory_path() / ("amax-dispatch-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
-    for (const char* v : {"AMAX_TUNE_FORCE_LABEL", "AMAX_TUNE_FORCE_STRATEGY", "NVTE_USE_ATOMIC_AMAX"}) unsetenv(v);
+    for (const char* v : {"AMAX_TUNE_FORCE_LABEL", "AMAX_TUNE_FORCE_STRATEGY", "NVTE_USE_ATOMIC_AMAX",
+                          "AMAX_TUNE_FORCE_MULTI_LABEL"})
+      unsetenv(v);
   }
   void TearDown() override { fs::remove_all(dir); }
   // A database with one winner per (dtype, n, label).
@@ -179,6 +181,66 @@ TEST_F(Dispatch, SameDeviceRowsArePreferredOverAnotherSkuOfTheArch) {
   const Choice c = t.choose(DType::fp32, 4096);
   EXPECT_EQ(c.config.label(), "one_pass.t1024.v4.u1.b2cu");
   EXPECT_TRUE(c.entry->same_device);
+}
+
+// Issue 26: the multi-tensor override is read with the single-tensor ones (read_environment, its
+// warning among theirs) and chosen by choose_multi before the tables, as choose() does for one
+// tensor; a label invalid for a dtype is not forced for it and says why.
+TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
+  const auto path = (dir / "groups.db").string();
+  const std::string tuned = "multi.t256.v8.u8.c32k.b2cu.warp";
+  {
+    auto d = db::TuningDb::open(path);
+    const db::Trial t{tuned, db::TrialStatus::ok, "", 9.0, 0.1, 5, 1800.0, 62, 0};
+    d.record_group_key(db::GroupKey{"sm_90", DType::bf16, 8, 16777216, 2097152}, prov("NVIDIA H200", multi_template_hash()),
+                       std::span(&t, 1), db::Winner{tuned, 9.0, 1800.0});
+  }
+  const GroupShape shape{8, 16777216, 2097152};
+  DispatchTables plain(arch, kId);
+  plain.read_environment();
+  ASSERT_EQ(plain.load(Source::user_db, path), 1u);
+  EXPECT_FALSE(plain.forced_multi_label());
+  GroupChoice g = plain.choose_multi(DType::bf16, shape);
+  EXPECT_EQ(g.source, Source::user_db);
+  EXPECT_EQ(g.config.label(), tuned);
+  ASSERT_NE(g.entry, nullptr);
+  EXPECT_EQ(g.entry->shape, shape);
+  EXPECT_EQ(g.why, "");
+  g = plain.choose_multi(DType::fp32, shape);
+  EXPECT_EQ(g.source, Source::builtin_default);
+  EXPECT_EQ(g.config.label(), "multi.t512.v4.u4.c32k.b4cu.warp");
+  EXPECT_EQ(g.entry, nullptr);
+
+  setenv("AMAX_TUNE_FORCE_MULTI_LABEL", "multi.t1024.v8.u2.c64k.buncapped.thread", 1);
+  DispatchTables forced(arch, kId);
+  forced.read_environment();
+  forced.load(Source::user_db, path);
+  EXPECT_TRUE(forced.warnings().empty());
+  ASSERT_TRUE(forced.forced_multi_label());
+  g = forced.choose_multi(DType::bf16, shape);
+  EXPECT_EQ(g.source, Source::override_env);
+  EXPECT_EQ(g.config.label(), "multi.t1024.v8.u2.c64k.buncapped.thread");
+  EXPECT_EQ(g.entry, nullptr);
+  g = forced.choose_multi(DType::fp32, shape);  // v8 is invalid for fp32: not forced
+  EXPECT_EQ(g.source, Source::builtin_default);
+  EXPECT_EQ(g.config.label(), "multi.t512.v4.u4.c32k.b4cu.warp");
+  EXPECT_EQ(g.why, "AMAX_TUNE_FORCE_MULTI_LABEL is not valid for sm_90 fp32 (multi.t1024.v8.u2.c64k.buncapped.thread: "
+                   "vector of 8 x fp32 = 32 bytes exceeds 16 bytes): ");
+  EXPECT_EQ(forced.choose(DType::bf16, 10).source, Source::builtin_default) << "the single-tensor choice is its own";
+
+  setenv("AMAX_TUNE_FORCE_MULTI_LABEL", "multi.t512.nonsense", 1);
+  setenv("AMAX_TUNE_FORCE_STRATEGY", "three_stage", 1);
+  DispatchTables bad(arch, kId);
+  bad.read_environment();
+  ASSERT_EQ(bad.warnings().size(), 2u);
+  EXPECT_EQ(bad.warnings()[1],
+            "AMAX_TUNE_FORCE_MULTI_LABEL ignored: invalid multi-tensor variant label 'multi.t512.nonsense': expected "
+            "7 to 8 '.'-separated fields (multi.tT.vN.uU.cCk.bB.COMBINE[.scale], e.g. multi.t512.v8.u4.c32k.b4cu.thread), "
+            "got 3");
+  EXPECT_FALSE(bad.forced_multi_label());
+  EXPECT_EQ(bad.choose_multi(DType::bf16, shape).source, Source::builtin_default);
+  unsetenv("AMAX_TUNE_FORCE_STRATEGY");
+  unsetenv("AMAX_TUNE_FORCE_MULTI_LABEL");
 }
 
 TEST_F(Dispatch, EnvironmentOverrides) {

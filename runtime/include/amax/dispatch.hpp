@@ -74,6 +74,16 @@ struct Choice {
   const TableEntry* entry = nullptr;  ///< the table row used (user/system), else null
 };
 
+/// A multi-tensor decision (DispatchTables::choose_multi).
+struct GroupChoice {
+  MultiConfig config;  ///< with the amax epilogue (the call sets its own)
+  Source source = Source::builtin_default;
+  const GroupEntry* entry = nullptr;  ///< the table row used (user/system), else null
+  /// Why a forced label is not used for this dtype ("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for
+  /// sm_90 bf16 (<reason>): "), else "". amax_multi_explain starts its detail with it.
+  std::string why;
+};
+
 /// The tables of one context. Built once (load + read_environment), then read-only: choose() is
 /// thread-safe and does no I/O.
 class DispatchTables {
@@ -96,9 +106,12 @@ class DispatchTables {
   /// still read, with one warning. Returns the number of entries kept.
   std::size_t load(Source which, const std::string& path);
 
-  /// Reads AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset|spin)
-  /// and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values, and spin
-  /// where the arch cannot run it (spin_unsupported_reason), are ignored with one warning each.
+  /// Reads the environment overrides of both kernel families (the one place they are read):
+  /// AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY
+  /// (atomic|two_stage|one_pass|self_reset|spin) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1
+  /// (= strategy atomic) for single tensors; AMAX_TUNE_FORCE_MULTI_LABEL (a multi-tensor label) for
+  /// lists. Bad values, and spin where the arch cannot run it (spin_unsupported_reason), are
+  /// ignored with one warning each ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
   void read_environment();
 
   /// The decision for (dtype, n): a forced label valid for the dtype; else a forced strategy on
@@ -115,10 +128,16 @@ class DispatchTables {
   /// multi-tensor default). `which` receives the table it came from. Thread-safe, no I/O.
   const GroupEntry* choose_group(DType dtype, const GroupShape& shape, Source* which) const;
 
+  /// The multi-tensor decision for a group of `shape` of `dtype`, in the lookup order of choose():
+  /// the forced multi-tensor label when it is valid for the arch and dtype (else `why` says why
+  /// not); else choose_group's entry; else builtin_multi_default. Thread-safe, no I/O.
+  GroupChoice choose_multi(DType dtype, const GroupShape& shape) const;
+
   const std::vector<TableEntry>& table(Source which, DType dtype) const;
   const std::vector<GroupEntry>& group_table(Source which, DType dtype) const;
   const std::optional<KernelConfig>& forced_label() const noexcept { return force_label_; }
   const std::optional<Strategy>& forced_strategy() const noexcept { return force_strategy_; }
+  const std::optional<MultiConfig>& forced_multi_label() const noexcept { return force_multi_label_; }
   /// The warnings issued so far (also logged with spdlog), for tests and `explain`.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
@@ -136,6 +155,7 @@ class DispatchTables {
   std::vector<std::string_view> stale_fields_of(const db::Provenance& row, const db::Provenance& current) const;
   std::optional<KernelConfig> force_label_;
   std::optional<Strategy> force_strategy_;
+  std::optional<MultiConfig> force_multi_label_;
   std::vector<std::string> warnings_;
 };
 
