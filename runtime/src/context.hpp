@@ -24,6 +24,7 @@
 
 #include "amax/amax_tune.h"
 #include "amax/backend.hpp"
+#include "amax/compile_fallback.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/dispatch.hpp"
 #include "amax/kernel_cache.hpp"
@@ -95,6 +96,7 @@ struct amax_context {
   amax::PlanCache<amax::capi::Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
   std::mutex fallback_mu;                                         // guards fallback_plans
   std::vector<std::unique_ptr<amax::capi::Plan>> fallback_plans;  // default plans replacing failed variants
+  amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
   // Stream slots of one_pass, self_reset and spin: slot_words zeroed words per stream (arrival
   // count, self_reset's accumulator and, where the arch runs spin, spin's per-block words:
@@ -118,6 +120,19 @@ struct amax_context {
 };
 
 namespace amax::capi {
+
+/// The first step of getting either family's kernel for a call on `stream`: the kernel already
+/// loaded (`find()`), else, while the stream is being captured, the bundle's (`bundled()`: loading
+/// is not a stream operation), else during capture AMAX_STATUS_NOT_PRELOADED with `message()`.
+/// nullptr: not captured and not loaded (the caller loads it: load_or_fall_back).
+template <class Find, class Bundled, class Message>
+auto loaded_or_capture_check(amax_context& c, StreamHandle stream, Find&& find, Bundled&& bundled, Message&& message)
+    -> decltype(find()) {
+  auto k = find();
+  if (k || !c.backend->is_capturing(stream)) return k;
+  if ((k = bundled())) return k;
+  fail(AMAX_STATUS_NOT_PRELOADED, message());
+}
 
 // ---- argument checks (checks.cpp) ----
 DType need_dtype(amax_dtype_t d);
@@ -156,10 +171,15 @@ void check(const std::optional<MultiListError>& e);
 void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
                  MultiCall& m);
 
-/// The loaded kernel of group `x` of dtype `d`: compiled or loaded on first use (never during
-/// capture); when a chosen variant fails to compile, the built-in default (one warning; the group's
-/// launches are split again for it).
+/// The loaded kernel of the group of dtype `d`: loaded on first use (loaded_or_capture_check, then
+/// the kernel cache); when its variant fails to compile, the built-in default by the rule of both
+/// families (load_or_fall_back; use_multi_fallback rewrites the group for it).
 const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream);
+
+/// Runs group `d` of `m` as the built-in multi-tensor default (with its epilogue) because its
+/// chosen variant failed to compile: source default, the reason for amax_multi_explain, its
+/// launches split again.
+void use_multi_fallback(amax_context& c, MultiCall& m, DType d);
 
 /// This thread's MultiCall, reused by every multi-tensor call of the thread.
 MultiCall& thread_call();

@@ -35,7 +35,11 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
     x.entry = choice.entry;
     if (x.entry) x.from_db = choice.source == Source::user_db ? c.user_db : c.system_db;
     x.capacity = multi_capacity_for(c.arch, shape.tensors);
-    x.launches = split_multi_launches(tensors, x.config, di.dtype, c.cu, x.capacity);
+    // A variant that failed to compile before runs as the default, as a single tensor's plan does.
+    if (!(x.config == def) && c.compile_failures.failed(multi_kernel_name(x.config, di.dtype, x.capacity)))
+      use_multi_fallback(c, m, di.dtype);
+    else
+      x.launches = split_multi_launches(tensors, x.config, di.dtype, c.cu, x.capacity);
     x.workspace_bytes = multi_workspace_bytes(x.launches);
     if (!(x.config == def))  // the workspace covers the compile fallback too
       x.workspace_bytes = std::max(x.workspace_bytes,
@@ -43,27 +47,38 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
   }
 }
 
+void use_multi_fallback(amax_context& c, MultiCall& m, DType d) {
+  MultiGroup& x = m.groups[index(d)];
+  MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+  def.epilogue = x.config.epilogue;
+  x.why = fmt::format("the chosen variant {} failed to compile: ", x.config.label());
+  x.config = def;
+  x.source = AMAX_SOURCE_DEFAULT;
+  x.entry = nullptr;
+  x.launches = split_multi_launches(m.list.tensors[index(d)], def, d, c.cu, x.capacity);
+}
+
 const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream) {
   MultiGroup& x = m.groups[index(d)];
-  if (const LoadedMultiKernel* k = c.kernels->find_multi(x.config, d, x.capacity)) return *k;
-  if (c.backend->is_capturing(stream))
-    fail(AMAX_STATUS_NOT_PRELOADED,
-         fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the stream is "
-                     "being captured: JIT compilation is not allowed during graph capture; call {} with a list of "
-                     "this shape first", x.config.kernel_label(), to_string(d), x.capacity,
-                     x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload"));
-  try {
-    return c.kernels->get_multi(x.config, d, x.capacity);
-  } catch (const CompileError& e) {
-    MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
-    def.epilogue = x.config.epilogue;
-    if (x.config == def) throw;
-    log().warn("{} failed to compile; using the built-in default {}: {}", x.config.label(), def.label(), e.what());
-    x.config = def;
-    x.source = AMAX_SOURCE_DEFAULT;
-    x.launches = split_multi_launches(m.list.tensors[index(d)], def, d, c.cu, x.capacity);
-    return c.kernels->get_multi(def, d, x.capacity);
-  }
+  if (const LoadedMultiKernel* k = loaded_or_capture_check(
+          c, stream, [&] { return c.kernels->find_multi(x.config, d, x.capacity); },
+          [&] { return c.kernels->get_bundled_multi(x.config, d, x.capacity); },
+          [&] {
+            return fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the "
+                               "stream is being captured: JIT compilation is not allowed during graph capture; call "
+                               "{} with a list of this shape first",
+                               x.config.kernel_label(), to_string(d), x.capacity,
+                               x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload");
+          }))
+    return *k;
+  MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
+  def.epilogue = x.config.epilogue;
+  const auto got = load_or_fall_back(c.compile_failures, multi_kernel_name(x.config, d, x.capacity), x.config, def,
+                                     [&](const MultiConfig& v) -> const LoadedMultiKernel& {
+                                       return c.kernels->get_multi(v, d, x.capacity);
+                                     });
+  if (got.fell_back) use_multi_fallback(c, m, d);
+  return *got.kernel;
 }
 
 MultiCall& thread_call() {

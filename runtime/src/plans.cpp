@@ -49,40 +49,38 @@ Plan& amax_context::plan(DType d, std::uint64_t n, Epilogue e) {
   return (e == Epilogue::amax ? plans : scale_plans).get(d, n, [&] { return make_plan(d, n, e); });
 }
 
-// The loaded kernel of a plan: compiled/loaded on first use, never during capture; when the
-// chosen variant fails to compile, the built-in default is used (one warning).
 // The plan to launch for p, with its kernel loaded: p itself, compiled or loaded on first use
-// (never during capture), or, when p's variant fails to compile, a plan of the built-in default
-// that replaces it (one warning). Thread-safe: plans are immutable once published.
+// (loaded_or_capture_check, then the kernel cache), or, when p's variant fails to compile, a plan
+// of the built-in default that replaces it (load_or_fall_back, the rule of both families).
+// Thread-safe: plans are immutable once published.
 const Plan& amax_context::ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
   if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
   if (p.kernel.load(std::memory_order_acquire)) return p;
-  const LoadedKernel* k = kernels->find(p.config, d);
-  if (!k && backend->is_capturing(stream)) k = kernels->get_bundled(p.config, d);  // loading is not a stream operation
-  if (!k && backend->is_capturing(stream))
-    fail(AMAX_STATUS_NOT_PRELOADED,
-         fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
-                     "is not allowed during graph capture; call {} for this dtype and size first",
-                     p.config.label(), to_string(d), n,
-                     p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload"));
+  const LoadedKernel* k = loaded_or_capture_check(
+      *this, stream, [&] { return kernels->find(p.config, d); }, [&] { return kernels->get_bundled(p.config, d); },
+      [&] {
+        return fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
+                           "is not allowed during graph capture; call {} for this dtype and size first",
+                           p.config.label(), to_string(d), n,
+                           p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload");
+      });
   if (!k) {
-    try {
-      k = &kernels->get(p.config, d);
-    } catch (const CompileError& e) {
-      const KernelConfig def = fallback_for(p.config, d, n);
-      if (p.config == def) fail(AMAX_STATUS_COMPILE_FAILED, e.what());
-      log().warn("{} failed to compile; using the built-in default {}: {}", p.config.label(), def.label(), e.what());
+    const KernelConfig def = fallback_for(p.config, d, n);
+    const auto got = load_or_fall_back(compile_failures, kernel_name(p.config, d), p.config, def,
+                                       [&](const KernelConfig& c) -> const LoadedKernel& { return kernels->get(c, d); });
+    if (got.fell_back) {
       auto fb = std::make_unique<Plan>();
       fb->config = def;
       fb->shape = launch_shape(def, n, cu);
       fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
-      fb->kernel.store(&kernels->get(def, d), std::memory_order_relaxed);
+      fb->kernel.store(got.kernel, std::memory_order_relaxed);
       std::lock_guard lock(fallback_mu);
       if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
       fallback_plans.push_back(std::move(fb));
       p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
       return *fallback_plans.back();
     }
+    k = got.kernel;
   }
   p.kernel.store(k, std::memory_order_release);
   return p;

@@ -191,6 +191,54 @@ TEST(GpuBundle, ListCallsRunTheBundledGroupKernelsWithoutJit) {
               configs.size(), stale);
 }
 
+// Issue 26: a list's variant that fails to compile (forced, not bundled, NVRTC unreachable) falls
+// back by the single family's rule: the built-in default runs (bundled: bit-exact), explain names
+// the failed variant, and the next list of that shape runs the default without another compile.
+TEST(GpuBundle, ListVariantThatFailsToCompileFallsBackToTheDefaultOnce) {
+  AMAX_REQUIRE_GPU();
+  ASSERT_TRUE(nvrtc_unreachable()) << "run through CTest (it sets AMAX_TUNE_NVRTC_LIBRARY=/nonexistent)";
+  const auto bundle = release_bundle();
+  ASSERT_TRUE(bundle);
+  const char* forced = "multi.t128.v8.u1.c16k.b2cu.thread";
+  ASSERT_EQ(bundle->find_multi(MultiConfig::parse(forced), DType::bf16, 192, env->arch), nullptr);
+  const ScopedEnv force("AMAX_TUNE_FORCE_MULTI_LABEL", forced);
+  amax_tune::Context ctx(options());
+  Backend& b = *env->backend;
+  std::mt19937_64 rng(26);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<unsigned char>> host;
+    std::vector<DeviceBuffer> bufs;
+    std::vector<amax_tensor_t> list;
+    std::vector<std::uint32_t> expected;
+    for (std::uint64_t n : {std::uint64_t{1} << 20, std::uint64_t{4097}, std::uint64_t{100000}}) {
+      host.push_back(make_input(InputKind::random, DType::bf16, n, rng()));
+      bufs.emplace_back(b, host.back().size() + 16);
+      b.copy_to_device(bufs.back().get(), host.back().data(), host.back().size());
+      list.push_back(amax_tensor_t{bufs.back().get(), n, AMAX_DTYPE_BF16});
+      expected.push_back(reference_amax_bits(host.back().data(), DType::bf16, n, NanMode::propagate));
+    }
+    if (round == 0) {
+      const amax_multi_explanation_t e = ctx.multi_explain(list, AMAX_DTYPE_BF16);
+      EXPECT_EQ(e.source, AMAX_SOURCE_OVERRIDE) << e.detail;
+      EXPECT_EQ(std::string(e.label), forced);
+    }
+    DeviceBuffer out(b, 4 * list.size()), ws(b, ctx.multi_workspace_size(list));
+    ctx.multi_compute(list, out.get<float>(), ws.get(), ws.bytes(), nullptr);
+    b.synchronize(nullptr);
+    std::vector<std::uint32_t> got(list.size());
+    b.copy_to_host(got.data(), out.get(), 4 * got.size());
+    EXPECT_EQ(got, expected) << "round " << round;
+    const amax_multi_explanation_t e = ctx.multi_explain(list, AMAX_DTYPE_BF16);
+    EXPECT_EQ(e.source, AMAX_SOURCE_DEFAULT) << e.detail;
+    MultiConfig def = builtin_multi_default(env->arch, DType::bf16, GroupShape{3, 0, 0});
+    EXPECT_EQ(std::string(e.label), def.label());
+    EXPECT_EQ(std::string(e.detail).rfind(std::string("the chosen variant ") + forced + " failed to compile: built-in "
+                                          "multi-tensor default of the arch family for 3 tensors", 0),
+              0u)
+        << e.detail;
+  }
+}
+
 // A kernel the bundle does not hold, with NVRTC unreachable: the kernel cache's CompileError and
 // the C API's AMAX_STATUS_COMPILE_FAILED name the library that could not be loaded; never a crash.
 TEST(GpuBundle, UnbundledKernelWithoutNvrtcIsCompileFailedNamingWhatIsMissing) {
