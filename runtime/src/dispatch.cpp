@@ -51,6 +51,28 @@ db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_ve
                         .tool_version = std::string(generator_version())};
 }
 
+namespace {
+
+// Why a winner row of either family (Config: KernelConfig or MultiConfig) is not usable on `arch`
+// for `d`: its label does not parse, is not valid for the arch and dtype, is a fused (.scale)
+// label, or its time is not positive; nullopt when it is usable (`config` then holds it). The one
+// row rule of both tables.
+template <class Config>
+std::optional<std::string> unusable_row(const ArchInfo& arch, DType d, const db::Winner& w, Config& config) {
+  std::optional<std::string> why;
+  try {
+    config = Config::parse(w.label);
+    why = config.validate(arch, d);
+    if (!why && config.epilogue != Epilogue::amax) why = "a fused (.scale) label: the tables hold amax-only winners";
+  } catch (const std::invalid_argument& e) {
+    why = e.what();
+  }
+  if (!why && !(w.median_us > 0)) why = fmt::format("time {} us is not positive", w.median_us);
+  return why;
+}
+
+}  // namespace
+
 DispatchTables::DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler)
     : arch_(std::move(arch)), current_(std::move(current)), bundle_compiler_(std::move(bundle_compiler)) {}
 
@@ -105,17 +127,8 @@ std::size_t DispatchTables::load_groups(Source which, const std::string& path, d
   std::size_t kept = 0, stale = 0, invalid = 0;
   std::string first_invalid;
   for (const auto& r : rows) {
-    std::optional<std::string> why;
     MultiConfig c;
-    try {
-      c = MultiConfig::parse(r.winner.label);
-      why = c.validate(arch_, r.key.dtype);
-      if (!why && c.epilogue != Epilogue::amax) why = "a fused (.scale) label: the tables hold amax-only winners";
-    } catch (const std::invalid_argument& e) {
-      why = e.what();
-    }
-    if (!why && !(r.winner.median_us > 0)) why = fmt::format("time {} us is not positive", r.winner.median_us);
-    if (why) {
+    if (const auto why = unusable_row(arch_, r.key.dtype, r.winner, c)) {
       if (invalid++ == 0) first_invalid = fmt::format("{}: {}", db::to_string(r.key), *why);
       continue;
     }
@@ -161,17 +174,8 @@ std::size_t DispatchTables::load(Source which, const std::string& path) {
   std::string first_invalid;
   for (const auto& r : rows) {
     const DType d = r.key.dtype;
-    std::optional<std::string> why;
     KernelConfig c;
-    try {
-      c = KernelConfig::parse(r.winner.label);
-      why = c.validate(arch_, d);
-      if (!why && c.epilogue != Epilogue::amax) why = "a fused (.scale) label: the tables hold amax-only winners";
-    } catch (const std::invalid_argument& e) {
-      why = e.what();
-    }
-    if (!why && !(r.winner.median_us > 0)) why = fmt::format("time {} us is not positive", r.winner.median_us);
-    if (why) {
+    if (const auto why = unusable_row(arch_, d, r.winner, c)) {
       if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
       continue;
     }

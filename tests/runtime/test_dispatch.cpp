@@ -243,6 +243,31 @@ TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
   unsetenv("AMAX_TUNE_FORCE_MULTI_LABEL");
 }
 
+// Group rows are judged by the single-tensor rows' rule (unusable_row): a fused label and a label
+// invalid for the dtype are skipped, counted in one warning naming the first.
+TEST_F(Dispatch, InvalidGroupRowsAreSkippedByTheRuleOfSingleRows) {
+  const auto path = (dir / "bad-groups.db").string();
+  {
+    auto d = db::TuningDb::open(path);
+    const auto add = [&](DType dt, std::uint64_t tensors, const std::string& label, double us) {
+      const db::Trial t{label, db::TrialStatus::ok, "", us, 0.1, 5, 1.0, 32, 0};
+      d.record_group_key(db::GroupKey{"sm_90", dt, tensors, tensors << 20, 1u << 20},
+                         prov("NVIDIA H200", multi_template_hash()), std::span(&t, 1), db::Winner{label, us, 1.0});
+    };
+    add(DType::bf16, 4, "multi.t512.v8.u4.c32k.b4cu.thread.scale", 5.0);
+    add(DType::fp32, 4, "multi.t512.v8.u4.c32k.b4cu.thread", 5.0);
+    add(DType::bf16, 64, "multi.t512.v8.u4.c32k.b4cu.thread", 7.0);
+  }
+  DispatchTables t(arch, kId);
+  EXPECT_EQ(t.load(Source::user_db, path), 1u);
+  ASSERT_EQ(t.warnings().size(), 1u);
+  EXPECT_EQ(t.warnings()[0], "user database " + path +
+                                 ": 2 multi-tensor entries for sm_90 are invalid and are skipped (first: sm_90/bf16/4 "
+                                 "tensors, 4 MiB, largest 1 MiB: a fused (.scale) label: the tables hold amax-only "
+                                 "winners)");
+  EXPECT_EQ(t.group_table(Source::user_db, DType::bf16).size(), 1u);
+}
+
 TEST_F(Dispatch, EnvironmentOverrides) {
   setenv("AMAX_TUNE_FORCE_LABEL", "two_stage.t256.v8.u4.b8cu", 1);
   DispatchTables t(arch, kId);
