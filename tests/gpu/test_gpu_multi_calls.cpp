@@ -49,7 +49,9 @@ TEST(GpuMulti, NotPreloadedDuringCaptureAndBadInputWriteNoOutput) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   ForceMulti force("multi.t256.v8.u2.c128k.b2cu.warp");  // a variant no other test of this context loaded
+  ::setenv("AMAX_TUNE_BUNDLE", "", 1);  // bundled kernels load during capture (test_gpu_bundle)
   amax_context_t c = bare_context();
+  ::unsetenv("AMAX_TUNE_BUNDLE");
   ASSERT_NE(c, nullptr) << amax_last_error();
   DeviceBuffer in(b, 4096), out(b, 16), ws(b, 4096);
   b.memset32_async(out.get(), 0x12345678u, 4, nullptr);
@@ -136,7 +138,9 @@ TEST(GpuMulti, FusedGraphReplayAndBadInputWriteNoOutput) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
   std::mt19937_64 rng(std::random_device{}());
+  ::setenv("AMAX_TUNE_BUNDLE", "", 1);  // bundled kernels load during capture (test_gpu_bundle)
   amax_tune::Context ctx(options(AMAX_NAN_PROPAGATE));
+  ::unsetenv("AMAX_TUNE_BUNDLE");
   const std::size_t count = 700;
   auto g = make_group(b, random_specs(rng, count, 17, true), rng());
   amax_tune::ScaleOptions o;
