@@ -274,21 +274,15 @@ TEST(Bundle, MultiTensorEntryRoundTripsAndIsLoadedByTheKernelCache) {
   EXPECT_EQ(e.compiler, compiler->version());
   EXPECT_EQ(e.size, built.binary.size());
   EXPECT_EQ(b->find_multi(def, DType::bf16, 192, arch), &e);
-  MultiConfig launch_params = def;
-  launch_params.chunk_kib = 256;
-  launch_params.max_blocks = BlockCap::uncapped();
-  launch_params.combine = Combine::warp;
+  const MultiConfig launch_params{def.threads, def.nvec, def.unroll, 256, BlockCap::uncapped(), Combine::warp};
   EXPECT_EQ(b->find_multi(launch_params, DType::bf16, 192, arch), &e);
   EXPECT_EQ(b->find_multi(def, DType::bf16, 512, arch), nullptr);
   EXPECT_EQ(b->find_multi(def, DType::fp16, 192, arch), nullptr);
-  MultiConfig fused = def;
-  fused.epilogue = Epilogue::scale;
+  const MultiConfig fused{def.threads, def.nvec, def.unroll, def.chunk_kib, def.max_blocks, def.combine, Epilogue::scale};
   EXPECT_EQ(b->find_multi(fused, DType::bf16, 192, arch), nullptr);
   EXPECT_EQ(b->find_multi(def, DType::bf16, 192, ArchInfo::parse("sm_80")), nullptr);
   std::string why;
-  const auto bytes = b->read(e, arch, &why);
-  ASSERT_TRUE(bytes) << why;
-  EXPECT_EQ(*bytes, built.binary);
+  ASSERT_EQ(b->read(e, arch, &why), std::optional<std::vector<char>>(built.binary)) << why;
   {
     ModuleRecordingBackend be("sm_90", false);
     KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
