@@ -239,7 +239,8 @@ std::map<std::string, BuildOutcome> load_multi_kernels(const GroupTuneContext& c
     if (k.binary) {
       ++*(k.from_cache ? cached : compiled);
       try {
-        ctx.kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage);
+        ctx.kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage,
+                               k.from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit);
       } catch (const BackendError& e) {
         k.outcome = BuildOutcome::load_failure(e.what());
       }
