@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -206,6 +207,15 @@ class HiprtcCompiler final : public JitCompiler {
     if (!hr.error.empty())
       throw CompileError("cannot compile " + name + " for " + arch.name + ": " + hr.error, "");
     count_compile();
+    // ROCm 5's hipRTC is not safe to call from several threads at once: concurrent compiles with
+    // Debian's ROCm 5.2 aborted at random ("LLVM ERROR: inconsistency in registered CommandLine
+    // options", "double free or corruption", SIGSEGV: about half of the runs of the JIT test that
+    // compiles the whole gfx90a space on two threads, 2026-12-03), comgr's LLVM command-line state
+    // being process-global; ROCm/rocFFT issue 422 shows a crash inside hiprtcCreateProgram on 5.5.
+    // So with hipRTC 5 a process's compiles run one at a time; with hipRTC 6 in parallel.
+    static std::mutex rocm5_mutex;
+    std::unique_lock<std::mutex> serial;
+    if (hr.major < 6) serial = std::unique_lock<std::mutex>(rocm5_mutex);
     const auto t0 = std::chrono::steady_clock::now();
     hiprtcProgram prog = nullptr;
     check(hr.hiprtcCreateProgram(&prog, src.c_str(), name.c_str(), 0, nullptr, nullptr), "hiprtcCreateProgram");

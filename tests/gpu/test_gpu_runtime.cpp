@@ -161,7 +161,6 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
   std::mt19937_64 rng(std::random_device{}());
   for (amax_dtype_t dt : dtypes)
     for (std::uint64_t n : sizes) {
-      const DType d = static_cast<DType>(dt);
       const auto e = ctx.explain(dt, n);
       ASSERT_EQ(std::string(e.label).rfind("self_reset.", 0), 0u) << e.label;
       ASSERT_EQ(e.launches, 1u) << e.label;

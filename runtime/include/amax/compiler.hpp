@@ -55,7 +55,8 @@ class CompileError : public std::runtime_error {
 };
 
 /// A JIT compiler for one vendor. Implementations are thread-safe: compile() may be called from
-/// several threads at once (each call creates its own program object).
+/// several threads at once (each call creates its own program object); NVRTC and hipRTC 6 compile
+/// in parallel, hipRTC 5 one call at a time (its comgr is not safe to call concurrently).
 class JitCompiler {
  public:
   virtual ~JitCompiler() = default;
