@@ -90,8 +90,9 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   auto configs = enumerate_space(env.arch, dtype, SpaceKind::pruned);
   // The pruned space's spin variants (kPrunedSpin) only where `env` runs spin: the HIP backend (the
   // HIP shim on this NVIDIA GPU) has no cooperative launch.
-  if (spin_not_here(env))
-    std::erase_if(configs, [](const KernelConfig& c) { return c.strategy == Strategy::spin; });
+  const auto is_spin = [](const KernelConfig& c) { return c.strategy == Strategy::spin; };
+  if (spin_not_here(env)) std::erase_if(configs, is_spin);
+  const auto pruned_spins = static_cast<std::size_t>(std::count_if(configs.begin(), configs.end(), is_spin));
   configs.push_back(transformer_engine_config(dtype, Strategy::atomic));
   configs.push_back(transformer_engine_config(dtype, Strategy::two_stage));
   const auto clustered = clustered_variants(env.arch, dtype);
@@ -125,10 +126,7 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
     std::printf("[ spin ] %s: no spin variant verified: %s\n", env.arch.name.c_str(), why->c_str());
   else
     std::printf("[ spin ] %s: %zu spin variants of the pruned space and %zu more verified\n", env.arch.name.c_str(),
-                static_cast<std::size_t>(std::count_if(configs.begin(), configs.end(),
-                                                       [](const KernelConfig& c) { return c.strategy == Strategy::spin; })) -
-                    spins.size(),
-                spins.size());
+                pruned_spins, spins.size());
   if (!cluster_unsupported_reason(env.arch))
     std::printf("[ clusters ] %s: %zu clustered variants verified with the pruned space\n", env.arch.name.c_str(),
                 clustered.size());
