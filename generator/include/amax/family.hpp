@@ -1,0 +1,64 @@
+#pragma once
+// Kernel families as data (DESIGN.md, "Kernel families"). A family is a tag type whose members are
+// the generator-level facts every upper layer needs about it: its config type, its name, the
+// environment variable that forces one of its labels, the hash of the template it is rendered
+// from and its variant space. The upper layers (tuning_db, runtime, tuner, bench, cli) are written
+// once as templates over a family and add their own per-family facts as specialisations keyed by
+// the same tags (the database's key type and tables, the runtime's launch plan and default, the
+// bench's workload), so that a new family is one tag here, one template and one row per layer.
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "amax/arch.hpp"
+#include "amax/dtype.hpp"
+#include "amax/kernel_config.hpp"
+#include "amax/multi_config.hpp"
+#include "amax/render.hpp"
+#include "amax/search_space.hpp"
+
+namespace amax {
+
+/// One tensor per launch (KernelConfig, templates/amax_kernels.h), tuned per (arch, dtype, size).
+struct SingleFamily {
+  using Config = KernelConfig;
+  /// The family's name in messages and reports.
+  static constexpr std::string_view kName = "single-tensor";
+  /// The environment variable whose label overrides every table for this family.
+  static constexpr std::string_view kForceLabelEnv = "AMAX_TUNE_FORCE_LABEL";
+  /// Hash of the template files the family's variants are rendered from (render.hpp).
+  static const std::string& template_hash() { return amax::template_hash(); }
+  /// The variant space of (arch, dtype).
+  static std::vector<Config> space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+    return enumerate_space(arch, dtype, kind);
+  }
+};
+
+/// Many tensors per launch (MultiConfig, templates/amax_multi_kernels.h), tuned per (arch, dtype,
+/// group shape bucket).
+struct MultiFamily {
+  using Config = MultiConfig;
+  static constexpr std::string_view kName = "multi-tensor";
+  static constexpr std::string_view kForceLabelEnv = "AMAX_TUNE_FORCE_MULTI_LABEL";
+  static const std::string& template_hash() { return multi_template_hash(); }
+  static std::vector<Config> space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+    return enumerate_multi_space(arch, dtype, kind);
+  }
+};
+
+/// True for the family tags above (a new family adds its tag here).
+template <class F>
+inline constexpr bool is_kernel_family_v = std::is_same_v<F, SingleFamily> || std::is_same_v<F, MultiFamily>;
+
+/// The family whose config type is `C` (KernelConfig -> SingleFamily, MultiConfig -> MultiFamily).
+template <class C>
+struct family_of;
+template <>
+struct family_of<KernelConfig> { using type = SingleFamily; };
+template <>
+struct family_of<MultiConfig> { using type = MultiFamily; };
+template <class C>
+using family_of_t = typename family_of<C>::type;
+
+}  // namespace amax
