@@ -57,6 +57,14 @@
 //               (most framework kernels) gives no overlap.
 //  spin_coop    spin launched cooperatively (co-residency guaranteed by the driver; the launch
 //               fails instead of hanging when the grid does not fit).
+//  first_reset  the output zeroed inside the launch, at its start, so that every block ends with a
+//               fire-and-forget red.max on it and nobody waits for the last block: thread 0 of each
+//               block takes a ticket (64-bit atomic add on {arrivals, epoch}) before its loads; the
+//               first to arrive zeroes the output and publishes epoch + 1 (release store); the last
+//               to arrive moves the word to the next epoch with 0 arrivals. After its loads a block
+//               waits (acquire load) for the publication, normally long done, and does its red.max.
+//               Any grid (the first block is resident by construction), no cooperative launch, and
+//               nothing to reset at the end. amax only: a fused scale needs the final value.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -88,7 +96,7 @@ constexpr unsigned kInf = 0x7f800000u, kQNaN = 0x7fc00000u;
 // Device side: the same integer method as templates/amax_kernels.h (sign-cleared bits, unsigned
 // max; 16-bit inputs two lanes per word; NaN-ignoring mode zeroes NaN lanes).
 enum Strat { S_READ, S_ATOMIC, S_ONE_PASS, S_SELF_RESET, S_SELF_RESET_RED, S_TWO_STAGE, S_CLUSTER, S_SPIN,
-             S_SELF_RESET_PDL };
+             S_SELF_RESET_PDL, S_FIRST_RESET };
 
 __device__ __forceinline__ unsigned pmax(unsigned a, unsigned b) { return a > b ? a : b; }
 
@@ -197,6 +205,14 @@ __device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
 __device__ __forceinline__ void st_relaxed(unsigned* p, unsigned v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 
 __device__ __forceinline__ u64 gtime() {
   u64 t;
@@ -239,6 +255,25 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
   // loads are done, so the next call's launch overlaps this call's combine.
   if constexpr (S == S_SELF_RESET_PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
   const unsigned char* in = static_cast<const unsigned char*>(in_);
+  // first_reset: thread 0 takes a ticket on the 64-bit word ctr[0..1] = (epoch << 32) | arrivals
+  // before its loads (the other warps load meanwhile). The first block to arrive zeroes the output
+  // and publishes epoch + 1 in ctr[2] with a release store; the last to arrive moves the word to
+  // the next epoch with 0 arrivals (a fire-and-forget add), so every launch starts at 0 arrivals.
+  // Nothing is left to reset at the end: the words persist from launch to launch.
+  unsigned fr_want = 0;
+  if constexpr (S == S_FIRST_RESET) {
+    if (threadIdx.x == 0 && gridDim.x > 1) {
+      u64* word = reinterpret_cast<u64*>(ctr);
+      const u64 ticket = atomicAdd(word, 1ull);
+      const unsigned arrival = (unsigned)ticket, epoch = (unsigned)(ticket >> 32);
+      fr_want = epoch + 1u;
+      if (arrival == gridDim.x - 1) atomicAdd(word, (1ull << 32) - gridDim.x);
+      if (arrival == 0) {
+        st_relaxed(reinterpret_cast<unsigned*>(out), 0u);
+        st_release(ctr + 2, fr_want);
+      }
+    }
+  }
   if constexpr (S == S_READ) {
     const unsigned acc = thread_partial<EB, T, U, false, true>(in, n);
     TRACE(1);
@@ -255,6 +290,22 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
   unsigned* outb = reinterpret_cast<unsigned*>(out);
   if constexpr (S == S_ATOMIC) {
     if (threadIdx.x == 0) atomicMax(outb, canon(bits));
+    return;
+  }
+  if constexpr (S == S_FIRST_RESET) {
+    // Wait (acquire) until the first block's zeroing is published, then a fire-and-forget max.
+    if (threadIdx.x == 0) {
+      if (gridDim.x == 1) {
+        *outb = canon(bits);
+      } else {
+        u64 t0 = 0, polls = 0;
+        while (ld_acquire(ctr + 2) != fr_want) {
+          if (polls++ == 0) t0 = gtime();
+          else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;  // a hang: the check fails
+        }
+        red_max_relaxed(outb, canon(bits));
+      }
+    }
     return;
   }
   if constexpr (S == S_CLUSTER) {
@@ -403,6 +454,7 @@ static KFn pick_any(int s, int eb, int T, int U) {
     case S_CLUSTER: return pick_s<S_CLUSTER>(eb, T, U);
     case S_SPIN: return pick_s<S_SPIN>(eb, T, U);
     case S_SELF_RESET_PDL: return pick_s<S_SELF_RESET_PDL>(eb, T, U);
+    case S_FIRST_RESET: return pick_s<S_FIRST_RESET>(eb, T, U);
   }
   return nullptr;
 }
@@ -417,6 +469,7 @@ struct Dev {
   unsigned* ws = nullptr;     // workspace (one_pass, two_stage) and the read's sink
   unsigned* slots = nullptr;  // spin slots: zero before and after every launch
   unsigned* ctr = nullptr;    // the stream slot {count, accumulator}: zero before and after
+  unsigned* fr = nullptr;     // first_reset's words {arrivals, epoch, published epoch + 1}: zeroed once
 };
 
 // One timed configuration: a candidate at one shape.
@@ -472,7 +525,8 @@ static cudaError_t launch(const Dev& d, const Config& c, int eb, const void* in,
   lc.attrs = at;
   lc.numAttrs = na;
   unsigned* ws = c.strat == S_SPIN ? d.slots : d.ws;
-  cudaError_t e = cudaLaunchKernelEx(&lc, fn, in, n, d.out, ws, d.ctr, flags);
+  unsigned* ctr = c.strat == S_FIRST_RESET ? d.fr : d.ctr;
+  cudaError_t e = cudaLaunchKernelEx(&lc, fn, in, n, d.out, ws, ctr, flags);
   if (e != cudaSuccess || c.strat != S_TWO_STAGE || c.grid == 1) return e;
   cudaLaunchConfig_t fc{};
   fc.gridDim = dim3(1);
@@ -706,7 +760,8 @@ static std::vector<Cand> candidates(bool hopper) {
                          {"self_reset", S_SELF_RESET, 0, false, false},
                          {"self_reset_red", S_SELF_RESET_RED, 0, false, false},
                          {"spin", S_SPIN, 0, false, false},
-                         {"spin_coop", S_SPIN, 0, true, false}};
+                         {"spin_coop", S_SPIN, 0, true, false},
+                         {"first_reset", S_FIRST_RESET, 0, false, false}};
   if (hopper) {
     c.push_back({"two_stage", S_TWO_STAGE, 0, false, false});
     c.push_back({"self_reset_pdl", S_SELF_RESET_PDL, 0, false, false});
@@ -846,6 +901,8 @@ int main(int argc, char** argv) {
   CK(cudaMemset(d.slots, 0, 4u << 20));
   CK(cudaMalloc(&d.ctr, 8));
   CK(cudaMemset(d.ctr, 0, 8));
+  CK(cudaMalloc(&d.fr, 16));
+  CK(cudaMemset(d.fr, 0, 16));
 
   const u64 max_bytes = *std::max_element(sizes.begin(), sizes.end());
   const u64 pool_bytes = (4ull << 30) + max_bytes;
@@ -981,6 +1038,7 @@ int main(int argc, char** argv) {
           std::printf("WRONG (not timed): %s\n", b);
           // A wrong kernel may have left the shared slot words set: the next candidates need them 0.
           CK(cudaMemset(d.ctr, 0, 8));
+          CK(cudaMemset(d.fr, 0, 16));
           CK(cudaMemset(d.slots, 0, 4u << 20));
           continue;
         }
@@ -1033,7 +1091,7 @@ int main(int argc, char** argv) {
     if (r.cand == "read") read_us[r.dtype + std::to_string(r.bytes)] = r.us;
   const char* order[] = {"empty", "read", "read_best", "te_shape", "atomic", "two_stage", "one_pass",
                          "self_reset", "self_reset_red", "self_reset_pdl", "cluster2", "cluster4", "cluster8", "cluster16",
-                         "spin", "spin_coop"};
+                         "spin", "spin_coop", "first_reset"};
   const char* csv_dir = std::getenv("OUT");
   FILE* csv = nullptr;
   if (csv_dir && *csv_dir) {
