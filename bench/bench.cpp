@@ -6,12 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -27,9 +23,8 @@
 #include "amax/runner.hpp"
 #include "amax/workload.hpp"
 #include "cub_amax.hpp"
-#include "amax/scale_rule.hpp"
 #include "amax/te_contenders.hpp"
-#include "bench_device.hpp"
+#include "bench_driver.hpp"
 
 extern char** environ;
 
@@ -39,209 +34,170 @@ double Row::gbps() const {
   return tune::gbps(n * info(dtype).bytes, stats.median_us);
 }
 
-namespace {
+namespace detail {
 
-using Clock = std::chrono::steady_clock;
+/// `amax-tune bench`: one tensor of (dtype, n) per call, in the cold and the warm regime.
+template <>
+struct BenchFamily<SingleFamily> {
+  using Options = BenchOptions;
+  using Row = bench::Row;
+  using Report = BenchReport;
 
-struct Contender {
-  std::string name;
-  std::string detail;
-  std::function<void(const void* in)> call;
-  float* out = nullptr;    ///< where its result lands (checked against the reference); null: none
-  float* scale = nullptr;  ///< where its e4m3 scale lands (checked against te_scale_from_amax); null: none
-  float* scale_inv = nullptr;  ///< where its scale_inv lands (checked against reference_scale_bits); null: none
+  // Cold then warm, each dtype, sizes ascending; each (dtype, n) checked in its first regime.
+  // Errors: std::runtime_error (fit_error).
+  static std::vector<Workload> workloads(const Options& o, const DeviceInfo& dev) {
+    std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
+    std::sort(sizes.begin(), sizes.end());
+    for (DType d : o.dtypes)
+      for (auto n : sizes)
+        if (const auto why = tune::fit_error(dev, d, n); !why.empty()) throw std::runtime_error(why);
+    std::vector<Workload> out;
+    for (bool warm : {false, true})
+      if (warm ? o.warm : o.cold)
+        for (DType d : o.dtypes)
+          for (std::uint64_t n : sizes) out.push_back({d, 1, n, warm, out.size() < o.dtypes.size() * sizes.size()});
+    return out;
+  }
+
+  static std::string wrong(const Workload& w, const Contender& c, std::string_view what, std::size_t,
+                           std::uint32_t got, std::uint32_t want) {
+    if (what == "amax")
+      return fmt::format("{} ({}) gives amax bits {:#010x} for {} n={} where the CPU reference gives {:#010x}: its "
+                         "result is wrong, so it is not timed",
+                         c.name, c.detail, got, to_string(w.dtype), w.n, want);
+    return fmt::format("{} gives {} bits {:#010x} for {} n={} where {} gives {:#010x}: not timed", c.name, what, got,
+                       to_string(w.dtype), w.n,
+                       what == "scale" ? "compute_scale_from_amax on the CPU" : "the CPU rule", want);
+  }
+
+  static Row row(const Workload& w) {
+    Row r;
+    r.dtype = w.dtype, r.warm = w.warm, r.n = w.n;
+    return r;
+  }
+
+  static void progress(const Report& rep, const Workload& w, std::size_t step, std::size_t steps, std::size_t cs) {
+    const Row& t = rep.rows[rep.rows.size() - cs];  // amax-tune
+    std::fprintf(stderr, "[%3zu/%zu] %s %s n=%-11llu amax-tune %9.2f us GPU %7.0f GB/s, %9.2f us host-inclusive (%s)\n",
+                 step, steps, w.warm ? "warm" : "cold", std::string(to_string(w.dtype)).c_str(),
+                 static_cast<unsigned long long>(w.n), t.stats.median_us, t.gbps(), t.host_inclusive.median_us,
+                 t.detail.c_str());
+  }
+
+  static std::vector<TargetCheck> targets(const std::vector<Row>& rows) { return check_targets(rows); }
+  static void write(const Report& rep, const std::filesystem::path& dir) {
+    write_csv(rep.rows, rep.device, dir / "bench.csv");
+  }
+
+  // The device buffers of a run (sized for its largest workload) and each workload's contenders:
+  // amax-tune, TE's sequences, TE's amax -> scale step, amax-tune's amax_and_scale, CUB (NVIDIA
+  // builds with nvcc), the streaming read and the empty launch, in that order.
+  class Contenders {
+   public:
+    Contenders(BenchDevice& dev, StreamHandle stream, const tune::InputRegion& inputs, const std::vector<Workload>& work)
+        : dev_(dev), b_(*dev.backend), stream_(stream), inputs_(inputs),
+          with_cub_(have_cub() && dev.vendor == Vendor::nvidia) {
+      std::uint64_t max_ws = 16;
+      for (const Workload& w : work) {
+        max_ws = std::max<std::uint64_t>(max_ws, dev.ctx.workspace_size(to_c(w.dtype), w.n));
+        if (with_cub_) max_cub_ = std::max<std::uint64_t>(max_cub_, cub_temp_bytes(static_cast<int>(w.dtype), w.n));
+      }
+      ws_ = DeviceBuffer(b_, max_ws);
+      cub_temp_ = DeviceBuffer(b_, max_cub_);
+    }
+
+    std::string protocol_note() const {
+      return "; host-inclusive: the same rounds without the gate" +
+             fmt::format(" (a region of {:.1f} GiB); every result checked bit-exact against the CPU reference first",
+                         static_cast<double>(inputs_.bytes()) / (1ull << 30));
+    }
+
+    std::vector<Contender> of(const Workload& w) {
+      const DType d = w.dtype;
+      const std::uint64_t n = w.n, bytes = w.bytes();
+      amax_tune::Context& ctx = dev_.ctx;
+      const TeKernels& te = dev_.te;
+      const ReferenceKernels& ref = dev_.ref;
+      float* out = out_.get<float>();
+      void* ws = ws_.get();
+      const std::size_t ws_bytes = ctx.workspace_size(to_c(d), n);
+      std::vector<Contender> cs;
+      cs.push_back({kAmaxTune, ctx.explain(to_c(d), n).label,
+                    [this, d, n, ws, ws_bytes, out](const void* in) {
+                      dev_.ctx.compute(in, to_c(d), n, out, ws, ws_bytes, stream_);
+                    },
+                    out});
+      const TeLaunch l = te_launch(d, 0, 1);
+      const std::string te_detail =
+          fmt::format("512 threads, nvec {} (2 x 16 B loads), grid min(ceil(vectors/512), 65535)", l.nvec);
+      for (std::size_t k = 0; k < all_te_sequences().size(); ++k) {
+        const TeSequence s = all_te_sequences()[k];
+        cs.push_back({std::string(contender_name(s)), te_detail,
+                      [this, &te, s, d, n, dst = out + 1 + k](const void* in) {
+                        te.launch(b_, s, d, in, n, dst, te_ws_.get<float>(), stream_);
+                      },
+                      out + 1 + k});
+      }
+      cs.push_back({kTeScaleStep, "zero kernel, amax_kernel, compute_scale_from_amax_kernel (e4m3)",
+                    [this, &te, d, n, out](const void* in) {
+                      te.launch(b_, TeSequence::zero_kernel, d, in, n, out + 4, te_ws_.get<float>(), stream_);
+                      te.launch_scale(b_, out + 4, out + 5, 448.f, false, 0.f, stream_);
+                    },
+                    out + 4, out + 5});
+      cs.push_back({kAmaxTuneScale, ctx.explain_scale(to_c(d), n).label,
+                    [this, d, n, ws, ws_bytes, out](const void* in) {
+                      dev_.ctx.amax_and_scale(in, to_c(d), n, amax_tune::ScaleOptions{}, out + 10, out + 11, out + 12,
+                                              ws, ws_bytes, stream_);
+                    },
+                    out + 10, out + 11, out + 12});
+      if (with_cub_)
+        cs.push_back({kCub, "DeviceReduce::TransformReduce",
+                      [this, d, n, out](const void* in) {
+                        cub_amax(static_cast<int>(d), in, n, out + 8, cub_temp_.get(), max_cub_, stream_);
+                      },
+                      out + 8});
+      cs.push_back({kStreamRead, "",
+                    [this, &ref, bytes](const void* in) { ref.launch_stream_read(b_, in, bytes, sink_.get(), stream_); }});
+      cs.push_back({kEmptyLaunch, "", [this, &ref](const void*) { b_.launch(ref.empty, 1, 32, stream_, nullptr); }});
+      return cs;
+    }
+
+    void before_timing(const Workload&, std::vector<Contender>&) {}
+    void after_timing() {}
+
+   private:
+    BenchDevice& dev_;
+    Backend& b_;
+    StreamHandle stream_;
+    const tune::InputRegion& inputs_;
+    bool with_cub_;
+    std::uint64_t max_cub_ = 16;
+    DeviceBuffer ws_, cub_temp_, te_ws_{b_, kTeWorkspaceBytes}, out_{b_, 64}, sink_{b_, 4};
+  };
 };
 
+}  // namespace detail
 
-// The CPU reference of n elements at `host`, in parallel chunks. Every chunk's result is +0.0, a
-// positive finite value, +Inf or the canonical NaN, so the largest bit pattern is the whole's.
-std::uint32_t reference_bits(const std::uint8_t* host, DType d, std::uint64_t n) {
-  const unsigned T = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::uint32_t> part(T, 0);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < T; ++t)
-    pool.emplace_back([&, t] {
-      const std::uint64_t lo = n * t / T, hi = n * (t + 1) / T;
-      part[t] = reference_amax_bits(host + lo * info(d).bytes, d, hi - lo, NanMode::propagate);
-    });
-  for (auto& th : pool) th.join();
-  return *std::max_element(part.begin(), part.end());
-}
-
-// Runs each contender with a result once on `in` (its output pre-filled with a NaN pattern no
-// amax produces) and compares the bits with the CPU reference's. Throws naming the first mismatch.
-void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, const void* in, DType d,
-            std::uint64_t n, std::uint32_t expected) {
-  for (const auto& c : cs) {
-    if (!c.out) continue;
-    b.memset32_async(c.out, 0x7fc0dead, 1, stream);
-    c.call(in);
-    b.synchronize(stream);
-    std::uint32_t got = 0;
-    b.copy_to_host(&got, c.out, 4);
-    if (got != expected)
-      throw std::runtime_error(fmt::format(
-          "{} ({}) gives amax bits {:#010x} for {} n={} where the CPU reference gives {:#010x}: its result is wrong, "
-          "so it is not timed",
-          c.name, c.detail, got, to_string(d), n, expected));
-    if (!c.scale) continue;
-    float amax = 0, want = 0;
-    std::memcpy(&amax, &expected, 4);
-    want = te_scale_from_amax(amax, 448.f, false, 0.f);
-    std::uint32_t got_scale = 0, want_scale = 0;
-    b.copy_to_host(&got_scale, c.scale, 4);
-    std::memcpy(&want_scale, &want, 4);
-    if (got_scale != want_scale)
-      throw std::runtime_error(fmt::format("{} gives scale bits {:#010x} for {} n={} where compute_scale_from_amax "
-                                           "on the CPU gives {:#010x}: not timed",
-                                           c.name, got_scale, to_string(d), n, want_scale));
-    if (!c.scale_inv) continue;
-    const std::uint32_t want_inv = reference_scale_bits(expected, ScaleRule{}).scale_inv;
-    std::uint32_t got_inv = 0;
-    b.copy_to_host(&got_inv, c.scale_inv, 4);
-    if (got_inv != want_inv)
-      throw std::runtime_error(fmt::format("{} gives scale_inv bits {:#010x} for {} n={} where the CPU rule gives "
-                                           "{:#010x}: not timed", c.name, got_inv, to_string(d), n, want_inv));
-  }
-}
-
-std::string te_detail(DType d) {
-  const TeLaunch l = te_launch(d, 0, 1);
-  return fmt::format("512 threads, nvec {} (2 x 16 B loads), grid min(ceil(vectors/512), 65535)", l.nvec);
-}
-
-}  // namespace
-
-BenchReport run_bench(const BenchOptions& o) {
-  const auto t0 = Clock::now();
-  BenchReport rep;
-  BenchDevice opened(o.device, o.user_db, o.system_db);
-  const Vendor vendor = opened.vendor;
-  Backend& b = *opened.backend;
-  rep.device = b.device();
-  const ReferenceKernels& ref = opened.ref;
-  const TeKernels& te = opened.te;
-  amax_tune::Context& ctx = opened.ctx;
-
-  std::vector<std::uint64_t> sizes = o.sizes.empty() ? tune::power_of_two_sizes() : o.sizes;
-  std::sort(sizes.begin(), sizes.end());
-  std::uint64_t max_bytes = 0, max_ws = 16, max_cub = 16;
-  const DeviceInfo& dev = rep.device;
-  const bool with_cub = have_cub() && vendor == Vendor::nvidia;
-  for (DType d : o.dtypes)
-    for (auto n : sizes)
-      if (const auto why = tune::fit_error(dev, d, n); !why.empty()) throw std::runtime_error(why);
-  for (DType d : o.dtypes)
-    for (auto n : sizes) {
-      max_bytes = std::max(max_bytes, n * info(d).bytes);
-      max_ws = std::max<std::uint64_t>(max_ws, ctx.workspace_size(to_c(d), n));
-      if (with_cub) max_cub = std::max<std::uint64_t>(max_cub, cub_temp_bytes(static_cast<int>(d), n));
-    }
-  tune::InputRegion inputs(b, max_bytes + 64);
-  const DeviceBuffer ws_buf(b, max_ws), cub_temp_buf(b, max_cub), te_ws_buf(b, kTeWorkspaceBytes), out_buf(b, 64),
-      sink_buf(b, 4);
-  void* ws = ws_buf.get();
-  void* cub_temp = cub_temp_buf.get();
-  float* te_ws = te_ws_buf.get<float>();
-  float* out = out_buf.get<float>();
-  void* sink = sink_buf.get();
-  StreamHandle stream = b.create_stream();
-  tune::Gate gate(b, ref.gate);
-  tune::TimingProtocol proto;
-  rep.protocol = proto.describe_interleaved(o.rounds) + "; host-inclusive: the same rounds without the gate" +
-                 fmt::format(" (a region of {:.1f} GiB); every result checked bit-exact against the CPU reference first",
-                             static_cast<double>(inputs.bytes()) / (1ull << 30));
-
-  std::vector<bool> regimes;
-  if (o.cold) regimes.push_back(false);
-  if (o.warm) regimes.push_back(true);
-  std::set<std::pair<DType, std::uint64_t>> verified;
-  std::vector<std::uint8_t> host;  // the first input slice of the dtype being verified
-  DType host_dtype{};
-  std::size_t step = 0, steps = regimes.size() * o.dtypes.size() * sizes.size();
-  for (bool warm : regimes)
-    for (DType d : o.dtypes)
-      for (std::uint64_t n : sizes) {
-        ++step;
-        const std::uint64_t bytes = n * info(d).bytes;
-        std::vector<Contender> cs;
-        const std::size_t ws_bytes = ctx.workspace_size(to_c(d), n);
-        cs.push_back({kAmaxTune, ctx.explain(to_c(d), n).label,
-                      [&, d, n, ws_bytes](const void* in) { ctx.compute(in, to_c(d), n, out, ws, ws_bytes, stream); },
-                      out});
-        for (std::size_t k = 0; k < all_te_sequences().size(); ++k) {
-          const TeSequence s = all_te_sequences()[k];
-          cs.push_back({std::string(contender_name(s)), te_detail(d),
-                        [&, s, d, n, k](const void* in) { te.launch(b, s, d, in, n, out + 1 + k, te_ws, stream); },
-                        out + 1 + k});
-        }
-        cs.push_back({kTeScaleStep, "zero kernel, amax_kernel, compute_scale_from_amax_kernel (e4m3)",
-                      [&, d, n](const void* in) {
-                        te.launch(b, TeSequence::zero_kernel, d, in, n, out + 4, te_ws, stream);
-                        te.launch_scale(b, out + 4, out + 5, 448.f, false, 0.f, stream);
-                      },
-                      out + 4, out + 5});
-        cs.push_back({kAmaxTuneScale, ctx.explain_scale(to_c(d), n).label,
-                      [&, d, n, ws_bytes](const void* in) {
-                        ctx.amax_and_scale(in, to_c(d), n, amax_tune::ScaleOptions{}, out + 10, out + 11, out + 12, ws,
-                                           ws_bytes, stream);
-                      },
-                      out + 10, out + 11, out + 12});
-        if (with_cub)
-          cs.push_back({kCub, "DeviceReduce::TransformReduce",
-                        [&, d, n](const void* in) { cub_amax(static_cast<int>(d), in, n, out + 8, cub_temp, max_cub, stream); },
-                        out + 8});
-        cs.push_back({kStreamRead, "", [&, bytes](const void* in) { ref.launch_stream_read(b, in, bytes, sink, stream); }});
-        cs.push_back({kEmptyLaunch, "", [&](const void*) { b.launch(ref.empty, 1, 32, stream, nullptr); }});
-
-        if (verified.insert({d, n}).second) {
-          if (host.empty() || host_dtype != d) {  // sizes ascend: the largest of this dtype once
-            host.assign(sizes.back() * info(d).bytes, 0);
-            b.copy_to_host(host.data(), inputs.base(), host.size());
-            host_dtype = d;
-          }
-          verify(b, stream, cs, inputs.base(), d, n, reference_bits(host.data(), d, n));
-        }
-        std::vector<tune::Timed> timed;
-        for (const auto& c : cs) timed.push_back({c.call});
-        const auto m = tune::measure_both(b, stream, inputs, gate, proto, warm, timed, bytes, o.rounds);
-        for (std::size_t i = 0; i < cs.size(); ++i)
-          rep.rows.push_back(Row{d, warm, n, cs[i].name, m[i].gpu, cs[i].detail, m[i].host_inclusive, m[i].host_us});
-        if (o.progress) {
-          const Row& t = rep.rows[rep.rows.size() - cs.size()];
-          std::fprintf(stderr, "[%3zu/%zu] %s %s n=%-11llu amax-tune %9.2f us GPU %7.0f GB/s, %9.2f us host-inclusive (%s)\n",
-                       step, steps, warm ? "warm" : "cold", std::string(to_string(d)).c_str(),
-                       static_cast<unsigned long long>(n), t.stats.median_us, t.gbps(), t.host_inclusive.median_us,
-                       t.detail.c_str());
-        }
-      }
-  b.destroy_stream(stream);
-  rep.targets = check_targets(rep.rows);
-  rep.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::filesystem::create_directories(o.out_dir);
-  write_csv(rep.rows, rep.device, o.out_dir / "bench.csv");
-  return rep;
-}
+BenchReport run_bench(const BenchOptions& o) { return detail::run_family<SingleFamily>(o); }
 
 void write_csv(const std::vector<Row>& rows, const DeviceInfo& dev, const std::filesystem::path& path) {
-  std::ofstream csv(path);
-  if (!csv) throw std::runtime_error("cannot write " + path.string());
-  csv << "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read,"
-         "host_inclusive_us,host_us\n";
   std::map<std::tuple<bool, DType, std::uint64_t>, double> ceiling;
   for (const auto& r : rows)
     if (r.contender == kStreamRead) ceiling[{r.warm, r.dtype, r.n}] = r.stats.median_us;
-  for (const auto& r : rows) {
-    const auto it = ceiling.find({r.warm, r.dtype, r.n});
-    const std::string pct = it != ceiling.end() && r.stats.median_us > 0
-                                ? fmt::format("{:.1f}", 100.0 * it->second / r.stats.median_us)
-                                : std::string();
-    csv << fmt::format("\"{}\",{},{},{},{},{},\"{}\",\"{}\",{:.4f},{:.4f},{},{:.2f},{},{:.4f},{:.4f}\n", dev.name,
-                       dev.arch, r.warm ? "warm" : "cold", to_string(r.dtype), r.n, r.n * info(r.dtype).bytes,
-                       r.contender, r.detail, r.stats.median_us, r.stats.spread_us, r.stats.samples, r.gbps(), pct,
-                       r.host_inclusive.median_us, r.host_us);
-  }
-  if (!csv.flush()) throw std::runtime_error("cannot write " + path.string());
+  detail::write_csv_file(
+      path,
+      "device,arch,regime,dtype,n,bytes,contender,variant,median_us,spread_us,samples,gbps,pct_of_stream_read,"
+      "host_inclusive_us,host_us\n",
+      rows, [&](const Row& r) {
+        const auto it = ceiling.find({r.warm, r.dtype, r.n});
+        const std::string pct = it != ceiling.end() && r.stats.median_us > 0
+                                    ? fmt::format("{:.1f}", 100.0 * it->second / r.stats.median_us)
+                                    : std::string();
+        return fmt::format("\"{}\",{},{},{},{},{},\"{}\",\"{}\",{:.4f},{:.4f},{},{:.2f},{},{:.4f},{:.4f}\n", dev.name,
+                           dev.arch, r.warm ? "warm" : "cold", to_string(r.dtype), r.n, r.n * info(r.dtype).bytes,
+                           r.contender, r.detail, r.stats.median_us, r.stats.spread_us, r.stats.samples, r.gbps(), pct,
+                           r.host_inclusive.median_us, r.host_us);
+      });
 }
 
 std::vector<TargetCheck> check_targets(const std::vector<Row>& rows) {

@@ -9,7 +9,10 @@
 #include <cstring>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "amax/file_access.hpp"
+#include "amax/multi_config.hpp"
 #include "amax/paths.hpp"
 #include "commands.hpp"
 
@@ -164,6 +167,44 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<tune::GroupSpec> parse_multi_groups(const std::string& text) {
+  if (text.empty()) throw UsageError("--groups is empty (expected TENSORSxN:DTYPE,..., e.g. 500x4096:fp32)");
+  std::vector<tune::GroupSpec> out;
+  for (const std::string& item : split_list(text)) {
+    auto bad = [&](const std::string& why) {
+      return UsageError("invalid group '" + item + "' in --groups '" + text + "': " + why +
+                        " (expected TENSORSxN:DTYPE, e.g. 500x4096:fp32)");
+    };
+    const std::size_t x = item.find('x'), colon = item.find(':');
+    if (x == std::string::npos || colon == std::string::npos || colon < x) throw bad("not TENSORSxN:DTYPE");
+    tune::GroupSpec g;
+    const auto d = parse_dtype(item.substr(colon + 1));
+    if (!d) throw bad("unknown dtype '" + item.substr(colon + 1) + "'");
+    g.dtype = *d;
+    // One count each (as --sizes counts: 4096, 16k, 2^20), named as what they are in the group.
+    auto count = [&](const std::string& s, const char* what) {
+      try {
+        return parse_count(s);
+      } catch (const std::invalid_argument& e) {
+        throw bad(std::string(what) + " '" + s + "': " + e.what());
+      }
+    };
+    g.tensors = count(item.substr(0, x), "tensor count");
+    g.n = count(item.substr(x + 1, colon - x - 1), "element count");
+    if (g.tensors == 0 || g.n == 0) throw bad("counts must be at least 1");
+    // The limits of one call (amax_tune.h): 2^24 - 1 tensors, 2^40 - 1 elements each.
+    if (g.tensors > kMultiMaxTensors)
+      throw bad(fmt::format("{} tensors exceed the limit of {} (2^24 - 1) per call", g.tensors, kMultiMaxTensors));
+    if (g.n > kMultiMaxElements)
+      throw bad(fmt::format("{} elements per tensor exceed the limit of 2^40 - 1", g.n));
+    __extension__ using u128 = unsigned __int128;
+    if (u128{g.tensors} * g.n * info(g.dtype).bytes > u128{1} << 62)
+      throw bad(fmt::format("{} x {} elements of {} is more than 2^62 bytes", g.tensors, g.n, to_string(g.dtype)));
+    out.push_back(g);
+  }
   return out;
 }
 

@@ -1,6 +1,9 @@
-// amax-tune bench: tuned dispatch against TransformerEngine's launch sequences (written from its
-// source: measure/include/amax/te_contenders.hpp), CUB, the streaming-read ceiling and the empty-launch floor, side
-// by side; writes CSV, a Markdown report and (python3 + matplotlib) PNG/SVG plots.
+// amax-tune bench and bench-multi, written once over the kernel family (BenchCommand<F>): bench
+// times the tuned dispatch against TransformerEngine's launch sequences (written from its source:
+// measure/include/amax/te_contenders.hpp), CUB, the streaming-read ceiling and the empty-launch
+// floor, side by side, and writes CSV, a Markdown report and (python3 + matplotlib) PNG/SVG plots;
+// bench-multi times many tensors per call against one call per tensor, TE's three-launch step per
+// tensor and the streaming read of the group's bytes (bench/include/amax/bench_multi.hpp).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,20 +13,30 @@
 #include <fmt/format.h>
 
 #include "amax/bench.hpp"
+#include "amax/bench_multi.hpp"
+#include "amax/family.hpp"
 #include "amax/te_contenders.hpp"
-#include "amax/render.hpp"
-#include "amax/tuner.hpp"
 #include "commands.hpp"
 
 namespace amax::cli {
 namespace {
 
-struct BenchArgs {
-  std::string dtypes = "fp32,fp16,bf16", sizes, db, system_db, out = "amax-tune-bench", regime = "both";
+// The options both benches take (set_bench_common checks them and copies them into the options).
+struct CommonArgs {
+  std::string db, system_db, out = "amax-tune-bench";
   int device = 0, rounds = 15;
-  bool quiet = false, no_plot = false;
+  bool quiet = false;
 };
 
+// The targets as a Markdown table headed "target (`source`)".
+std::string targets_table(const std::vector<bench::TargetCheck>& targets, const char* source) {
+  std::string md = fmt::format("| target ({}) | measured | |\n| --- | --- | --- |\n", source);
+  for (const auto& t : targets)
+    md += fmt::format("| {} | {} | {} |\n", t.target, t.measured, !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");
+  return md;
+}
+
+// The bench.md report: the run, the contenders, the targets and one table per (regime, dtype).
 std::string report_markdown(const bench::BenchReport& r, const std::string& command) {
   std::string md = fmt::format("Measured on {} ({}, {} SMs/CUs, L2 {} MiB, {}) with `{}` in {:.0f} s.\n"
                                "Timing: {}.\n\n",
@@ -42,9 +55,7 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
         "contender. torch is measured from "
         "Python (python/bench/bench_torch.py), not here. Every result was checked bit-exact against the CPU "
         "reference before timing.\n\n";
-  md += "| target (DESIGN.md section 7) | measured | |\n| --- | --- | --- |\n";
-  for (const auto& t : r.targets)
-    md += fmt::format("| {} | {} | {} |\n", t.target, t.measured, !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");
+  md += targets_table(r.targets, "DESIGN.md section 7");
   std::map<std::tuple<bool, DType, std::uint64_t, std::string>, const bench::Row*> at;
   std::vector<std::tuple<bool, DType, std::uint64_t>> keys;
   for (const auto& row : r.rows) {
@@ -89,52 +100,156 @@ std::string report_markdown(const bench::BenchReport& r, const std::string& comm
   return md;
 }
 
-int run_bench(const BenchArgs& a, const std::string& command) {
-  bench::BenchOptions o;
-  o.dtypes = parse_dtypes(a.dtypes);
-  try {
-    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
+// A bench command's name, its help and the help of -o and -q.
+struct CommandText {
+  const char* name;
+  const char* about;
+  const char* out_help;
+  const char* quiet_help;
+};
+
+// A family's bench command: its name and help (kText), its own options (added at `stage` 0: before
+// --db, 1: before --rounds, 2: before -q, where --help has always listed them) and its run (the
+// arguments checked, UsageError naming a bad one; the bench; its output).
+template <class F>
+struct BenchCommand;
+
+template <>
+struct BenchCommand<SingleFamily> {
+  static constexpr CommandText kText{"bench",
+                                    "Benchmark tuned dispatch against TransformerEngine, CUB and the hardware limits",
+                                    "Where bench.csv, bench.md and the plots go", "No progress output"};
+  struct Args : CommonArgs {
+    std::string dtypes = "fp32,fp16,bf16", sizes, regime = "both";
+    bool no_plot = false;
+  };
+
+  static void add_options(CLI::App* sub, Args& a, int stage) {
+    if (stage == 0) {
+      sub->add_option("--dtypes", a.dtypes, "Comma-separated dtypes")->capture_default_str();
+      sub->add_option("--sizes", a.sizes, "Element counts as for tune (default 2^10..2^30)");
+    } else if (stage == 1) {
+      sub->add_option("--regime", a.regime, "cold (rotating inputs), warm (same input) or both")->capture_default_str();
+    } else {
+      sub->add_flag("--no-plot", a.no_plot, "Do not render the plots (amax-tune-plot renders them from bench.csv later)");
+    }
   }
-  if (a.regime != "both" && a.regime != "cold" && a.regime != "warm")
-    throw UsageError("--regime must be cold, warm or both, got '" + a.regime + "'");
-  set_bench_common(o, a);
-  o.cold = a.regime != "warm";
-  o.warm = a.regime != "cold";
-  const auto r = bench::run_bench(o);
-  const std::string md = report_markdown(r, command);
-  std::ofstream(o.out_dir / "bench.md") << md;
-  std::cout << md << fmt::format("\nwrote {0}/bench.csv, {0}/bench.md", o.out_dir.string());
-  std::string why = "--no-plot";
-  const auto plots = a.no_plot ? std::vector<std::filesystem::path>{} : bench::render_plots(o.out_dir / "bench.csv", o.out_dir, why);
-  for (const auto& p : plots) std::cout << ", " << p.string();
-  std::cout << "\n";
-  if (plots.empty()) std::cout << "plots not rendered: " << why << "\n";
-  return kExitOk;
+
+  static void run(const Args& a, const std::string& command) {
+    bench::BenchOptions o;
+    o.dtypes = parse_dtypes(a.dtypes);
+    try {
+      if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (a.regime != "both" && a.regime != "cold" && a.regime != "warm")
+      throw UsageError("--regime must be cold, warm or both, got '" + a.regime + "'");
+    set_bench_common(o, a);
+    o.cold = a.regime != "warm";
+    o.warm = a.regime != "cold";
+    const auto r = bench::run_bench(o);
+    const std::string md = report_markdown(r, command);
+    std::ofstream(o.out_dir / "bench.md") << md;
+    std::cout << md << fmt::format("\nwrote {0}/bench.csv, {0}/bench.md", o.out_dir.string());
+    std::string why = "--no-plot";
+    const auto plots =
+        a.no_plot ? std::vector<std::filesystem::path>{} : bench::render_plots(o.out_dir / "bench.csv", o.out_dir, why);
+    for (const auto& p : plots) std::cout << ", " << p.string();
+    std::cout << "\n";
+    if (plots.empty()) std::cout << "plots not rendered: " << why << "\n";
+  }
+};
+
+template <>
+struct BenchCommand<MultiFamily> {
+  static constexpr CommandText kText{"bench-multi",
+                                    "Benchmark many tensors per call against one call per tensor and TE",
+                                    "Where bench_multi.csv goes", "No progress lines"};
+  struct Args : CommonArgs {
+    std::string groups;
+    bool groups_given = false;
+  };
+
+  static void add_options(CLI::App* sub, Args& a, int stage) {
+    if (stage != 0) return;
+    sub->add_option_function<std::string>(
+        "--groups", [&a](const std::string& v) { a.groups = v, a.groups_given = true; },
+        "Groups TENSORSxN:DTYPE, comma-separated (default: 500x4096:fp32, "
+        "4096x16384:bf16, 64x4096:fp32, 512x65536:bf16, 64x1M:bf16, 128x1M:bf16, 8x16M:bf16)");
+  }
+
+  static void run(const Args& a, const std::string&) {
+    bench::MultiBenchOptions o;
+    if (a.groups_given) o.groups = parse_multi_groups(a.groups);
+    set_bench_common(o, a);
+    const auto r = bench::run_bench_multi(o);
+    std::cout << fmt::format("Measured on {} ({}, {} SMs/CUs); {}\n\n", r.device.name, r.device.arch, r.device.cu_count,
+                             r.protocol);
+    std::cout << "GPU time in us unless marked; host us: the enqueue cost per call; host-incl.: back to back from "
+                 "the host; a ratio marked (host-incl.) compares host-inclusive times where a contender enqueues too "
+                 "many launches per call to be held behind the gate\n\n"
+                 "| group | MB | multi us | host us | host-incl. us | GB/s | % of stream read | graph us | fused amax+scale us "
+                 "| vs per tensor | vs TE step per tensor | fused vs TE step | variant |\n"
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+    for (const auto& g : o.groups) {
+      const auto* m = r.find(g, bench::kMulti);
+      if (!m) continue;
+      auto us = [&](const char* c) { return r.find(g, c)->stats.median_us; };
+      const double t = m->stats.median_us;
+      // them / mine in GPU time, or host-inclusive (marked) where `them` was not timed behind the gate.
+      auto vs = [&](const char* them, const char* mine) {
+        const auto* a = r.find(g, them);
+        const auto* b = r.find(g, mine);
+        if (a->stats.samples > 0) return fmt::format("{:.1f}x", a->stats.median_us / b->stats.median_us);
+        return fmt::format("{:.1f}x (host-incl.)", a->host_inclusive.median_us / b->host_inclusive.median_us);
+      };
+      std::cout << fmt::format("| {} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f}% | {:.2f} | {:.2f} | {} | {} | "
+                               "{} | `{}` |\n",
+                               g.name(), g.bytes() / 1e6, t, m->host_us, m->host_inclusive.median_us, g.bytes() / t / 1e3,
+                               100 * us(bench::kStreamRead) / t, us(bench::kMultiGraph), us(bench::kMultiScale),
+                               vs(bench::kPerTensor, bench::kMulti), vs(bench::kTeStepPerTensor, bench::kMulti),
+                               vs(bench::kTeStepPerTensor, bench::kMultiScale), m->detail);
+    }
+    std::cout << "\n" << targets_table(r.targets, "issue 12");
+    std::cerr << "wrote " << (o.out_dir / "bench_multi.csv").string() << "\n";
+  }
+};
+
+// The command as given ("amax-tune bench --sizes 1M --rounds 5"; bench.md names it).
+std::string command_line(const CLI::App& sub) {
+  std::string command = "amax-tune " + sub.get_name();
+  for (const auto& opt : sub.get_options())
+    if (opt->count() && opt->get_name() != "--help")
+      command += " " + opt->get_name() + (opt->get_expected_min() ? " " + opt->as<std::string>() : "");
+  return command;
+}
+
+// Registers the family's bench command: its own options and the common ones; on run the options
+// are checked (UsageError, exit 2), the bench runs and its output is written (exit 0).
+template <class F>
+void add_bench_command(CLI::App& app) {
+  using C = BenchCommand<F>;
+  auto a = std::make_shared<typename C::Args>();
+  auto* sub = app.add_subcommand(C::kText.name, C::kText.about);
+  C::add_options(sub, *a, 0);
+  sub->add_option("--db", a->db, "User tuning database the dispatch reads (default: the library's)");
+  sub->add_option("--system-db", a->system_db, "System database the dispatch reads (default: the installed one)");
+  C::add_options(sub, *a, 1);
+  sub->add_option("--rounds", a->rounds, "Interleaved timed batches per contender")->capture_default_str();
+  sub->add_option("--device", a->device, "Device ordinal")->capture_default_str();
+  sub->add_option("-o,--out-dir", a->out, C::kText.out_help)->capture_default_str();
+  C::add_options(sub, *a, 2);
+  sub->add_flag("-q,--quiet", a->quiet, C::kText.quiet_help);
+  sub->final_callback([a, sub] {
+    C::run(*a, command_line(*sub));
+    throw CLI::RuntimeError(kExitOk);
+  });
 }
 
 }  // namespace
 
-void add_bench(CLI::App& app) {
-  auto a = std::make_shared<BenchArgs>();
-  auto* sub = app.add_subcommand("bench", "Benchmark tuned dispatch against TransformerEngine, CUB and the hardware limits");
-  sub->add_option("--dtypes", a->dtypes, "Comma-separated dtypes")->capture_default_str();
-  sub->add_option("--sizes", a->sizes, "Element counts as for tune (default 2^10..2^30)");
-  sub->add_option("--db", a->db, "User tuning database the dispatch reads (default: the library's)");
-  sub->add_option("--system-db", a->system_db, "System database the dispatch reads (default: the installed one)");
-  sub->add_option("--regime", a->regime, "cold (rotating inputs), warm (same input) or both")->capture_default_str();
-  sub->add_option("--rounds", a->rounds, "Interleaved timed batches per contender")->capture_default_str();
-  sub->add_option("--device", a->device, "Device ordinal")->capture_default_str();
-  sub->add_option("-o,--out-dir", a->out, "Where bench.csv, bench.md and the plots go")->capture_default_str();
-  sub->add_flag("--no-plot", a->no_plot, "Do not render the plots (amax-tune-plot renders them from bench.csv later)");
-  sub->add_flag("-q,--quiet", a->quiet, "No progress output");
-  sub->final_callback([a, sub] {
-    std::string cmd = "amax-tune bench";
-    for (const auto& opt : sub->get_options())
-      if (opt->count() && opt->get_name() != "--help") cmd += " " + opt->get_name() + (opt->get_expected_min() ? " " + opt->as<std::string>() : "");
-    throw CLI::RuntimeError(run_bench(*a, cmd));
-  });
-}
+void add_bench(CLI::App& app) { add_bench_command<SingleFamily>(app); }
+void add_bench_multi(CLI::App& app) { add_bench_command<MultiFamily>(app); }
 
 }  // namespace amax::cli

@@ -18,17 +18,21 @@
 
 namespace amax::bench {
 
-/// What to measure.
-struct BenchOptions {
-  std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16};
-  std::vector<std::uint64_t> sizes;     ///< elements; default 2^10 .. 2^30 by powers of two
-  bool cold = true, warm = true;        ///< regimes
+/// The options both benches take (BenchOptions, MultiBenchOptions).
+struct BenchCommonOptions {
   std::string user_db;                  ///< the tuned dispatch's user DB ("" = library default)
   std::string system_db;                ///< its system DB ("" = library default)
   int device = 0;
   int rounds = 15;                      ///< interleaved timed batches per contender
-  std::filesystem::path out_dir = "amax-tune-bench";  ///< bench.csv, bench.md, the plots
-  bool progress = true;
+  std::filesystem::path out_dir = "amax-tune-bench";  ///< where the CSV (and the bench's report, plots) go
+  bool progress = true;                 ///< progress lines on stderr
+};
+
+/// What to measure.
+struct BenchOptions : BenchCommonOptions {
+  std::vector<DType> dtypes{DType::fp32, DType::fp16, DType::bf16};
+  std::vector<std::uint64_t> sizes;     ///< elements; default 2^10 .. 2^30 by powers of two
+  bool cold = true, warm = true;        ///< regimes
 };
 
 /// Contender names as they appear in rows, the CSV and the tables.
@@ -44,20 +48,27 @@ inline constexpr const char* kTeScaleStep = "TE amax+scale (3 launches)";
 /// launch; compared with kTeScaleStep only (the fused-scale targets of issue 12).
 inline constexpr const char* kAmaxTuneScale = "amax-tune amax+scale";
 
-/// One measurement.
-struct Row {
-  DType dtype{};
-  bool warm = false;
-  std::uint64_t n = 0;
-  std::string contender;  ///< kAmaxTune, contender_name(TeSequence), kTeScaleStep, kAmaxTuneScale, kCub, kStreamRead, kEmptyLaunch
+/// What one contender measured on one workload (the rows of both benches).
+struct Measurement {
+  std::string contender;  ///< the contender's name (kAmaxTune, ..., or bench_multi.hpp's)
   tune::Stats stats;      ///< GPU time per call (batches behind the timing gate): what targets judge
   std::string detail;     ///< the variant label (amax-tune), what the contender runs, or empty
   tune::Stats host_inclusive;  ///< per call back to back from the host, without the gate
-  double host_us = 0;     ///< the host's enqueue cost per call (CPU clock around the enqueue), us
+  /// The host's enqueue cost per call, us (CPU clock around the enqueue of the gated batches; for
+  /// the eager multi-tensor calls this includes validating and packing a list not served prepared).
+  double host_us = 0;
+};
+
+/// One measurement of `amax-tune bench`: contender is kAmaxTune, contender_name(TeSequence),
+/// kTeScaleStep, kAmaxTuneScale, kCub, kStreamRead or kEmptyLaunch.
+struct Row : Measurement {
+  DType dtype{};
+  bool warm = false;
+  std::uint64_t n = 0;
   double gbps() const;    ///< bytes of the input / GPU median, GB/s
 };
 
-/// One target of DESIGN.md section 7 and how it fared.
+/// One target of DESIGN.md section 7 (or of the multi-tensor issue) and how it fared.
 struct TargetCheck {
   std::string target;    ///< what DESIGN.md asks
   std::string measured;  ///< the number measured here
@@ -65,13 +76,19 @@ struct TargetCheck {
   bool measured_ok = true;  ///< false when it could not be measured here (e.g. torch)
 };
 
-struct BenchReport {
+/// A whole bench run: the device, the timing protocol in words, the rows in timing order, the
+/// targets and the wall time in seconds.
+template <class R>
+struct Report {
   DeviceInfo device;
   std::string protocol;
-  std::vector<Row> rows;
+  std::vector<R> rows;
   std::vector<TargetCheck> targets;
   double wall_s = 0;
 };
+
+/// A run of `amax-tune bench`.
+struct BenchReport : Report<Row> {};
 
 /// Runs the bench and writes out_dir/bench.csv (write_csv). Before timing a (dtype, n), every
 /// contender that produces a result runs once on the first input slice and its fp32 bits must

@@ -36,38 +36,21 @@ inline constexpr const char* kTeStepPerTensor = "TE amax+scale per tensor (3 lau
 inline constexpr const char* kMultiContenders[] = {kMulti, kMultiGraph, kMultiScale, kPerTensor, kTeStepPerTensor,
                                                    kStreamRead, kEmptyLaunch};
 
-struct MultiBenchOptions {
+/// What `bench-multi` measures: its groups, and the options both benches take.
+struct MultiBenchOptions : BenchCommonOptions {
   std::vector<MultiGroupSpec> groups = default_multi_groups();
-  std::string user_db, system_db;  ///< "" = the library's defaults
-  int device = 0;
-  int rounds = 15;
-  std::filesystem::path out_dir = "amax-tune-bench";  ///< bench_multi.csv
-  bool progress = true;
 };
 
-struct MultiRow {
+/// One measurement of `bench-multi`: contender is one of kMultiContenders.
+struct MultiRow : Measurement {
   MultiGroupSpec group;
-  std::string contender;
-  tune::Stats stats;             ///< GPU time per call (batches behind the timing gate)
-  std::string detail;
-  /// The host's enqueue cost of one call, microseconds (CPU clock around the enqueue of the gated
-  /// batches, per call; for the eager multi calls this includes validating and packing the list
-  /// where it is not served prepared).
-  double host_us = 0;
-  tune::Stats host_inclusive;    ///< per call back to back from the host, without the gate
 };
 
-struct MultiTarget {
-  std::string target, measured;
-  bool met = false;
-  bool measured_ok = true;
-};
+/// One target of the multi-tensor issue and how it fared.
+using MultiTarget = TargetCheck;
 
-struct MultiBenchReport {
-  DeviceInfo device;
-  std::string protocol;
-  std::vector<MultiRow> rows;
-  std::vector<MultiTarget> targets;
+/// A run of `bench-multi`.
+struct MultiBenchReport : Report<MultiRow> {
   /// The row of `contender` for group `g`, nullptr when absent.
   const MultiRow* find(const MultiGroupSpec& g, std::string_view contender) const;
 };
