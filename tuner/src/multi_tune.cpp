@@ -8,10 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "amax/code_object.hpp"
 #include "amax/record.hpp"
 #include "amax/reference.hpp"
-#include "amax/runner_source.hpp"
 
 namespace amax::tune {
 
@@ -68,20 +66,9 @@ std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, 
 
 std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
                                       std::size_t baseline) {
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < variants.size(); ++i)
-    if (variants[i].status == db::TrialStatus::ok && variants[i].stats.samples > 0) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return variants[a].stats.median_us < variants[b].stats.median_us; });
-  std::set<std::size_t> fin(order.begin(), order.begin() + std::min<std::size_t>(order.size(), protocol.finalists));
-  for (const CombineInfo& c : kCombines)
-    for (std::size_t i : order)
-      if (variants[i].multi->combine == c.value) {
-        fin.insert(i);
-        break;
-      }
-  if (std::find(order.begin(), order.end(), baseline) != order.end()) fin.insert(baseline);
-  return fin;
+  return finalists(
+      variants, protocol, [](const VariantResult& v) { return static_cast<int>(v.multi->combine); },
+      [baseline](std::size_t i) { return i == baseline; });
 }
 
 // ---- verification ----
@@ -228,168 +215,6 @@ std::vector<std::string> MultiVerifier::verify_at_shape(InputRegion& inputs, con
   for (std::size_t i = 0; i < pos.size(); ++i) b_.copy_to_device(in + pos[i], &orig[i], eb);
   b_.copy_to_device(in + nan_at, &orig.back(), eb);
   return reasons;
-}
-
-// ---- compiling ----
-
-std::map<std::string, BuildOutcome> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
-                                                       int* compiled, int* cached) {
-  std::map<std::string, BuildOutcome> outcomes;
-  for (MultiKernelBuild& k : builds) {
-    if (k.binary) {
-      ++*(k.from_cache ? cached : compiled);
-      try {
-        ctx.kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage,
-                               k.from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit);
-      } catch (const BackendError& e) {
-        k.outcome = BuildOutcome::load_failure(e.what());
-      }
-      k.binary.reset();
-    }
-    outcomes[k.name()] = k.outcome;
-  }
-  return outcomes;
-}
-
-void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k) {
-  try {
-    k.binary = build_multi_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, k.config, k.dtype,
-                                  k.capacity, &k.usage, &k.from_cache);
-    if (ctx.arch.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
-      const auto u = amdgpu_resource_usage(k.binary->binary);
-      if (auto it = u.find(k.name()); it != u.end()) k.usage = it->second;
-    }
-  } catch (const CompileError& e) {
-    k.outcome = BuildOutcome::compile_failure(e.what());
-  }
-}
-
-std::vector<MultiKernelBuild> multi_kernels_needed(const GroupTuneContext& ctx, std::span<const GroupSpec> groups) {
-  const auto cu = static_cast<std::uint32_t>(ctx.backend.device().cu_count);
-  std::vector<MultiKernelBuild> out;
-  std::set<std::string> names;
-  for (const GroupSpec& g : groups) {
-    const std::uint32_t k = multi_capacity_for(ctx.arch, g.tensors);
-    for (const MultiConfig& c : group_candidates(ctx.arch, ctx.space, g, cu))
-      if (names.insert(multi_kernel_name(c, g.dtype, k)).second)
-        out.push_back(MultiKernelBuild{c.compile_time_part(), g.dtype, k});
-  }
-  return out;
-}
-
-// ---- tuning one group ----
-
-namespace {
-
-// The search's samples for one group: variant i launched on the list laid out in the slice the
-// runner rotates to (tensor j at j x n elements), its arguments packed on every call as
-// amax_multi_compute does.
-class GroupSource : public RunnerSource {
- public:
-  GroupSource(const GroupTuneContext& ctx, Runner& runner, StreamHandle stream, const GroupResult& g,
-              void* workspace, std::uint32_t* counter, float* out)
-      : RunnerSource(runner, g.bytes()), ctx_(ctx), stream_(stream), g_(g), ws_(workspace), counter_(counter), out_(out) {
-    list_.resize(g.spec.tensors);
-    for (std::uint32_t i = 0; i < list_.size(); ++i) list_[i] = {nullptr, g.spec.n, i};
-  }
-
- private:
-  Timed& timed(std::size_t i) override {
-    if (auto it = timed_.find(i); it != timed_.end()) return it->second;
-    const MultiConfig& c = *g_.variants[i].multi;
-    const LoadedMultiKernel* k = ctx_.kernels.find_multi(c, g_.spec.dtype, g_.capacity);
-    plans_[i] = split_multi_launches(list_, c, g_.spec.dtype, static_cast<std::uint32_t>(ctx_.backend.device().cu_count),
-                                     g_.capacity);
-    const std::uint64_t tensor_bytes = g_.spec.n * info(g_.spec.dtype).bytes;
-    return timed_[i] = Timed{[this, i, c, k, tensor_bytes](const void* in) {
-             for (std::size_t j = 0; j < list_.size(); ++j) list_[j].data = static_cast<const char*>(in) + j * tensor_bytes;
-             launch_multi_group(ctx_.backend, k->main, c, g_.spec.dtype, g_.capacity, list_, plans_[i], out_, ws_,
-                                counter_, NanMode::propagate, nullptr, stream_, args_);
-           }};
-  }
-  const GroupTuneContext& ctx_;
-  StreamHandle stream_;
-  const GroupResult& g_;
-  void* ws_;
-  std::uint32_t* counter_;
-  float* out_;
-  std::vector<MultiTensor> list_;
-  std::vector<unsigned char> args_;
-  std::map<std::size_t, std::vector<MultiLaunch>> plans_;
-  std::map<std::size_t, Timed> timed_;
-};
-
-}  // namespace
-
-GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& spec, MultiVerifier& verifier, InputRegion& inputs,
-                       StreamHandle stream, const std::map<std::string, BuildOutcome>& builds,
-                       const std::map<std::string, std::string>& small) {
-  GroupResult g;
-  g.spec = spec;
-  g.dtype = spec.dtype;
-  g.n = spec.tensors * spec.n;
-  g.capacity = multi_capacity_for(ctx.arch, spec.tensors);
-  const auto cu = static_cast<std::uint32_t>(ctx.backend.device().cu_count);
-  const MultiConfig def = builtin_multi_default(ctx.arch, spec.dtype, spec.shape());
-  std::vector<MultiTensor> shape_list(spec.tensors, MultiTensor{nullptr, spec.n, 0});
-  std::uint64_t max_ws = 4;
-  for (const MultiConfig& c : group_candidates(ctx.arch, ctx.space, spec, cu)) {
-    VariantResult r;
-    r.multi = c;
-    if (c == def) g.baseline = g.variants.size();
-    const std::string name = multi_kernel_name(c, spec.dtype, g.capacity);
-    const auto plan = split_multi_launches(shape_list, c, spec.dtype, cu, g.capacity);
-    r.launches = static_cast<int>(plan.size());
-    max_ws = std::max(max_ws, multi_workspace_bytes(plan));
-    const auto built = builds.find(name);
-    if (built == builds.end()) {
-      r.status = db::TrialStatus::compile_failed;
-      r.reason = "not built";
-    } else if (!built->second.ok()) {
-      r.status = built->second.stage == BuildOutcome::Stage::load_failed ? db::TrialStatus::launch_failed
-                                                                         : db::TrialStatus::compile_failed;
-      r.reason = built->second.error;
-    } else if (auto it = small.find(c.label()); it != small.end()) {
-      r.status = db::TrialStatus::wrong_result;
-      r.reason = it->second;
-    }
-    if (const LoadedMultiKernel* k = ctx.kernels.find_multi(c, spec.dtype, g.capacity)) r.usage = k->usage;
-    g.variants.push_back(std::move(r));
-  }
-  {  // verification at the group's own shape
-    std::vector<MultiConfig> cs;
-    std::vector<const LoadedMultiKernel*> ks;
-    std::vector<std::size_t> idx;
-    for (std::size_t i = 0; i < g.variants.size(); ++i)
-      if (g.variants[i].status == db::TrialStatus::ok) {
-        cs.push_back(*g.variants[i].multi);
-        ks.push_back(ctx.kernels.find_multi(cs.back(), spec.dtype, g.capacity));
-        idx.push_back(i);
-      }
-    const auto reasons = verifier.verify_at_shape(inputs, spec, cs, ks);
-    for (std::size_t j = 0; j < idx.size(); ++j)
-      if (!reasons[j].empty()) {
-        g.variants[idx[j]].status = db::TrialStatus::wrong_result;
-        g.variants[idx[j]].reason = reasons[j];
-      }
-  }
-  Backend& b = ctx.backend;
-  const DeviceBuffer ws(b, max_ws), counter(b, 4 * kSlotWords), out(b, 4 * spec.tensors), sink(b, 4);
-  b.memset32_async(counter.get(), 0, kSlotWords, stream);
-  {
-    Gate gate(b, ctx.reference.gate, ctx.protocol.gate_timeout_ms);
-    Runner runner(b, stream, inputs, ctx.protocol, &gate);
-    GroupSource source(ctx, runner, stream, g, ws.get(), counter.get<std::uint32_t>(), out.get<float>());
-    screen(g.variants, ctx.protocol, source);
-    const auto fin = multi_finalists(g.variants, ctx.protocol, g.baseline);
-    const auto samples = final_pass(g.variants, fin, ctx.protocol, source);
-    select_winner(g, fin, samples, ctx.protocol, source);
-    if (g.confirmation == Confirmation::pooled) ctx.progress(fmt::format("{}: {}", spec.name(), g.confirmation_note));
-    Timed t{[&](const void* in) { ctx.reference.launch_stream_read(b, in, spec.bytes(), sink.get(), stream); }};
-    runner.prepare(t, spec.bytes(), /*warm_up=*/false);
-    g.ceiling = Stats::of(runner.measure(t, spec.bytes(), ctx.protocol.final_rounds));
-  }
-  return g;
 }
 
 db::GroupKey group_key(const std::string& arch, const GroupSpec& g) {

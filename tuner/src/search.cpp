@@ -76,7 +76,8 @@ void screen(std::vector<VariantResult>& variants, const TimingProtocol& protocol
 }
 
 std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
-                                DType dtype) {
+                                const std::function<int(const VariantResult&)>& kind,
+                                const std::function<bool(std::size_t)>& always) {
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < variants.size(); ++i)
     if (variants[i].status == db::TrialStatus::ok && variants[i].stats.samples > 0) order.push_back(i);
@@ -84,16 +85,18 @@ std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, cons
                    [&](auto a, auto b) { return variants[a].stats.median_us < variants[b].stats.median_us; });
   std::set<std::size_t> fin(order.begin(),
                             order.begin() + std::min<std::size_t>(order.size(), static_cast<std::size_t>(protocol.finalists)));
-  for (const StrategyInfo& s : kStrategies)
-    for (std::size_t i : order)
-      if (variants[i].config.strategy == s.value) {
-        fin.insert(i);
-        break;
-      }
-  for (const auto& te : transformer_engine_baselines(dtype))
-    for (std::size_t i : order)
-      if (variants[i].config == te) fin.insert(i);
+  std::set<int> kinds;
+  for (std::size_t i : order)
+    if (kinds.insert(kind(variants[i])).second || always(i)) fin.insert(i);
   return fin;
+}
+
+std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
+                                DType dtype) {
+  const auto te = transformer_engine_baselines(dtype);
+  return finalists(
+      variants, protocol, [](const VariantResult& v) { return static_cast<int>(v.config.strategy); },
+      [&](std::size_t i) { return std::find(te.begin(), te.end(), variants[i].config) != te.end(); });
 }
 
 std::vector<std::vector<double>> final_pass(std::vector<VariantResult>& variants, const std::set<std::size_t>& fin,

@@ -27,19 +27,20 @@ void Session::run() {
   report_.device = dev;
   report_.compiler = compiler_->version();
   report_.protocol = o_.protocol.describe();
-  current_ = running_provenance(dev, compiler_->version());
-  current_.timing_protocol = o_.protocol.describe();
-  current_multi_ = current_;
-  current_multi_.template_hash = multi_template_hash();
+  db::Provenance current = running_provenance(dev, compiler_->version());
+  current.timing_protocol = o_.protocol.describe();
+  std::apply([&](auto&... run) {
+    ((run.current = current, run.current.template_hash = std::decay_t<decltype(run)>::Family::template_hash()), ...);
+  }, runs_);
   open_db();
-  plan_keys();
-  plan_groups();
-  if (work_.empty() && group_work_.empty()) {
+  plan<SingleFamily>();
+  plan<MultiFamily>();
+  if (family<SingleFamily>().work.empty() && family<MultiFamily>().work.empty()) {
     progress("nothing to tune: every key and group already has a winner for this device and build (use --retune)");
   } else {
     build_kernels();
-    if (!work_.empty()) tune_keys(t0);
-    if (!group_work_.empty()) tune_groups(t0);
+    tune_all<SingleFamily>(t0);
+    tune_all<MultiFamily>(t0);
   }
   report_.wall_s = seconds_since(t0);
 }
@@ -95,91 +96,42 @@ void Session::open_db() {
                          "(--json FILE saves the summary)", o_.db_path.string()));
 }
 
-// Which keys to measure, and which are already done (resumed).
-void Session::plan_keys() {
-  std::vector<std::pair<DType, std::uint64_t>> wanted;
+// Which work items of family F to measure, and which are already done (resumed): with --stale,
+// the stale keys of the device and those of its winners of this identity measured before GPU time
+// (host-inclusive); else the sizes or groups asked for. A winner of this identity is kept unless
+// --retune.
+template <class F>
+void Session::plan() {
+  using Fam = TuneFamily<F>;
+  FamilyRun<F>& run = family<F>();
+  std::vector<typename Fam::Work> wanted;
   if (o_.stale_only) {
-    for (const auto& s : db_->stale_keys(current_))
+    for (const auto& s : Fam::stale(*db_, run.current))
       for (DType d : o_.dtypes)
-        if (s.key.arch == arch_.name && d == s.key.dtype) wanted.emplace_back(d, s.key.n);
-    // Winners of this identity measured before GPU time (host-inclusive) are re-tuned too.
+        if (s.key.arch == arch_.name && d == s.key.dtype)
+          if (const auto w = Fam::work_of(s.key, false)) wanted.push_back(*w);
     for (DType d : o_.dtypes)
-      for (const auto& w : db_->winners(db::WinnerFilter{arch_.name, d}))
-        if (db::same_identity(w.provenance, current_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
-            std::find(wanted.begin(), wanted.end(), std::pair{d, w.key.n}) == wanted.end())
-          wanted.emplace_back(d, w.key.n);
-  } else if (o_.tune_sizes) {
-    const auto sizes = o_.sizes.empty() ? default_sizes() : o_.sizes;
-    for (DType d : o_.dtypes)
-      for (auto n : sizes) wanted.emplace_back(d, n);
-  }
-  const DeviceInfo& dev = backend_->device();
-  for (auto [d, n] : wanted)
-    if (const auto why = fit_error(dev, d, n); !why.empty()) throw TuneError(why);
-  for (auto [d, n] : wanted) {
-    const db::TuningKey key{arch_.name, d, n};
-    if (!o_.retune && !o_.stale_only && db_->has_winner(key, current_)) {
-      KeyResult k;
-      k.dtype = d;
-      k.n = n;
-      k.resumed = true;
-      for (auto& w : db_->winners(db::WinnerFilter{arch_.name, d}))
-        if (w.key.n == n && db::same_identity(w.provenance, current_)) k.stored = w;
-      report_.keys.push_back(std::move(k));
-    } else {
-      work_.emplace_back(d, n);
-    }
-  }
-  if (!report_.keys.empty())
-    progress(fmt::format("resuming: {} of {} keys already tuned for this device and build are kept",
-                         report_.keys.size(), wanted.size()));
-}
-
-// Which groups to measure, and which are already done (resumed).
-void Session::plan_groups() {
-  std::vector<GroupSpec> wanted;
-  if (o_.stale_only) {
-    for (const auto& k : db_->stale_group_keys(current_multi_))
-      for (DType d : o_.dtypes)
-        if (k.key.arch == arch_.name && d == k.key.dtype && k.key.largest_bytes % info(d).bytes == 0)
-          wanted.push_back({k.key.tensors, k.key.largest_bytes / info(d).bytes, d});
-    // Group winners of this identity measured before GPU time are re-tuned too (a uniform group:
-    // total = tensors x largest).
-    for (DType d : o_.dtypes)
-      for (const auto& w : db_->group_winners(db::WinnerFilter{arch_.name, d}))
-        if (db::same_identity(w.provenance, current_multi_) && !measured_in_gpu_time(w.provenance.timing_protocol) &&
-            w.key.largest_bytes % info(d).bytes == 0 && w.key.total_bytes == w.key.tensors * w.key.largest_bytes) {
-          const GroupSpec g{w.key.tensors, w.key.largest_bytes / info(d).bytes, d};
-          if (std::none_of(wanted.begin(), wanted.end(), [&](const GroupSpec& h) {
-                return h.tensors == g.tensors && h.n == g.n && h.dtype == g.dtype;
-              }))
-            wanted.push_back(g);
-        }
+      for (const auto& row : Fam::winners(*db_, db::WinnerFilter{arch_.name, d}))
+        if (db::same_identity(row.provenance, run.current) && !measured_in_gpu_time(row.provenance.timing_protocol))
+          if (const auto w = Fam::work_of(row.key, true); w && std::find(wanted.begin(), wanted.end(), *w) == wanted.end())
+            wanted.push_back(*w);
   } else {
-    wanted = o_.groups ? *o_.groups : default_groups(o_.dtypes);
+    wanted = Fam::wanted(o_, o_.dtypes);
   }
-  const DeviceInfo& dev = backend_->device();
-  for (const GroupSpec& g : wanted)
-    if (const auto why = fit_error(dev, g.dtype, g.tensors * g.n); !why.empty())
-      throw TuneError(fmt::format("group {}: {}", g.name(), why));
+  for (const auto& w : wanted)
+    if (const auto why = Fam::fit_problem(backend_->device(), w); !why.empty()) throw TuneError(why);
   std::size_t resumed = 0;
-  for (const GroupSpec& g : wanted) {
-    const db::GroupKey key = group_key(arch_.name, g);
-    if (!o_.retune && !o_.stale_only && db_->has_group_winner(key, current_multi_)) {
-      GroupResult r;
-      r.spec = g;
-      r.dtype = g.dtype;
-      r.n = g.tensors * g.n;
-      r.resumed = true;
-      report_.groups.push_back(std::move(r));
+  for (const auto& w : wanted) {
+    if (!o_.retune && !o_.stale_only && Fam::has_winner(*db_, Fam::key(arch_.name, w), run.current)) {
+      Fam::results(report_).push_back(Fam::resumed(w, *db_, arch_.name, run.current));
       ++resumed;
     } else {
-      group_work_.push_back(g);
+      run.work.push_back(w);
     }
   }
   if (resumed)
-    progress(fmt::format("resuming: {} of {} multi-tensor groups already tuned for this device and build are kept",
-                         resumed, wanted.size()));
+    progress(fmt::format("resuming: {} of {} {} already tuned for this device and build are kept", resumed,
+                         wanted.size(), Fam::kKeys));
 }
 
 }  // namespace detail

@@ -1,9 +1,9 @@
 #pragma once
-// Tuning the multi-tensor family (DESIGN.md section 6, "Many tensors per launch"): group shapes
-// instead of sizes. For each group (a number of tensors of one element count and dtype) every
-// variant of the multi-tensor space is verified bit-exactly per tensor, screened, the finalists
-// re-timed in interleaved rounds and the winner chosen and confirmed with the single-tensor
-// search's rules (search.hpp); the result is keyed in the database by the group's shape.
+// The multi-tensor family's part of the tuner (DESIGN.md section 6, "Many tensors per launch"):
+// group shapes instead of sizes, their candidates, finalists and verification, and the group's
+// database key. The tune session (tuner/src, over TuneFamily<MultiFamily>) verifies every variant
+// bit-exactly per tensor, screens them, re-times the finalists in interleaved rounds and chooses
+// and confirms the winner with the single-tensor search's rules (search.hpp).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -105,54 +105,6 @@ class MultiVerifier {
   std::uint32_t calls_ = 0;
   void reserve(std::uint64_t out_words, std::uint64_t workspace_bytes);
 };
-
-/// The device-side parts a group tune needs, owned by the caller (the tuner's session).
-struct GroupTuneContext {
-  Backend& backend;
-  KernelCache& kernels;
-  const ArchInfo& arch;
-  const TimingProtocol& protocol;
-  SpaceKind space;
-  const ReferenceKernels& reference;     ///< the streaming read (the ceiling)
-  std::function<void(const std::string&)> progress;
-};
-
-/// One multi-tensor kernel a tune needs, and what building it gave.
-struct MultiKernelBuild {
-  MultiConfig config;  ///< the compile-time part
-  DType dtype{};
-  std::uint32_t capacity = 0;  ///< descriptors per launch
-  std::optional<CachedBinary> binary;  ///< set once built
-  ResourceUsage usage;
-  bool from_cache = false;
-  BuildOutcome outcome;  ///< built (then loaded), or why not
-  /// multi_kernel_name() of the kernel.
-  std::string name() const { return multi_kernel_name(config, dtype, capacity); }
-};
-
-/// The kernels the group_candidates() of `groups` need on the device of `ctx`, each once: per
-/// group, the compile-time part of each candidate at the descriptor capacity of the group's tensor
-/// count, in first-use order. Thread-safe (pure).
-std::vector<MultiKernelBuild> multi_kernels_needed(const GroupTuneContext& ctx, std::span<const GroupSpec> groups);
-
-/// Compiles `k` through the kernel cache's binary cache (a CompileError is kept in k.outcome); reads
-/// the code object's resource usage on AMD. Needs no GPU. Thread-safe for distinct `k` (a compile
-/// pool calls it from many threads). Errors: what the binary cache throws besides CompileError.
-void compile_multi_kernel(const GroupTuneContext& ctx, MultiKernelBuild& k);
-
-/// Loads each built kernel of `builds` into ctx.kernels (a load failure becomes the kernel's
-/// outcome, BuildOutcome::load_failure), counting each as compiled or from the cache. Returns kernel
-/// name -> outcome, what tune_group() takes. Calling thread only.
-std::map<std::string, BuildOutcome> load_multi_kernels(const GroupTuneContext& ctx, std::vector<MultiKernelBuild>& builds,
-                                                      int* compiled, int* cached);
-
-/// Tunes one group: candidates, both verification passes (verify_small's result for the dtype is
-/// passed in), screening, finalists, the final pass, the winner confirmed, and the streaming read
-/// of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
-/// Errors: BackendError (the device failed).
-GroupResult tune_group(const GroupTuneContext& ctx, const GroupSpec& group, MultiVerifier& verifier,
-                       InputRegion& inputs, StreamHandle stream, const std::map<std::string, BuildOutcome>& builds,
-                       const std::map<std::string, std::string>& small_failures);
 
 /// The database key of a tuned group.
 db::GroupKey group_key(const std::string& arch, const GroupSpec& group);

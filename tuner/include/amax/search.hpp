@@ -5,6 +5,7 @@
 // the runner's (runner.hpp), reached through a SampleSource so that the decisions can be tested
 // on synthetic samples.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -105,8 +106,15 @@ class SampleSource {
 /// are set. A variant whose launch fails becomes launch_failed with the driver's message.
 void screen(std::vector<VariantResult>& variants, const TimingProtocol& protocol, SampleSource& source);
 
-/// The finalists after screening: the protocol.finalists fastest ok variants, the fastest of each
-/// strategy and the TransformerEngine baselines that are ok (indices into variants, ascending).
+/// The finalists after screening: the protocol.finalists fastest ok variants (timed), the fastest
+/// of each `kind` (a family's classes of variants, e.g. the strategy) and every ok variant i with
+/// always(i) (indices into variants, ascending). Thread-safe if `kind` and `always` are.
+std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
+                                const std::function<int(const VariantResult&)>& kind,
+                                const std::function<bool(std::size_t)>& always);
+
+/// The single-tensor finalists: finalists() with the fastest of each strategy and the
+/// TransformerEngine baselines that are ok.
 std::set<std::size_t> finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
                                 DType dtype);
 
