@@ -162,11 +162,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       };
       for (const auto& b : tune::transformer_engine_baselines(k.dtype))
         add(("te_" + std::string(to_string(b.strategy))).c_str(), k.find(b.label()));
-      add("best_atomic", k.best(Strategy::atomic));
-      add("best_two_stage", k.best(Strategy::two_stage));
-      add("best_one_pass", k.best(Strategy::one_pass));
-      add("best_self_reset", k.best(Strategy::self_reset));
-      add("best_spin", k.best(Strategy::spin));
+      for (const StrategyInfo& s : kStrategies) add(("best_" + std::string(s.name)).c_str(), k.best(s.value));
       int failed = 0;
       for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
       e["tie_set"] = nlohmann::json::array();

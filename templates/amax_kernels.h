@@ -9,8 +9,8 @@
 //   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
 //   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS,
-//                     AMAX_STRATEGY_SELF_RESET or AMAX_STRATEGY_SPIN (each defined too, from the
-//                     generator's kStrategies)
+//                     AMAX_STRATEGY_SELF_RESET, AMAX_STRATEGY_SPIN or AMAX_STRATEGY_FIRST_RESET
+//                     (each defined too, from the generator's kStrategies)
 //   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
 //                     scale and scale_inv by amax_scale_rule in the same launch; each defined too,
 //                     from the generator's kEpilogues)
@@ -25,7 +25,8 @@
 //   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
 //   the helpers below and its entry point from amax_multi_kernels.h)
 // and the vendor prelude defines AMAX_WAVE_SIZE, AMAX_DEVICE, AMAX_GLOBAL, AMAX_LAUNCH_BOUNDS,
-// AMAX_RESTRICT, amax_shfl_xor, amax_wave_mask, amax_ballot, amax_lowest_lane, amax_atomic_max, amax_atomic_exch, amax_arrive, amax_max_u16x2,
+// AMAX_RESTRICT, amax_shfl_xor, amax_wave_mask, amax_ballot, amax_lowest_lane, amax_atomic_max, amax_atomic_exch, amax_arrive,
+// amax_fetch_add_u64, amax_store_release, amax_load_acquire, amax_max_u16x2,
 // amax_zero_above_u16x2, amax_float_bits, amax_bits_float, amax_div_rn and amax_rcp_rn.
 //
 // Method. Everything is integer arithmetic on the elements' bits: clearing the sign bit gives |x|,
@@ -45,7 +46,11 @@
 //   counter: the stream's slot: words that are 0 before the launch and are 0 again after it:
 //            counter[0] the arrival count (one_pass, self_reset), counter[1] the accumulator of
 //            the participants' maxima (self_reset), counter[AMAX_SPIN_FIRST_WORD + b] block b's
-//            flagged maximum (spin, b = 1 .. gridDim.x - 1); only with more than one participant;
+//            flagged maximum (spin, b = 1 .. gridDim.x - 1); except first_reset's three words,
+//            zero only when the slot is allocated and kept from launch to launch:
+//            counter[AMAX_FIRST_RESET_WORD .. +1] the 64-bit {arrivals (low 32 bits), epoch (high
+//            32 bits)}, 0 arrivals between launches, and counter[AMAX_FIRST_RESET_WORD + 2] the
+//            last published epoch + 1; only with more than one participant;
 //   (participants: the grid's blocks, or with AMAX_CLUSTER > 1 its clusters)
 //   flags: bit 0 set = ignore NaN.
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
@@ -65,8 +70,14 @@
 #define AMAX_FLAG_IGNORE_NAN 1u
 // spin: the first slot word of the per-block words (the runtime's kSpinFirstWord, launch.hpp), and
 // the flag bit of a stored block maximum (an fp32 amax has the sign bit clear).
-#define AMAX_SPIN_FIRST_WORD 2u
+#define AMAX_SPIN_FIRST_WORD 6u
 #define AMAX_SPIN_FLAG 0x80000000u
+// first_reset: the first of its three slot words (the runtime's kFirstResetWord, launch.hpp; 8-byte
+// aligned: a slot starts 8-byte aligned), and the most polls of the publication a block makes
+// before it gives up waiting (the publication comes within microseconds of the launch; the bound
+// only keeps a slot shared against the rules from hanging the stream).
+#define AMAX_FIRST_RESET_WORD 2u
+#define AMAX_FIRST_RESET_MAX_POLLS (1u << 20)
 
 #if AMAX_THREADS % AMAX_WAVE_SIZE != 0
 #error "AMAX_THREADS must be a multiple of the wave size"
@@ -300,6 +311,26 @@ AMAX_DEVICE unsigned amax_cluster_reduce(unsigned bits) {
 #define AMAX_CLUSTER_ATTR
 #endif
 
+#if !defined(AMAX_MULTI) && AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET
+// first_reset's start, by thread 0 of each block of a grid of more than one block, before its
+// loads: takes a ticket (arrival index and epoch) on the slot's 64-bit word; the first block to
+// arrive zeroes the output and publishes epoch + 1 with a release store; the last moves the word
+// to the next epoch with 0 arrivals (an add of 2^32 - gridDim.x). Launches on one stream never
+// overlap, so every launch finds 0 arrivals and all its blocks take the same epoch. Returns the
+// value the publication will have (epoch + 1).
+AMAX_DEVICE unsigned amax_first_reset_enter(unsigned* counter, float* out) {
+  unsigned long long* word = reinterpret_cast<unsigned long long*>(counter + AMAX_FIRST_RESET_WORD);
+  const unsigned long long ticket = amax_fetch_add_u64(word, 1ull);
+  const unsigned arrival = (unsigned)ticket, want = (unsigned)(ticket >> 32) + 1u;
+  if (arrival == gridDim.x - 1u) amax_fetch_add_u64(word, (1ull << 32) - gridDim.x);
+  if (arrival == 0u) {
+    *reinterpret_cast<unsigned*>(out) = 0u;
+    amax_store_release(counter + AMAX_FIRST_RESET_WORD + 2u, want);
+  }
+  return want;
+}
+#endif
+
 // Writes the amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue, scale and
 // scale_inv from it. Called by one thread.
 AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
@@ -318,6 +349,11 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
   amax_launch_dependents();  // the finish kernel may start now; it waits for this grid's stores
+#endif
+#if AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET
+  // The ticket before the loads: thread 0's warp waits for it while the block's other warps load.
+  unsigned first_reset_want = 0u;
+  if (threadIdx.x == 0 && gridDim.x > 1) first_reset_want = amax_first_reset_enter(counter, out);
 #endif
   const unsigned char* p = static_cast<const unsigned char*>(in);
   unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
@@ -409,6 +445,25 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   __syncthreads();  // amax_block_reduce's shared words were read by wave 0 of the reduction above
   v = amax_block_reduce(v);
   if (threadIdx.x == 0) amax_write_result(out, v AMAX_SCALE_ARG);
+  (void)workspace;
+#elif AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET
+#if AMAX_CLUSTER > 1
+#error "first_reset runs without clusters"
+#endif
+#if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
+#error "first_reset has no scale epilogue (no block holds the final amax)"
+#endif
+  // Thread 0 waits (acquire loads) until the first block's zeroing of the output is published for
+  // this launch's epoch, then folds the block maximum into the output with an atomic max on the
+  // fp32 bits (canonical NaN, as atomic) whose result is not used: the block does not wait for it.
+  // The acquire orders the atomic after the zeroing.
+  if (threadIdx.x == 0) {
+    const unsigned* published = counter + AMAX_FIRST_RESET_WORD + 2u;
+    for (unsigned polls = 0; amax_load_acquire(published) != first_reset_want && polls < AMAX_FIRST_RESET_MAX_POLLS;
+         ++polls) {
+    }
+    amax_atomic_max(reinterpret_cast<unsigned*>(out), bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+  }
   (void)workspace;
 #else  // one_pass: the last block to arrive reduces the block maxima and resets the counter
   // Thread 0 stores the block maximum, then counts the block with an acquire-release atomic:

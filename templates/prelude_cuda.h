@@ -28,6 +28,20 @@ AMAX_DEVICE unsigned amax_arrive(unsigned* p) {
   asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
   return old;
 }
+// first_reset's words (device scope): a 64-bit atomic add returning the old value (relaxed), a
+// release store (the thread's earlier stores are visible to whoever acquires the value) and an
+// acquire load (later loads and atomics of the thread happen after it).
+AMAX_DEVICE unsigned long long amax_fetch_add_u64(unsigned long long* p, unsigned long long v) {
+  return atomicAdd(p, v);
+}
+AMAX_DEVICE void amax_store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+AMAX_DEVICE unsigned amax_load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 // Per 16-bit lane unsigned max of two packed words (one VIMNMX on sm_90).
 AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) { return __vmaxu2(a, b); }
 // Zeroes each 16-bit lane of w that is greater than the same lane of limit.

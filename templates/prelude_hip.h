@@ -25,6 +25,17 @@ AMAX_DEVICE unsigned amax_atomic_exch(unsigned* p, unsigned v) { return atomicEx
 AMAX_DEVICE unsigned amax_arrive(unsigned* p) {
   return __hip_atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
 }
+// first_reset's words, agent scope (see prelude_cuda.h): the scoped atomic builtins emit the
+// cache maintenance each target needs (on gfx942/gfx950 the XCDs' L2 caches included).
+AMAX_DEVICE unsigned long long amax_fetch_add_u64(unsigned long long* p, unsigned long long v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+AMAX_DEVICE void amax_store_release(unsigned* p, unsigned v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+AMAX_DEVICE unsigned amax_load_acquire(const unsigned* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
 // Per 16-bit lane unsigned max of two packed words.
 AMAX_DEVICE unsigned amax_max_u16x2(unsigned a, unsigned b) {
   unsigned lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);

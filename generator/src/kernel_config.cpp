@@ -123,6 +123,12 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     if (auto no = spin_unsupported_reason(arch)) return why(*no);
     if (cluster > 1) return why("spin runs without clusters (its participants are the blocks)");
   }
+  if (strategy == Strategy::first_reset) {
+    if (cluster > 1) return why("first_reset runs without clusters (its participants are the blocks)");
+    if (epilogue == Epilogue::scale)
+      return why("first_reset has no scale epilogue: every block ends with an atomic max on the output, so no "
+                 "block holds the final amax to derive the scale from (amax_and_scale runs self_reset for it)");
+  }
   return std::nullopt;
 }
 

@@ -58,6 +58,11 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
               if (!full && s == Strategy::spin &&
                   (t < 256 || b.kind != BlockCap::Kind::per_cu || b.value > 8))
                 continue;
+              // Pruned first_reset: threads 256-1024, unroll 1-4, max blocks 2, 4 or 8 per CU or
+              // uncapped (the shapes that won the tail probe's sweep from 64 KiB to 16 MiB).
+              if (!full && s == Strategy::first_reset &&
+                  (t < 256 || u > 4 || b == BlockCap::per_cu(16)))
+                continue;
               if (k > 1 && (t < 256 || v * elem != 16)) continue;
               KernelConfig c{s, t, v, u, b};
               c.cluster = k;
@@ -78,7 +83,7 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
 KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype) {
   KernelConfig f = amax_only;
   f.epilogue = Epilogue::amax;
-  if (f.strategy == Strategy::atomic) {
+  if (f.strategy == Strategy::atomic || f.strategy == Strategy::first_reset) {
     // self_reset's cost grows with its grid (one arrival count per block, serialized on one word),
     // so its grid cap is at most kFusedSelfResetBlocksPerCu blocks per CU (search_space.hpp).
     KernelConfig s = f;
@@ -87,7 +92,11 @@ KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, 
     if (cap.kind != BlockCap::Kind::per_cu || cap.value > kFusedSelfResetBlocksPerCu)
       s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
-    if (std::find(space.begin(), space.end(), s) != space.end()) f = s;
+    const auto in_space = [&] { return std::find(space.begin(), space.end(), s) != space.end(); };
+    // first_reset has no scale epilogue at all: it becomes self_reset even outside the pruned space,
+    // at kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
+    if (f.strategy == Strategy::first_reset && !in_space()) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
+    if (f.strategy == Strategy::first_reset || in_space()) f = s;
   }
   f.epilogue = Epilogue::scale;
   return f;

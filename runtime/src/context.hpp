@@ -98,10 +98,10 @@ struct amax_context {
   std::vector<std::unique_ptr<amax::capi::Plan>> fallback_plans;  // default plans replacing failed variants
   amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
-  // Stream slots of one_pass, self_reset and spin: slot_words zeroed words per stream (arrival
-  // count, self_reset's accumulator and, where the arch runs spin, spin's per-block words:
-  // kSlotWords = 4104 bytes, 16.8 MB for the 4096 slots; elsewhere kSpinFirstWord = 8 bytes,
-  // 32 KiB), claimed lock-free (open addressing).
+  // Stream slots of one_pass, self_reset, first_reset and spin: slot_words zeroed words per stream
+  // (arrival count, self_reset's accumulator, first_reset's words and, where the arch runs spin,
+  // spin's per-block words: kSlotWords = 4120 bytes, 16.9 MB for the 4096 slots; elsewhere
+  // kSpinFirstWord = 24 bytes, 96 KiB), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
   std::size_t slot_words = amax::kSlotWords;
   amax::DeviceBuffer slots;  // declared after backend: released before it

@@ -52,7 +52,11 @@ void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t co
 std::string fused_note(const KernelConfig& amax_only, const KernelConfig& fused) {
   return fused.strategy == amax_only.strategy
              ? std::string()
-             : fmt::format("; fused as {} (the amax-only {} without its memset launch)", fused.label(), amax_only.label());
+             : amax_only.strategy == Strategy::first_reset
+                   ? fmt::format("; fused as {} (first_reset, the amax-only {}, has no scale epilogue)", fused.label(),
+                                 amax_only.label())
+                   : fmt::format("; fused as {} (the amax-only {} without its memset launch)", fused.label(),
+                                 amax_only.label());
 }
 
 // amax_explain (Epilogue::amax) and amax_explain_scale: the plan of (dtype, n) and where it came from.

@@ -37,7 +37,7 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
     s.workspace_bytes = 4ull * s.parts;
   // atomic with the scale epilogue counts its participants in the slot to find the last one.
   s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset || c.strategy == Strategy::spin ||
-                 (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
+                 c.strategy == Strategy::first_reset || (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
                 s.parts > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.parts > 1;
   s.dependent_finish = s.finish_kernel;

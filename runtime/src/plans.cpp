@@ -18,13 +18,15 @@ using namespace amax::capi;
 // The fused call runs amax_compute's choice as fused_variant maps it (the scale epilogue; atomic's
 // memset dropped by running it as self_reset): the tuned tables hold amax-only winners (the
 // epilogue runs once per call, in one thread, after the reduction). A forced variant runs as
-// forced, with the epilogue of the call.
+// forced, with the epilogue of the call, except a forced first_reset, which has no scale epilogue:
+// the fused call maps it as a table choice.
 std::unique_ptr<Plan> amax_context::make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
   auto p = std::make_unique<Plan>();
   const Choice c = tables->choose(d, n);
   p->config = c.config;
   p->config.epilogue = epilogue;  // also over a forced label's
-  if (epilogue == Epilogue::scale && c.source != Source::override_env) p->config = fused_variant(c.config, arch, d);
+  if (epilogue == Epilogue::scale && (c.source != Source::override_env || c.config.strategy == Strategy::first_reset))
+    p->config = fused_variant(c.config, arch, d);
   p->source = static_cast<amax_source_t>(c.source);
   p->entry = c.entry;
   p->shape = launch_shape(p->config, n, cu);

@@ -1,5 +1,6 @@
-// The stream slots of one_pass, self_reset and spin: slot_words zeroed words of the context's device
-// memory per stream (arrival count, self_reset's accumulator, spin's words where the arch runs it),
+// The stream slots of one_pass, self_reset, first_reset and spin: slot_words zeroed words of the
+// context's device memory per stream (arrival count, self_reset's accumulator, first_reset's words,
+// spin's words where the arch runs it),
 // claimed lock-free by open addressing.
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,6 @@ std::uint32_t* amax_context::slot_for(StreamHandle s) {
       return slots.get<std::uint32_t>() + slot_words * i;
     if (cur == key) return slots.get<std::uint32_t>() + slot_words * i;
   }
-  fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset or "
-                                                 "spin kernels of this context; create another context", kSlots));
+  fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset, "
+                                                 "first_reset or spin kernels of this context; create another context", kSlots));
 }

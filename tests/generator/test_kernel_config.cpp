@@ -126,6 +126,12 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
   EXPECT_EQ(fused("one_pass.t1024.v8.u8.b2cu"), "one_pass.t1024.v8.u8.b2cu.scale");
   EXPECT_EQ(fused("self_reset.t512.v8.u2.b16cu"), "self_reset.t512.v8.u2.b16cu.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu.scale"), "self_reset.t256.v8.u2.b4cu.scale");  // already fused
+  // first_reset has no scale epilogue: self_reset of its shape, capped at 4 per CU, in or outside
+  // the pruned space
+  EXPECT_EQ(fused("first_reset.t512.v8.u2.b2cu"), "self_reset.t512.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("first_reset.t256.v8.u4.b4cu"), "self_reset.t256.v8.u4.b4cu.scale");
+  EXPECT_EQ(fused("first_reset.t512.v8.u2.buncapped"), "self_reset.t512.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("first_reset.t128.v4.u8.b16cu"), "self_reset.t128.v4.u8.b4cu.scale");
   // every variant of the pruned and full spaces: only strategy, epilogue and (for a mapped one, to
   // at most 4 per CU) the grid cap differ, and a mapped one is in the pruned space
   for (const ArchInfo& arch : {sm90, gfx942})
@@ -138,15 +144,22 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
           EXPECT_EQ(f.validate(arch, d), std::nullopt) << c.label();
           EXPECT_EQ(f.epilogue, Epilogue::scale);
           if (f.strategy != c.strategy) {
-            EXPECT_EQ(c.strategy, Strategy::atomic) << c.label();
+            EXPECT_TRUE(c.strategy == Strategy::atomic || c.strategy == Strategy::first_reset) << c.label();
             EXPECT_EQ(f.strategy, Strategy::self_reset) << c.label();
             KernelConfig amax_only = f;
             amax_only.epilogue = Epilogue::amax;
-            EXPECT_NE(std::find(pruned.begin(), pruned.end(), amax_only), pruned.end()) << c.label();
+            // atomic is mapped only into the pruned space; first_reset (no scale epilogue) always
+            if (c.strategy == Strategy::atomic || kind == SpaceKind::pruned) {
+              EXPECT_NE(std::find(pruned.begin(), pruned.end(), amax_only), pruned.end()) << c.label();
+            }
             EXPECT_EQ(f.max_blocks.kind, BlockCap::Kind::per_cu) << c.label();
             EXPECT_LE(f.max_blocks.value, kFusedSelfResetBlocksPerCu) << c.label();
             if (c.max_blocks.kind == BlockCap::Kind::per_cu && c.max_blocks.value <= kFusedSelfResetBlocksPerCu) {
-              EXPECT_EQ(f.max_blocks, c.max_blocks) << c.label();
+              // a smaller cap is kept (first_reset's only where self_reset's pruned space has it)
+              if (c.strategy == Strategy::atomic || std::find(pruned.begin(), pruned.end(), amax_only) != pruned.end())
+                EXPECT_TRUE(f.max_blocks == c.max_blocks || f.max_blocks == BlockCap::per_cu(kFusedSelfResetBlocksPerCu))
+                    << c.label();
+              if (c.strategy == Strategy::atomic) EXPECT_EQ(f.max_blocks, c.max_blocks) << c.label();
             }
             ++mapped;
           }
@@ -356,6 +369,28 @@ TEST(KernelConfig, SpinLabelsParseValidateAndDefine) {
   EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16),
             "spin.t512.v8.u2.b4cu.c8: spin runs without clusters (its participants are the blocks)");
   EXPECT_THROW(KernelConfig::parse("spin_coop.t512.v8.u2.b4cu"), std::invalid_argument);
+}
+
+// first_reset (issue 27): label, parsing and #defines from the field list; valid on every vendor
+// without clusters and without the scale epilogue, each refusal naming its reason.
+TEST(KernelConfig, FirstResetLabelsParseValidateAndDefine) {
+  const KernelConfig c{Strategy::first_reset, 512, 8, 2, BlockCap::uncapped()};
+  EXPECT_EQ(static_cast<int>(Strategy::first_reset), 5);
+  EXPECT_EQ(info(Strategy::first_reset).macro, "AMAX_STRATEGY_FIRST_RESET");
+  EXPECT_EQ(c.label(), "first_reset.t512.v8.u2.buncapped");
+  EXPECT_EQ(c.kernel_label(), "first_reset.t512.v8.u2");
+  EXPECT_EQ(KernelConfig::parse("first_reset.t512.v8.u2.buncapped"), c);
+  EXPECT_EQ(c.compile_time_defines(),
+            "#define AMAX_STRATEGY AMAX_STRATEGY_FIRST_RESET\n#define AMAX_THREADS 512\n#define AMAX_NVEC 8\n"
+            "#define AMAX_UNROLL 2\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
+  for (const char* arch : {"sm_80", "sm_90", "sm_100", "gfx90a", "gfx942", "gfx950"})
+    EXPECT_EQ(c.validate(ArchInfo::parse(arch), DType::bf16), std::nullopt) << arch;
+  EXPECT_EQ(KernelConfig::parse("first_reset.t512.v8.u2.b4cu.c8").validate(ArchInfo::parse("sm_90"), DType::bf16),
+            "first_reset.t512.v8.u2.b4cu.c8: first_reset runs without clusters (its participants are the blocks)");
+  EXPECT_EQ(KernelConfig::parse("first_reset.t512.v4.u2.b4cu.scale").validate(ArchInfo::parse("gfx942"), DType::fp32),
+            "first_reset.t512.v4.u2.b4cu.scale: first_reset has no scale epilogue: every block ends with an atomic "
+            "max on the output, so no block holds the final amax to derive the scale from (amax_and_scale runs "
+            "self_reset for it)");
 }
 
 TEST(KernelConfigFields, CompileTimePartDropsOnlyLaunchParameters) {

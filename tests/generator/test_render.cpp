@@ -100,7 +100,7 @@ TEST(Render, SpinRendersItsStrategyAndSlotLayout) {
   EXPECT_NE(s.find("#define AMAX_STRATEGY_SPIN 4\n"), std::string::npos);
   EXPECT_NE(s.find("#define AMAX_STRATEGY AMAX_STRATEGY_SPIN\n"), std::string::npos);
   EXPECT_NE(s.find("#elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN"), std::string::npos);
-  EXPECT_NE(s.find("#define AMAX_SPIN_FIRST_WORD 2u"), std::string::npos);
+  EXPECT_NE(s.find("#define AMAX_SPIN_FIRST_WORD 6u"), std::string::npos);
   EXPECT_NE(s.find("#define AMAX_SPIN_FLAG 0x80000000u"), std::string::npos);
   EXPECT_EQ(kernel_name(c, DType::bf16), "amax_spin_t512_v8_u2_bf16");
   EXPECT_EQ(kernel_name(KernelConfig::parse("spin.t512.v8.u2.b4cu.scale"), DType::fp16), "amax_spin_t512_v8_u2_scale_fp16");

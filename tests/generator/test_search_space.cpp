@@ -12,14 +12,15 @@ TEST(SearchSpace, PrunedSpaceSizes) {
   // atomic, two_stage, one_pass: threads {128,256,512,1024} x one 16-byte nvec x unroll {1,2,4,8}
   // x 5 caps = 80 each; self_reset: threads {256,512,1024} x unroll 4 x caps {4,8,16 per CU,
   // uncapped} = 48; spin (kPrunedSpin, NVIDIA only): threads {256,512,1024} x unroll 4 x caps
-  // {2,4,8 per CU} = 36 from 12 kernels.
-  static_assert(kPrunedSpin, "the counts below are those of the pruned space with spin");
+  // {2,4,8 per CU} = 36 from 12 kernels; first_reset: threads {256,512,1024} x unroll {1,2,4} x
+  // caps {2,4,8 per CU, uncapped} = 36 from 9 kernels.
+  static_assert(!kPrunedSpin, "the counts below are those of the pruned space without spin");
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-"})
     for (const auto& d : all_dtypes()) {
       const bool nvidia = ArchInfo::parse(arch).vendor == Vendor::nvidia;
       const auto space = enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned);
-      EXPECT_EQ(space.size(), nvidia ? 324u : 288u) << arch << " " << d.name;
-      EXPECT_EQ(distinct_kernels(space).size(), nvidia ? 72u : 60u);
+      EXPECT_EQ(space.size(), 324u) << arch << " " << d.name;
+      EXPECT_EQ(distinct_kernels(space).size(), 69u);
       std::map<Strategy, int> per;
       for (const auto& c : space) {
         EXPECT_EQ(c.nvec * d.bytes, 16u) << c.label();
@@ -29,33 +30,41 @@ TEST(SearchSpace, PrunedSpaceSizes) {
       EXPECT_EQ(per[Strategy::two_stage], 80);
       EXPECT_EQ(per[Strategy::one_pass], 80);
       EXPECT_EQ(per[Strategy::self_reset], 48);
-      EXPECT_EQ(per[Strategy::spin], nvidia ? 36 : 0);
+      EXPECT_EQ(per[Strategy::spin], 0);
+      (void)nvidia;
+      EXPECT_EQ(per[Strategy::first_reset], 36);
     }
   const auto space = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::pruned);
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t128.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b2cu")), space.end());
-  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t256.v8.u1.b2cu")), space.end());
-  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t1024.v8.u8.b8cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t256.v8.u1.b2cu")), space.end());  // kPrunedSpin off
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t1024.v8.u8.b8cu")), space.end());  // kPrunedSpin off
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t128.v8.u2.b4cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.buncapped")), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t256.v8.u1.b2cu")), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t1024.v8.u4.buncapped")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t128.v8.u2.b4cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t512.v8.u8.b4cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t512.v8.u2.b16cu")), space.end());
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
-  // NVIDIA 5 strategies (spin included), AMD 4 (no spin). NVIDIA: threads 32..1024 (6); AMD CDNA:
+  // NVIDIA 6 strategies (spin included), AMD 5 (no spin). NVIDIA: threads 32..1024 (6); AMD CDNA:
   // 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4 values, caps 6 per-CU + uncapped =
   // 7. sm_90 adds clusters 2, 4, 8 for threads 256..1024 (3) and the 16-byte nvec (1), every strategy
-  // but spin: 3 x 4 x 3 x 1 x 4 x 7 = 1008; sm_80 and AMD none.
+  // but spin and first_reset (4) x 3 threads x 1 nvec x 4 unrolls x 7 caps x 3 clusters = 1008; sm_80
+  // and AMD none.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 5 * 6 * 3 * 4 * 7 + 1008},
-               {"sm_90", DType::bf16, 5 * 6 * 4 * 4 * 7 + 1008},
-               {"sm_80", DType::bf16, 5 * 6 * 4 * 4 * 7},
-               {"gfx90a", DType::fp32, 4 * 5 * 3 * 4 * 7},
-               {"gfx942:sramecc+:xnack-", DType::fp16, 4 * 5 * 4 * 4 * 7}};
+  } cases[] = {{"sm_90", DType::fp32, 6 * 6 * 3 * 4 * 7 + 1008},
+               {"sm_90", DType::bf16, 6 * 6 * 4 * 4 * 7 + 1008},
+               {"sm_80", DType::bf16, 6 * 6 * 4 * 4 * 7},
+               {"gfx90a", DType::fp32, 5 * 5 * 3 * 4 * 7},
+               {"gfx942:sramecc+:xnack-", DType::fp16, 5 * 5 * 4 * 4 * 7}};
   for (const auto& c : cases) {
     const auto arch = ArchInfo::parse(c.arch);
     const auto space = enumerate_space(arch, c.dtype, SpaceKind::full);
@@ -94,9 +103,11 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
       EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
 
   const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
-  ASSERT_EQ(pruned.size(), 1u);  // spin is in the pruned space (kPrunedSpin): no note for it
+  ASSERT_EQ(pruned.size(), 2u);  // spin is not in the pruned space (kPrunedSpin off): a note for it
   EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
                        "space (--full) has them where the arch has thread-block clusters");
+  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (kPrunedSpin in generator/include/amax/search_space.hpp); "
+                       "the full space (--full) has them where the arch can run them");
   EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
   EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
             (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
@@ -121,7 +132,7 @@ TEST(SearchSpace, SpinIsInTheSpacesOnNvidiaOnly) {
     int pruned = 0;
     for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::fp32, SpaceKind::pruned))
       pruned += c.strategy == Strategy::spin;
-    EXPECT_EQ(pruned, 36) << arch;
+    EXPECT_EQ(pruned, kPrunedSpin ? 36 : 0) << arch;
   }
   for (const char* arch : {"sm_90", "sm_80"}) {
     int spins = 0;
@@ -196,7 +207,7 @@ TEST(RecordedExclusions, TheBuiltInTableLeavesNoPrunedKernelOutToday) {
     for (const auto& d : all_dtypes()) {
       EXPECT_TRUE(space_exclusions(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).empty()) << a << " " << d.name;
       EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(),
-                ArchInfo::parse(a).vendor == Vendor::nvidia ? 324u : 288u)
+                324u)
           << a << " " << d.name;
     }
 }

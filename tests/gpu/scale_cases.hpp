@@ -138,9 +138,11 @@ inline std::vector<std::uint32_t> clusters_here(const ArchInfo& arch) {
   return {1, 2, 8};
 }
 
-// Whether strategy `s` in clusters of `cluster` runs on `arch`: spin only where the arch runs it
-// (spin_unsupported_reason) and without clusters; every other strategy everywhere.
+// Whether strategy `s` in clusters of `cluster` runs the scale epilogue on `arch`: spin only where
+// the arch runs it (spin_unsupported_reason) and without clusters; first_reset nowhere (it has no
+// scale epilogue: fused_variant runs self_reset for it); every other strategy everywhere.
 inline bool runs_here(Strategy s, std::uint32_t cluster, const ArchInfo& arch) {
+  if (s == Strategy::first_reset) return false;
   return s != Strategy::spin || (cluster == 1 && !spin_unsupported_reason(arch));
 }
 

@@ -171,16 +171,16 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
   b.destroy_stream(s2);
 }
 
-// spin (issue 27) through the C API, forced: one block (no slot), a grid of many blocks, and a grid
-// capped at the co-resident blocks; eager calls back to back (block 0 must leave the slot's words
-// 0 for the next call), then graphs captured on two streams (the cooperative launch becomes a
-// cooperative kernel node) replayed back to back, both NaN modes, amax alone and fused with the
-// scale.
-TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
-  AMAX_REQUIRE_GPU();
-  if (auto why = spin_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
+namespace {
+// A one-launch strategy that keeps state in the stream slot (spin, first_reset: issue 27) through
+// the C API, forced: one block (no slot), a grid of many blocks, and a large grid (spin's capped at
+// the co-resident blocks); eager calls back to back (each call must leave the slot ready for the
+// next), then graphs captured on two streams replayed back to back, both NaN modes, amax alone and
+// fused with the scale (whose variant starts with `fused_prefix`). Returns the cases checked.
+int check_forced_slot_strategy(amax::test::GpuEnv* env, const char* strategy, const std::string& fused_prefix) {
   Backend& b = *env->backend;
-  ForceStrategy force("spin");
+  ForceStrategy force(strategy);
+  const std::string prefix = std::string(strategy) + ".";
   const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};
   const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32, AMAX_DTYPE_FP16};
   StreamHandle s1 = b.create_stream(), s2 = b.create_stream();
@@ -195,9 +195,9 @@ TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
       for (std::uint64_t n : sizes) {
         const DType d = static_cast<DType>(dt);
         const auto e = ctx.explain(dt, n);
-        ASSERT_EQ(std::string(e.label).rfind("spin.", 0), 0u) << e.label;
-        ASSERT_EQ(e.launches, 1u) << e.label;
-        ASSERT_EQ(e.workspace_bytes, 4u) << e.label;  // spin needs none; the size is never 0
+        EXPECT_EQ(std::string(e.label).rfind(prefix, 0), 0u) << e.label;
+        EXPECT_EQ(e.launches, 1u) << e.label;
+        EXPECT_EQ(e.workspace_bytes, 4u) << e.label;  // it needs none; the size is never 0
         DeviceBuffer in1(b, n * info(d).bytes + 16), out(b, 3 * 4), ws(b, 4);
         // Eager, five calls back to back on one stream, each with its own input kind.
         for (int k = 0; k < 5; ++k) {
@@ -222,7 +222,8 @@ TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
           b.synchronize(s1);
           const std::uint32_t ref = reference_amax_bits(h.data(), d, n, mm);
           const ScaleBits rs = reference_scale_bits(ref, ScaleRule{448.0f, 0.0f, false, false});
-          EXPECT_EQ(std::string(ctx.explain_scale(dt, n).label).rfind("spin.", 0), 0u);
+          EXPECT_EQ(std::string(ctx.explain_scale(dt, n).label).rfind(fused_prefix, 0), 0u)
+              << ctx.explain_scale(dt, n).label;
           EXPECT_EQ(read_bits(b, out.get()), ref) << "fused " << to_string(d) << " n=" << n;
           EXPECT_EQ(read_bits(b, out.get(4)), rs.scale) << "fused scale " << to_string(d) << " n=" << n;
           EXPECT_EQ(read_bits(b, out.get(8)), rs.scale_inv) << "fused scale_inv " << to_string(d) << " n=" << n;
@@ -233,7 +234,25 @@ TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
   }
   b.destroy_stream(s1);
   b.destroy_stream(s2);
+  return checked;
+}
+}  // namespace
+
+// spin: the cooperative launch becomes a cooperative kernel node under capture; fused, spin keeps
+// its strategy.
+TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
+  AMAX_REQUIRE_GPU();
+  if (auto why = spin_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
+  const int checked = check_forced_slot_strategy(env, "spin", "spin.");
   std::printf("spin through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
+}
+
+// first_reset: its epoch words carry from call to call and from replay to replay; fused, it runs as
+// self_reset (fused_variant), also when forced.
+TEST(GpuRuntime, FirstResetEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
+  AMAX_REQUIRE_GPU();
+  const int checked = check_forced_slot_strategy(env, "first_reset", "self_reset.");
+  std::printf("first_reset through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
 }
 
 TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {

@@ -179,9 +179,9 @@ TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
 // (resident_per_cu x CUs, the loaded kernel's occupancy); it uses the stream slot (its per-block
 // words) but no workspace, launches once, cooperatively when it has more than one block.
 TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
-  EXPECT_EQ(kSpinFirstWord, 2u);
+  EXPECT_EQ(kSpinFirstWord, 6u);
   EXPECT_EQ(kSpinMaxBlocks, 1024u);
-  EXPECT_EQ(kSlotWords, 1026u);
+  EXPECT_EQ(kSlotWords, 1030u);
   const KernelConfig spin{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
   // bf16 n = 2^24: 2097153 vectors / 1024 per block -> 2049 blocks uncapped.
   auto s = launch_shape(spin, 1u << 24, 132, 4);  // 4 x 132 = 528 resident

@@ -35,7 +35,16 @@ namespace amax {
 ///   slot; block 0 polls those words, zeroes them, reduces them and writes the output. One launch,
 ///   no memset, no workspace, no atomic (issue 27; tail probe: `spin_coop`). NVIDIA only
 ///   (spin_unsupported_reason); no clusters.
-enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4 };
+/// - first_reset: the output is zeroed inside the launch, at its start: thread 0 of every block
+///   takes a ticket on a 64-bit {arrivals, epoch} word of the stream slot before its loads; the
+///   first block to arrive zeroes the output and publishes the epoch with a release store, the
+///   last to arrive moves the word to the next epoch. After its loads every block waits (acquire)
+///   for that publication, normally long done, and ends with a fire-and-forget atomic max on the
+///   output: no block waits for another block's loads and nothing is reset at the end. One
+///   launch, no memset, no workspace, any grid (issue 27; tail probe: `first_reset`). amax only
+///   (no block holds the final value for the scale epilogue: fused_variant runs self_reset); no
+///   clusters.
+enum class Strategy : std::uint8_t { atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4, first_reset = 5 };
 
 /// Static facts about one enumerator of a variant field's enum (Strategy, Epilogue, Combine): the
 /// rows of its table (kStrategies, kEpilogues, kCombines), row i describing enumerator i.
@@ -56,6 +65,7 @@ inline constexpr StrategyInfo kStrategies[] = {
     {Strategy::one_pass, "one_pass", "AMAX_STRATEGY_ONE_PASS"},
     {Strategy::self_reset, "self_reset", "AMAX_STRATEGY_SELF_RESET"},
     {Strategy::spin, "spin", "AMAX_STRATEGY_SPIN"},
+    {Strategy::first_reset, "first_reset", "AMAX_STRATEGY_FIRST_RESET"},
 };
 
 namespace detail {
@@ -189,7 +199,8 @@ struct KernelConfig {
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
   /// multiple of the wave size or over the limit, vector wider than 16 bytes, a cluster other than
   /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), spin on AMD
-  /// (spin_unsupported_reason) or spin with a cluster, and so on.
+  /// (spin_unsupported_reason) or spin with a cluster, first_reset with a cluster or the scale
+  /// epilogue, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
 

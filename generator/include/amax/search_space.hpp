@@ -31,18 +31,21 @@ enum class SpaceKind { pruned, full };
 /// that reaches bandwidth on both vendors), unroll 1, 2, 4, 8; max blocks 2, 4, 8, 16 per CU or
 /// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
 /// (48 variants: it serves the launch-bound sizes); no clustered variant (until one is shown to
-/// win: the pruned cluster list in search_space.cpp); with kPrunedSpin, where the arch runs spin
-/// (NVIDIA), spin with threads 256-1024, unroll 1-8 and max blocks 2, 4 or 8 per CU (36 variants
-/// from 12 compiled sources). On the H200 this is 324 variants per dtype from 72 compiled sources
-/// (AMD: 288 from 60). Thread-safe (pure).
+/// win: the pruned cluster list in search_space.cpp); first_reset with threads 256-1024, unroll
+/// 1-4 and max blocks 2, 4 or 8 per CU or uncapped (36 variants from 9 compiled sources); with
+/// kPrunedSpin (off), where the arch runs spin (NVIDIA), spin with threads 256-1024, unroll 1-8 and
+/// max blocks 2, 4 or 8 per CU (36 variants from 12 compiled sources). That is 324 variants per
+/// dtype from 69 compiled sources on every arch (360 from 81 on NVIDIA with kPrunedSpin).
+/// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
 /// Whether the pruned space (the tuner's default) holds the spin strategy (issue 27) where the arch
-/// can run it (spin_unsupported_reason: NVIDIA only); the full space always does. On because the
-/// tail probe measured the polling design's tail at +0.85 us over the streaming read at 1-16 MiB
-/// against +1.0-1.3 us for today's strategies (H200, docs/results/2026-12-02-gpu-time.md), so the
-/// tuner decides key by key; space_notes reads it.
-inline constexpr bool kPrunedSpin = true;
+/// can run it (spin_unsupported_reason: NVIDIA only); the full space always does. Off because
+/// first_reset, which needs no cooperative launch and runs on every vendor, was faster than spin at
+/// every size of the tail probe on the H200 (2026-12-03, bf16 and fp32, 64 KiB-16 MiB: 0.04-0.52 us
+/// faster, tail 0.38 us against 0.64-0.77 us: docs/results/2026-12-03-first-reset.md); space_notes
+/// reads it.
+inline constexpr bool kPrunedSpin = false;
 
 /// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
 /// choice. From two default tunes on the H200 (2026-12-03, the trials in
@@ -57,7 +60,9 @@ inline constexpr std::uint32_t kFusedSelfResetBlocksPerCu = 4;
 /// becomes `self_reset` of the same threads, nvec and unroll, its grid cap lowered to
 /// kFusedSelfResetBlocksPerCu blocks per CU where it allows more (an uncapped or absolute cap included), when
 /// that self_reset variant is in the pruned space of (arch, dtype) (so that the JIT tests compile it and
-/// check its resources; elsewhere atomic is kept). With the epilogue, atomic already counts its blocks on the
+/// check its resources; elsewhere atomic is kept); `first_reset`, which has no scale epilogue
+/// (KernelConfig::validate), becomes that self_reset variant always, its grid cap raised to
+/// kFusedSelfResetBlocksPerCu where a smaller one is not in the pruned self_reset space. With the epilogue, atomic already counts its blocks on the
 /// stream slot to find the last one (the template's atomic branch); self_reset is that kernel with each
 /// block's atomic max going into the slot's accumulator instead of the memset-zeroed output, so the mapping
 /// drops the memset launch (atomic: 2 launches, self_reset: 1); the rest of the kernel's work is the same

@@ -16,13 +16,22 @@ struct LoadedKernel;  // kernel_cache.hpp
 /// stores its flagged maximum into word kSpinFirstWord + b (AMAX_SPIN_FIRST_WORD in
 /// templates/amax_kernels.h). 1024 covers one wave of 512-thread blocks on the H200 (132 SMs x 4).
 inline constexpr std::uint32_t kSpinMaxBlocks = 1024;
-inline constexpr std::size_t kSpinFirstWord = 2;
+inline constexpr std::size_t kSpinFirstWord = 6;
+/// first_reset: the first of its three slot words (AMAX_FIRST_RESET_WORD in
+/// templates/amax_kernels.h): [kFirstResetWord, +1] the 64-bit {arrivals, epoch} word (8-byte
+/// aligned), [kFirstResetWord + 2] the last published epoch + 1.
+inline constexpr std::size_t kFirstResetWord = 2;
 
 /// 32-bit words of one stream slot: [0] the arrival count (one_pass, self_reset), [1] the
-/// accumulator of block (or cluster) maxima (self_reset), [kSpinFirstWord + 1, kSpinFirstWord +
-/// kSpinMaxBlocks) spin's per-block words. A slot is zeroed once when allocated; every kernel that
-/// uses it leaves it zero again (4104 bytes per slot).
+/// accumulator of block (or cluster) maxima (self_reset), [2, 5) first_reset's words, [5] unused,
+/// [kSpinFirstWord + 1, kSpinFirstWord + kSpinMaxBlocks) spin's per-block words. A slot is zeroed
+/// once when allocated; every kernel that uses it leaves it zero again, except first_reset, whose
+/// words are its own and carry its epoch from launch to launch (4120 bytes per slot; an even
+/// count of words, so that every slot of an array starts 8-byte aligned).
 inline constexpr std::size_t kSlotWords = kSpinFirstWord + kSpinMaxBlocks;
+static_assert(kFirstResetWord % 2 == 0 && kFirstResetWord + 3 <= kSpinFirstWord && kSpinFirstWord % 2 == 0 &&
+                  kSlotWords % 2 == 0,
+              "first_reset's 64-bit word must be 8-byte aligned in every slot, below spin's words");
 
 /// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
@@ -42,8 +51,8 @@ struct LaunchShape {
   std::uint32_t parts = 0;            ///< participants of the cross-block step: grid / cluster
                                       ///< (the blocks, or the clusters of a clustered config)
   std::uint64_t workspace_bytes = 0;  ///< 4 x parts for two_stage/one_pass when parts > 1, else 0
-  bool uses_slot = false;             ///< one_pass, self_reset, spin or atomic with the scale
-                                      ///< epilogue, with parts > 1: the stream's slot
+  bool uses_slot = false;             ///< one_pass, self_reset, spin, first_reset or atomic with
+                                      ///< the scale epilogue, with parts > 1: the stream's slot
   bool cooperative = false;           ///< spin with parts > 1: a cooperative launch
                                       ///< (Backend::launch_cooperative)
   bool memset_output = false;         ///< atomic: the output is zeroed first
@@ -75,7 +84,7 @@ static_assert(sizeof(ScaleArgs) == 32 && offsetof(ScaleArgs, max) == 16 && offse
 
 /// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
 /// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
-/// one and, with more than one block, the finish kernel; one_pass and self_reset launch once; spin
+/// one and, with more than one block, the finish kernel; one_pass, self_reset and first_reset launch once; spin
 /// launches once, cooperatively when it has more than one block (also under graph capture, where
 /// it is expected to become a kernel node with the cooperative attribute: tests/gpu check it).
 /// workspace: at least shape.workspace_bytes bytes (any content); slot: kSlotWords 32-bit words
