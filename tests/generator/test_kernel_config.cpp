@@ -323,7 +323,7 @@ TEST(DType, NamesRoundTrip) {
 }
 
 TEST(Strategy, TableGivesNamesAndParsing) {
-  ASSERT_EQ(std::size(kStrategies), 5u);
+  ASSERT_EQ(std::size(kStrategies), 6u);
   for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
     const auto& s = kStrategies[i];
     EXPECT_EQ(static_cast<std::size_t>(s.value), i);
