@@ -159,7 +159,7 @@ std::vector<BundleKernel> multi_kernels_for(const ArchInfo& arch, const db::Tuni
 // Compiles kernel `k` for `arch` (no kernel cache). Errors: CompileError.
 std::vector<char> build(const JitCompiler& compiler, const ArchInfo& arch, const BundleKernel& k) {
   const BinaryCache no_cache{std::filesystem::path{}};
-  if (k.multi) return build_multi_kernel(compiler, no_cache, arch, *k.multi, k.dtype, k.capacity).binary;
+  if (k.multi) return build_kernel(compiler, no_cache, arch, *k.multi, k.dtype, k.capacity).binary;
   return build_kernel(compiler, no_cache, arch, k.single, k.dtype).binary;
 }
 
@@ -212,7 +212,7 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, cons
       for (std::size_t i = 0; i < kernels.size(); ++i) {
         const BundleKernel& k = kernels[i];
         if (k.multi)
-          writer.add_multi(*k.multi, k.dtype, k.capacity, arch, compiler.version(), built[i]);
+          writer.add(*k.multi, k.dtype, arch, compiler.version(), built[i], k.capacity);
         else
           writer.add(k.single, k.dtype, arch, compiler.version(), built[i]);
         (k.multi ? multi_bytes : bytes) += built[i].size();

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "amax/family.hpp"
 #include "amax/render.hpp"
 #include "amax/trust.hpp"
 
@@ -144,19 +145,13 @@ void BundleWriter::add_code(BundleEntry e, const std::vector<char>& binary) {
   add_entry(std::move(e));
 }
 
-void BundleWriter::add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
-                       const std::vector<char>& binary) {
-  add_code(BundleEntry{.kernel = kernel_name(config, dtype), .label = config.kernel_label(),
-                       .dtype = std::string(info(dtype).name), .arch = arch.name, .template_hash = template_hash(),
+template <class Config>
+void BundleWriter::add(const Config& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
+                       const std::vector<char>& binary, std::uint32_t capacity) {
+  using F = family_of_t<Config>;
+  add_code(BundleEntry{.kernel = F::kernel_name(config, dtype, capacity), .label = config.kernel_label(),
+                       .dtype = std::string(info(dtype).name), .arch = arch.name, .template_hash = F::template_hash(),
                        .compiler = compiler},
-           binary);
-}
-
-void BundleWriter::add_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, const ArchInfo& arch,
-                             const std::string& compiler, const std::vector<char>& binary) {
-  add_code(BundleEntry{.kernel = multi_kernel_name(config, dtype, capacity), .label = config.kernel_label(),
-                       .dtype = std::string(info(dtype).name), .arch = arch.name,
-                       .template_hash = multi_template_hash(), .compiler = compiler},
            binary);
 }
 
@@ -271,14 +266,17 @@ const std::string& bundle_template_hash(const BundleEntry& e) {
   return MultiConfig::is_multi_label(e.label) ? multi_template_hash() : template_hash();
 }
 
-const BundleEntry* Bundle::find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const {
-  return find_kernel(kernel_name(config, dtype), arch);
+template <class Config>
+const BundleEntry* Bundle::find(const Config& config, DType dtype, const ArchInfo& arch, std::uint32_t capacity) const {
+  return find_kernel(family_of_t<Config>::kernel_name(config, dtype, capacity), arch);
 }
 
-const BundleEntry* Bundle::find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
-                                      const ArchInfo& arch) const {
-  return find_kernel(multi_kernel_name(config, dtype, capacity), arch);
-}
+template void BundleWriter::add(const KernelConfig&, DType, const ArchInfo&, const std::string&, const std::vector<char>&,
+                                std::uint32_t);
+template void BundleWriter::add(const MultiConfig&, DType, const ArchInfo&, const std::string&, const std::vector<char>&,
+                                std::uint32_t);
+template const BundleEntry* Bundle::find(const KernelConfig&, DType, const ArchInfo&, std::uint32_t) const;
+template const BundleEntry* Bundle::find(const MultiConfig&, DType, const ArchInfo&, std::uint32_t) const;
 
 const BundleEntry* Bundle::find_kernel(std::string_view k, const ArchInfo& arch) const {
   const BundleEntry* serving = nullptr;

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "amax/db/nearest.hpp"
 #include "amax/db/tuning_db.hpp"
+#include "amax/family.hpp"
 #include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "amax/trust.hpp"
@@ -71,6 +73,42 @@ std::optional<std::string> unusable_row(const ArchInfo& arch, DType d, const db:
   return why;
 }
 
+// Per-family rows of the database, for DispatchTables::load_family: the rows of an arch, how an
+// invalid row is named, the table entry a usable row becomes, and the entry that serves a query.
+template <class Config>
+struct RowsOf;
+template <>
+struct RowsOf<KernelConfig> {
+  static constexpr std::string_view kWhat = "";  // "N entries": single-tensor rows are the plain ones
+  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.winners(f); }
+  static std::string name(const db::WinnerRow& r) { return fmt::format("{} n={}", to_string(r.key.dtype), r.key.n); }
+  static TableEntry entry(const db::WinnerRow& r, const KernelConfig& c, bool same_device, std::string where) {
+    return {c, r.key.n, r.winner.median_us, r.winner.gbps, same_device, r.provenance.timestamp, std::move(where)};
+  }
+  static const TableEntry* nearest(const std::vector<TableEntry>& v, std::uint64_t n) { return nearest_entry(v, n); }
+  static KernelConfig builtin(const ArchInfo& arch, DType d, std::uint64_t n) { return builtin_default(arch, d, n); }
+};
+template <>
+struct RowsOf<MultiConfig> {
+  static constexpr std::string_view kWhat = "multi-tensor ";
+  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.group_winners(f); }
+  static std::string name(const db::GroupWinnerRow& r) { return db::to_string(r.key); }
+  static GroupEntry entry(const db::GroupWinnerRow& r, const MultiConfig& c, bool same_device, std::string where) {
+    const GroupShape shape{r.key.tensors, r.key.total_bytes, r.key.largest_bytes};
+    return {c, shape, db::group_bucket(shape), r.winner.median_us, r.winner.gbps, same_device, r.provenance.timestamp,
+            std::move(where)};
+  }
+  static const GroupEntry* nearest(const std::vector<GroupEntry>& v, const GroupShape& shape) {
+    const std::size_t i = db::nearest_group(db::group_bucket(shape), v.size(), [&](std::size_t k) {
+      return db::GroupCandidate{v[k].bucket, v[k].same_device, v[k].timestamp};
+    });
+    return i < v.size() ? &v[i] : nullptr;
+  }
+  static MultiConfig builtin(const ArchInfo& arch, DType d, const GroupShape& shape) {
+    return builtin_multi_default(arch, d, shape);
+  }
+};
+
 }  // namespace
 
 DispatchTables::DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler)
@@ -89,131 +127,82 @@ std::vector<std::string_view> DispatchTables::stale_fields_of(const db::Provenan
   return f;
 }
 
-const std::vector<TableEntry>& DispatchTables::table(Source which, DType d) const {
-  return (which == Source::user_db ? user_ : system_)[index(d)];
-}
-
-const std::vector<GroupEntry>& DispatchTables::group_table(Source which, DType d) const {
-  return (which == Source::user_db ? user_groups_ : system_groups_)[index(d)];
-}
-
-const GroupEntry* DispatchTables::choose_group(DType d, const GroupShape& shape, Source* which) const {
-  const db::GroupBucket q = db::group_bucket(shape);
-  for (Source s : {Source::user_db, Source::system_db}) {
-    const auto& v = group_table(s, d);
-    const std::size_t i = db::nearest_group(q, v.size(), [&](std::size_t k) {
-      return db::GroupCandidate{v[k].bucket, v[k].same_device, v[k].timestamp};
-    });
-    if (i < v.size()) {
-      if (which) *which = s;
-      return &v[i];
-    }
-  }
-  return nullptr;
-}
-
-std::size_t DispatchTables::load_groups(Source which, const std::string& path, db::TuningDb& tdb) {
+template <class Config>
+std::size_t DispatchTables::load_family(Source which, const std::string& path, const db::TuningDb& tdb) {
+  using F = family_of_t<Config>;
+  using R = RowsOf<Config>;
   const char* what = which == Source::user_db ? "user" : "system";
-  auto& out = which == Source::user_db ? user_groups_ : system_groups_;
-  std::vector<db::GroupWinnerRow> rows;
-  try {
-    rows = tdb.group_winners(db::WinnerFilter{arch_.name, std::nullopt});
-  } catch (const db::DbError& e) {
-    warn(fmt::format("{} database {}: its multi-tensor entries are unusable and are skipped: {}", what, path, e.what()));
-    return 0;
-  }
+  auto& out = which == Source::user_db ? family<Config>().user : family<Config>().system;
+  const auto rows = R::rows(tdb, db::WinnerFilter{arch_.name, std::nullopt});
   db::Provenance current = current_;
-  current.template_hash = multi_template_hash();
-  std::size_t kept = 0, stale = 0, invalid = 0;
-  std::string first_invalid;
-  for (const auto& r : rows) {
-    MultiConfig c;
-    if (const auto why = unusable_row(arch_, r.key.dtype, r.winner, c)) {
-      if (invalid++ == 0) first_invalid = fmt::format("{}: {}", db::to_string(r.key), *why);
-      continue;
-    }
-    if (!stale_fields_of(r.provenance, current).empty()) {
-      ++stale;
-      continue;
-    }
-    const GroupShape shape{r.key.tensors, r.key.total_bytes, r.key.largest_bytes};
-    out[index(r.key.dtype)].push_back(GroupEntry{
-        c, shape, db::group_bucket(shape), r.winner.median_us, r.winner.gbps,
-        db::same_device(r.provenance, current), r.provenance.timestamp,
-        fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
-    ++kept;
-  }
-  if (invalid)
-    warn(fmt::format("{} database {}: {} multi-tensor entries for {} are invalid and are skipped (first: {})", what,
-                     path, invalid, arch_.name, first_invalid));
-  if (stale)
-    warn(fmt::format("{} database {}: {} multi-tensor entries were made with other templates, compiler or tool and "
-                     "are not used; re-tune them with `amax-tune --stale-only`", what, path, stale));
-  return kept;
-}
-
-std::size_t DispatchTables::load(Source which, const std::string& path) {
-  const char* what = which == Source::user_db ? "user" : "system";
-  auto& out = which == Source::user_db ? user_ : system_;
-  std::error_code ec;
-  if (path.empty() || !std::filesystem::exists(path, ec)) return 0;
-  std::vector<db::WinnerRow> rows;
-  std::optional<db::TuningDb> tdb;
-  try {
-    tdb.emplace(db::TuningDb::open(path, db::OpenMode::ReadOnly));
-    rows = tdb->winners(db::WinnerFilter{arch_.name, std::nullopt});
-  } catch (const db::DbError& e) {
-    warn(fmt::format("{} database {} is unusable and is skipped: {}", what, path, e.what()));
-    return 0;
-  }
-  // Another user's rows are still used (validated below, they can only pick a generated
-  // variant), with one warning: they can make this process pick a slower one.
-  if (std::string w = trust::database_warning(fmt::format("{} database", what), path); !w.empty()) warn(std::move(w));
+  current.template_hash = F::template_hash();
   std::size_t kept = 0, stale = 0, invalid = 0;
   std::set<std::string> stale_fields;
   std::string first_invalid;
   for (const auto& r : rows) {
     const DType d = r.key.dtype;
-    KernelConfig c;
+    Config c;
     if (const auto why = unusable_row(arch_, d, r.winner, c)) {
-      if (invalid++ == 0) first_invalid = fmt::format("{} n={}: {}", to_string(r.key.dtype), r.key.n, *why);
+      if (invalid++ == 0) first_invalid = fmt::format("{}: {}", R::name(r), *why);
       continue;
     }
-    const auto f = stale_fields_of(r.provenance, current_);
-    if (!f.empty()) {
+    if (const auto f = stale_fields_of(r.provenance, current); !f.empty()) {
       ++stale;
       for (auto s : f) stale_fields.insert(std::string(s));
       continue;
     }
-    out[index(d)].push_back(TableEntry{
-        c, r.key.n, r.winner.median_us, r.winner.gbps, db::same_device(r.provenance, current_), r.provenance.timestamp,
-        fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)});
+    out[index(d)].push_back(
+        R::entry(r, c, db::same_device(r.provenance, current),
+                 fmt::format("measured on {} at {}", db::describe_device(r.provenance), r.provenance.timestamp)));
     ++kept;
   }
   if (invalid)
-    warn(fmt::format("{} database {}: {} entries for {} are invalid and are skipped (first: {})", what, path, invalid,
-                     arch_.name, first_invalid));
+    warn(fmt::format("{} database {}: {} {}entries for {} are invalid and are skipped (first: {})", what, path, invalid,
+                     R::kWhat, arch_.name, first_invalid));
   if (stale) {
     std::string fields;
     for (const auto& f : stale_fields) fields += (fields.empty() ? "" : ", ") + f;
-    warn(fmt::format("{} database {}: {} entries were made with another {} and are not used; re-tune them with "
-                     "`amax-tune --stale-only`", what, path, stale, fields));
+    warn(fmt::format("{} database {}: {} {}entries were made with another {} and are not used; re-tune them with "
+                     "`amax-tune --stale-only`", what, path, stale, R::kWhat, fields));
   }
-  for (auto& v : out)
-    std::stable_sort(v.begin(), v.end(), [](const TableEntry& a, const TableEntry& b) {
-      return a.n != b.n ? a.n < b.n : a.same_device > b.same_device;
-    });
-  return kept + load_groups(which, path, *tdb);
+  return kept;
+}
+
+std::size_t DispatchTables::load(Source which, const std::string& path) {
+  const char* what = which == Source::user_db ? "user" : "system";
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return 0;
+  std::optional<db::TuningDb> tdb;
+  std::size_t kept = 0;
+  try {
+    tdb.emplace(db::TuningDb::open(path, db::OpenMode::ReadOnly));
+    kept = load_family<KernelConfig>(which, path, *tdb);
+  } catch (const db::DbError& e) {
+    warn(fmt::format("{} database {} is unusable and is skipped: {}", what, path, e.what()));
+    return 0;
+  }
+  // Another user's rows are still used (validated, they can only pick a generated variant), with
+  // one warning: they can make this process pick a slower one.
+  if (std::string w = trust::database_warning(fmt::format("{} database", what), path); !w.empty()) warn(std::move(w));
+  try {
+    kept += load_family<MultiConfig>(which, path, *tdb);
+  } catch (const db::DbError& e) {
+    warn(fmt::format("{} database {}: its multi-tensor entries are unusable and are skipped: {}", what, path, e.what()));
+  }
+  return kept;
 }
 
 void DispatchTables::read_environment() {
-  if (const char* l = std::getenv("AMAX_TUNE_FORCE_LABEL"); l && *l) {
-    try {
-      force_label_ = KernelConfig::parse(l);
-    } catch (const std::invalid_argument& e) {
-      warn(fmt::format("AMAX_TUNE_FORCE_LABEL ignored: {}", e.what()));
+  auto read_label = [&]<class Config>(std::optional<Config>& forced, std::string_view var) {
+    if (const char* l = std::getenv(std::string(var).c_str()); l && *l) {
+      try {
+        forced = Config::parse(l);
+      } catch (const std::invalid_argument& e) {
+        warn(fmt::format("{} ignored: {}", var, e.what()));
+      }
     }
-  }
+  };
+  read_label(family<KernelConfig>().forced, SingleFamily::kForceLabelEnv);
   if (const char* s = std::getenv("AMAX_TUNE_FORCE_STRATEGY"); s && *s) {
     force_strategy_ = parse_strategy(s);
     if (!force_strategy_) {
@@ -227,48 +216,45 @@ void DispatchTables::read_environment() {
   } else if (const char* te = std::getenv("NVTE_USE_ATOMIC_AMAX"); te && std::string(te) == "1") {
     force_strategy_ = Strategy::atomic;
   }
-  if (const char* m = std::getenv("AMAX_TUNE_FORCE_MULTI_LABEL"); m && *m) {
-    try {
-      force_multi_label_ = MultiConfig::parse(m);
-    } catch (const std::invalid_argument& e) {
-      warn(fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL ignored: {}", e.what()));
-    }
-  }
+  read_label(family<MultiConfig>().forced, MultiFamily::kForceLabelEnv);
 }
 
-GroupChoice DispatchTables::choose_multi(DType d, const GroupShape& shape) const {
-  GroupChoice out;
-  if (force_multi_label_) {
-    if (auto bad = force_multi_label_->validate(arch_, d)) {
-      out.why = fmt::format("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for {} {} ({}): ", arch_.name, to_string(d), *bad);
+template <class Config>
+Choice<Config> DispatchTables::choose_in(DType d, const typename DispatchRow<Config>::Query& q) const {
+  using F = family_of_t<Config>;
+  using R = RowsOf<Config>;
+  Choice<Config> out;
+  const Tables<Config>& t = family<Config>();
+  if (t.forced) {
+    if (auto bad = t.forced->validate(arch_, d)) {
+      out.why = fmt::format("{} is not valid for {} {} ({}): ", F::kForceLabelEnv, arch_.name, to_string(d), *bad);
     } else {
-      out.config = *force_multi_label_;
+      out.config = *t.forced;
       out.config.epilogue = Epilogue::amax;
       out.source = Source::override_env;
       return out;
     }
   }
-  Source from = Source::builtin_default;
-  if (const GroupEntry* e = choose_group(d, shape, &from)) {
-    out.config = e->config;
-    out.source = from;
-    out.entry = e;
-    return out;
+  if constexpr (std::is_same_v<Config, KernelConfig>) {
+    if (force_strategy_) {
+      out.config = builtin_default(arch_, d, q);
+      out.config.strategy = *force_strategy_;
+      out.source = Source::override_env;
+      return out;
+    }
   }
-  out.config = builtin_multi_default(arch_, d, shape);
+  for (Source s : {Source::user_db, Source::system_db})
+    if (const EntryOf<Config>* e = R::nearest((s == Source::user_db ? t.user : t.system)[index(d)], q)) {
+      out.config = e->config;
+      out.source = s;
+      out.entry = e;
+      return out;
+    }
+  out.config = R::builtin(arch_, d, q);
   return out;
 }
 
-Choice DispatchTables::choose(DType d, std::uint64_t n) const {
-  if (force_label_ && !force_label_->validate(arch_, d)) return {*force_label_, Source::override_env, nullptr};
-  if (force_strategy_) {
-    KernelConfig c = builtin_default(arch_, d, n);
-    c.strategy = *force_strategy_;
-    return {c, Source::override_env, nullptr};
-  }
-  if (const TableEntry* e = nearest_entry(user_[index(d)], n)) return {e->config, Source::user_db, e};
-  if (const TableEntry* e = nearest_entry(system_[index(d)], n)) return {e->config, Source::system_db, e};
-  return {builtin_default(arch_, d, n), Source::builtin_default, nullptr};
-}
+template Choice<KernelConfig> DispatchTables::choose_in(DType, const std::uint64_t&) const;
+template Choice<MultiConfig> DispatchTables::choose_in(DType, const GroupShape&) const;
 
 }  // namespace amax

@@ -43,7 +43,7 @@ void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t co
     ready_multi(c, t_call, di.dtype, nullptr);
     MultiConfig def = builtin_multi_default(c.arch, di.dtype, t_call.list.shapes[i]);
     def.epilogue = e;
-    c.kernels->get_multi(def, di.dtype, t_call.groups[i].capacity);
+    c.kernels->get(def, di.dtype, t_call.groups[i].capacity);
   }
 }
 
@@ -99,7 +99,7 @@ void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue
                          p.entry->where, p.entry->median_us, p.entry->gbps);
     if (fused) note = fused_note(p.entry->config, p.config);
   } else if (p.source == AMAX_SOURCE_OVERRIDE) {
-    detail = c->tables->forced_label() && !c->tables->forced_label()->validate(c->arch, d)
+    detail = c->tables->forced_label<KernelConfig>() && !c->tables->forced_label<KernelConfig>()->validate(c->arch, d)
                  ? "forced by AMAX_TUNE_FORCE_LABEL"
                  : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
     if (fused) detail += " (a forced variant runs fused as forced: an atomic one keeps its memset launch)";

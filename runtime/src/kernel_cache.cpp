@@ -1,8 +1,9 @@
 #include "amax/kernel_cache.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
-
+#include "amax/family.hpp"
 #include "amax/hash.hpp"
 #include "amax/log.hpp"
 #include "amax/render.hpp"
@@ -39,13 +40,16 @@ CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cach
   return out;
 }
 
-KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
-                          const KernelConfig& config, DType dtype) {
-  KernelBinary out;
+template <class Config>
+CompiledKernel<Config> build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                                    const Config& config, DType dtype, std::uint32_t capacity) {
+  using F = family_of_t<Config>;
+  CompiledKernel<Config> out;
   out.config = config.compile_time_part();
   out.dtype = dtype;
-  const std::string name = kernel_name(out.config, dtype);
-  CachedBinary b = compile_cached(compiler, cache, arch, render_source(out.config, dtype, arch.vendor),
+  out.capacity = capacity;
+  const std::string name = F::kernel_name(out.config, dtype, capacity);
+  CachedBinary b = compile_cached(compiler, cache, arch, F::render(out.config, dtype, arch, capacity),
                                   name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), &out.from_cache,
                                   &out.compile_ms);
   out.binary = std::move(b.binary);
@@ -94,119 +98,77 @@ void KernelCache::refuse_loaded(const BundleEntry& e, const char* why) {
                e.kernel, e.arch, bundle_->path().string(), why);
 }
 
-template <class Load>
-auto KernelCache::load_bundled(const std::string& kernel, Load&& load) -> decltype(load(std::vector<char>{})) {
+template <class Config>
+const Loaded<Config>* KernelCache::get_bundled(const Config& config, DType dtype, std::uint32_t capacity) {
+  if (const Loaded<Config>* k = find(config, dtype, capacity)) return k;
+  CompiledKernel<Config> b;
+  b.config = config.compile_time_part();
+  b.dtype = dtype;
+  b.capacity = capacity;
+  b.origin = KernelOrigin::bundle;
   const BundleEntry* e = nullptr;
-  auto bytes = bundled_code(kernel, &e);
+  auto bytes = bundled_code(family_of_t<Config>::kernel_name(b.config, dtype, capacity), &e);
   if (!bytes) return nullptr;
+  b.binary = std::move(*bytes);
   try {
-    return load(std::move(*bytes));
+    return &load(std::move(b));
   } catch (const BackendError& x) {
     refuse_loaded(*e, x.what());
     return nullptr;
   }
 }
 
-const LoadedKernel* KernelCache::get_bundled(const KernelConfig& config, DType dtype) {
-  if (const LoadedKernel* k = find(config, dtype)) return k;
-  KernelConfig c = config;
-  c.max_blocks = BlockCap::uncapped();
-  return load_bundled(kernel_name(c, dtype), [&](std::vector<char>&& bytes) -> const LoadedKernel* {
-    KernelBinary b;
-    b.config = c;
-    b.dtype = dtype;
-    b.binary = std::move(bytes);
-    b.origin = KernelOrigin::bundle;
-    return &load(std::move(b));
-  });
-}
-
-const LoadedKernel* KernelCache::find(const KernelConfig& config, DType dtype) const noexcept {
+template <class Config>
+const Loaded<Config>* KernelCache::find(const Config& config, DType dtype, std::uint32_t capacity) const noexcept {
   std::lock_guard lock(mu_);
-  auto it = loaded_.find(kernel_name(config, dtype));
-  return it == loaded_.end() ? nullptr : it->second.get();
+  const auto& t = table<Config>();
+  auto it = t.find(family_of_t<Config>::kernel_name(config, dtype, capacity));
+  return it == t.end() ? nullptr : it->second.get();
 }
 
-const LoadedKernel& KernelCache::get(const KernelConfig& config, DType dtype) {
-  if (const LoadedKernel* k = get_bundled(config, dtype)) return *k;
-  return load(build_kernel(*compiler_, binaries_, arch_, config, dtype));
+template <class Config>
+const Loaded<Config>& KernelCache::get(const Config& config, DType dtype, std::uint32_t capacity) {
+  if (const Loaded<Config>* k = get_bundled(config, dtype, capacity)) return *k;
+  return load(build_kernel(*compiler_, binaries_, arch_, config, dtype, capacity));
 }
 
-const LoadedKernel& KernelCache::load(KernelBinary&& b) {
+template <class Config>
+const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&& b) {
   std::lock_guard lock(mu_);
-  const std::string name = kernel_name(b.config, b.dtype);
-  if (auto it = loaded_.find(name); it != loaded_.end()) return *it->second;
-  auto k = std::make_unique<LoadedKernel>();
-  k->config = b.config;
+  auto& t = table<Config>();
+  const std::string name = family_of_t<Config>::kernel_name(b.config, b.dtype, b.capacity);
+  if (auto it = t.find(name); it != t.end()) return *it->second;
+  auto k = std::make_unique<Loaded<Config>>();
+  k->config = b.config.compile_time_part();
   k->dtype = b.dtype;
+  k->capacity = b.capacity;
   k->usage = b.usage;
   k->origin = b.origin;
   k->compile_ms = b.compile_ms;
   k->module = backend_.load_module(b.binary);
   k->main = k->module->function(name);
-  if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(b.config, b.dtype));
-  if (b.config.strategy == Strategy::spin) {
-    const std::uint32_t r = backend_.max_active_blocks_per_cu(k->main, b.config.threads);
-    if (r == 0)
-      throw BackendError("occupancy", 0, kernel_name(b.config, b.dtype) + ": the device holds no block of " +
-                                             std::to_string(b.config.threads) + " threads of it at once");
-    k->resident_per_cu = r;
+  if constexpr (std::is_same_v<Config, KernelConfig>) {
+    if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(k->config, b.dtype));
+    if (b.config.strategy == Strategy::spin) {
+      const std::uint32_t r = backend_.max_active_blocks_per_cu(k->main, b.config.threads);
+      if (r == 0)
+        throw BackendError("occupancy", 0, name + ": the device holds no block of " +
+                                               std::to_string(b.config.threads) + " threads of it at once");
+      k->resident_per_cu = r;
+    }
   }
-  return *loaded_.emplace(name, std::move(k)).first->second;
+  return *t.emplace(name, std::move(k)).first->second;
 }
 
-CachedBinary build_multi_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
-                                const MultiConfig& config, DType dtype, std::uint32_t capacity, ResourceUsage* usage,
-                                bool* from_cache) {
-  const std::string name = multi_kernel_name(config, dtype, capacity);
-  CachedBinary b = compile_cached(compiler, cache, arch, render_multi_source(config, dtype, arch, capacity),
-                                  name + (arch.vendor == Vendor::nvidia ? ".cu" : ".hip"), from_cache);
-  if (usage && compiler.vendor() == Vendor::nvidia) {
-    const auto report = parse_ptxas_report(b.log);
-    if (auto it = report.find(name); it != report.end()) *usage = it->second;
-  }
-  return b;
-}
-
-const LoadedMultiKernel* KernelCache::find_multi(const MultiConfig& config, DType dtype,
-                                                 std::uint32_t capacity) const noexcept {
-  std::lock_guard lock(mu_);
-  auto it = multi_.find(multi_kernel_name(config, dtype, capacity));
-  return it == multi_.end() ? nullptr : it->second.get();
-}
-
-const LoadedMultiKernel* KernelCache::get_bundled_multi(const MultiConfig& config, DType dtype,
-                                                       std::uint32_t capacity) {
-  if (const LoadedMultiKernel* k = find_multi(config, dtype, capacity)) return k;
-  return load_bundled(multi_kernel_name(config, dtype, capacity), [&](std::vector<char>&& bytes) -> const LoadedMultiKernel* {
-    return &load_multi(config, dtype, capacity, CachedBinary{std::move(bytes), ""}, ResourceUsage{}, KernelOrigin::bundle);
-  });
-}
-
-const LoadedMultiKernel& KernelCache::get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) {
-  if (const LoadedMultiKernel* k = get_bundled_multi(config, dtype, capacity)) return *k;
-  ResourceUsage usage;
-  bool from_cache = false;
-  CachedBinary b = build_multi_kernel(*compiler_, binaries_, arch_, config, dtype, capacity, &usage, &from_cache);
-  return load_multi(config, dtype, capacity, std::move(b), usage,
-                    from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit);
-}
-
-const LoadedMultiKernel& KernelCache::load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
-                                                 CachedBinary&& binary, const ResourceUsage& usage,
-                                                 KernelOrigin origin) {
-  const std::string name = multi_kernel_name(config, dtype, capacity);
-  std::lock_guard lock(mu_);
-  if (auto it = multi_.find(name); it != multi_.end()) return *it->second;
-  auto k = std::make_unique<LoadedMultiKernel>();
-  k->config = config.compile_time_part();
-  k->dtype = dtype;
-  k->capacity = capacity;
-  k->usage = usage;
-  k->origin = origin;
-  k->module = backend_.load_module(binary.binary);
-  k->main = k->module->function(name);
-  return *multi_.emplace(name, std::move(k)).first->second;
-}
+#define AMAX_KERNEL_CACHE_FAMILY(Config)                                                                            \
+  template CompiledKernel<Config> build_kernel(const JitCompiler&, const BinaryCache&, const ArchInfo&,           \
+                                               const Config&, DType, std::uint32_t);                              \
+  template const Loaded<Config>* KernelCache::get_bundled(const Config&, DType, std::uint32_t);                   \
+  template const Loaded<Config>* KernelCache::find(const Config&, DType, std::uint32_t) const noexcept;           \
+  template const Loaded<Config>& KernelCache::get(const Config&, DType, std::uint32_t);                           \
+  template const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&&);
+AMAX_KERNEL_CACHE_FAMILY(KernelConfig)
+AMAX_KERNEL_CACHE_FAMILY(MultiConfig)
+#undef AMAX_KERNEL_CACHE_FAMILY
 
 }  // namespace amax

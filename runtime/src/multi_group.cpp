@@ -27,7 +27,7 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
     if (tensors.empty()) continue;
     MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
     def.epilogue = epilogue;
-    GroupChoice choice = c.tables->choose_multi(di.dtype, shape);
+    GroupChoice choice = c.tables->choose(di.dtype, shape);
     x.config = choice.config;
     x.config.epilogue = epilogue;
     x.source = static_cast<amax_source_t>(choice.source);
@@ -61,8 +61,8 @@ void use_multi_fallback(amax_context& c, MultiCall& m, DType d) {
 const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream) {
   MultiGroup& x = m.groups[index(d)];
   if (const LoadedMultiKernel* k = loaded_or_capture_check(
-          c, stream, [&] { return c.kernels->find_multi(x.config, d, x.capacity); },
-          [&] { return c.kernels->get_bundled_multi(x.config, d, x.capacity); },
+          c, stream, [&] { return c.kernels->find(x.config, d, x.capacity); },
+          [&] { return c.kernels->get_bundled(x.config, d, x.capacity); },
           [&] {
             return fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the "
                                "stream is being captured: JIT compilation is not allowed during graph capture; call "
@@ -75,7 +75,7 @@ const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, Str
   def.epilogue = x.config.epilogue;
   const auto got = load_or_fall_back(c.compile_failures, multi_kernel_name(x.config, d, x.capacity), x.config, def,
                                      [&](const MultiConfig& v) -> const LoadedMultiKernel& {
-                                       return c.kernels->get_multi(v, d, x.capacity);
+                                       return c.kernels->get(v, d, x.capacity);
                                      });
   if (got.fell_back) use_multi_fallback(c, m, d);
   return *got.kernel;

@@ -70,7 +70,11 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
                       nullptr, nullptr, c.nan_mode, nullptr);
       p->bytes += p->args[i].back().size();
     }
-    p->need_ws = std::max(p->need_ws, x.workspace_bytes);  // covers the compile fallback too
+    // What its launches need: its kernels are loaded (a variant that failed to compile is already
+    // replaced by the default), so no fallback remains to cover. amax_multi_workspace_size of the
+    // same list, asked after the failure, gives the default's workspace: a list prepared before
+    // must not ask for more (its pointers may come back from the allocator for another list).
+    p->need_ws = std::max(p->need_ws, multi_workspace_bytes(x.launches));
   }
   p->groups = t_call.groups;
   p->context_id = c.id;

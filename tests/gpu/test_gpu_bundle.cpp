@@ -183,7 +183,7 @@ TEST(GpuBundle, ListCallsRunTheBundledGroupKernelsWithoutJit) {
     for (const auto& e : kEpilogues)
       for (const std::uint32_t k : multi_capacities(env->arch)) {
         c.epilogue = e.value;
-        EXPECT_EQ(kernels.get_multi(c, d, k).origin, KernelOrigin::bundle) << c.label() << " " << to_string(d) << " k" << k;
+        EXPECT_EQ(kernels.get(c, d, k).origin, KernelOrigin::bundle) << c.label() << " " << to_string(d) << " k" << k;
       }
   EXPECT_EQ(jit_compile_count(), before);
   std::printf("bundle: %zu multi-tensor configs (defaults and fresh group winners; %zu stale group winners not "
@@ -200,7 +200,7 @@ TEST(GpuBundle, ListVariantThatFailsToCompileFallsBackToTheDefaultOnce) {
   const auto bundle = release_bundle();
   ASSERT_TRUE(bundle);
   const char* forced = "multi.t128.v8.u1.c16k.b2cu.thread";
-  ASSERT_EQ(bundle->find_multi(MultiConfig::parse(forced), DType::bf16, 192, env->arch), nullptr);
+  ASSERT_EQ(bundle->find(MultiConfig::parse(forced), DType::bf16, env->arch, 192), nullptr);
   const ScopedEnv force("AMAX_TUNE_FORCE_MULTI_LABEL", forced);
   amax_tune::Context ctx(options());
   Backend& b = *env->backend;

@@ -254,10 +254,10 @@ TEST(Bundle, MultiTensorEntryRoundTripsAndIsLoadedByTheKernelCache) {
   const std::shared_ptr<const JitCompiler> compiler = make_compiler(Vendor::nvidia);
   const fs::path dir = fresh_dir("multi") / "kernels.bundle";
   const MultiConfig def = builtin_multi_default(arch, DType::bf16, GroupShape{8, 1u << 24, 1u << 21});
-  const CachedBinary built = build_multi_kernel(*compiler, BinaryCache{fs::path{}}, arch, def, DType::bf16, 192);
+  const MultiKernelBinary built = build_kernel(*compiler, BinaryCache{fs::path{}}, arch, def, DType::bf16, 192);
   {
     BundleWriter w(dir);
-    w.add_multi(def, DType::bf16, 192, arch, compiler->version(), built.binary);
+    w.add(def, DType::bf16, arch, compiler->version(), built.binary, 192);
     w.finish(std::string(generator_version()));
   }
   std::string warning;
@@ -273,28 +273,28 @@ TEST(Bundle, MultiTensorEntryRoundTripsAndIsLoadedByTheKernelCache) {
   EXPECT_EQ(bundle_template_hash(e), multi_template_hash());
   EXPECT_EQ(e.compiler, compiler->version());
   EXPECT_EQ(e.size, built.binary.size());
-  EXPECT_EQ(b->find_multi(def, DType::bf16, 192, arch), &e);
+  EXPECT_EQ(b->find(def, DType::bf16, arch, 192), &e);
   const MultiConfig launch_params{def.threads, def.nvec, def.unroll, 256, BlockCap::uncapped(), Combine::warp};
-  EXPECT_EQ(b->find_multi(launch_params, DType::bf16, 192, arch), &e);
-  EXPECT_EQ(b->find_multi(def, DType::bf16, 512, arch), nullptr);
-  EXPECT_EQ(b->find_multi(def, DType::fp16, 192, arch), nullptr);
+  EXPECT_EQ(b->find(launch_params, DType::bf16, arch, 192), &e);
+  EXPECT_EQ(b->find(def, DType::bf16, arch, 512), nullptr);
+  EXPECT_EQ(b->find(def, DType::fp16, arch, 192), nullptr);
   const MultiConfig fused{def.threads, def.nvec, def.unroll, def.chunk_kib, def.max_blocks, def.combine, Epilogue::scale};
-  EXPECT_EQ(b->find_multi(fused, DType::bf16, 192, arch), nullptr);
-  EXPECT_EQ(b->find_multi(def, DType::bf16, 192, ArchInfo::parse("sm_80")), nullptr);
+  EXPECT_EQ(b->find(fused, DType::bf16, arch, 192), nullptr);
+  EXPECT_EQ(b->find(def, DType::bf16, ArchInfo::parse("sm_80"), 192), nullptr);
   std::string why;
   ASSERT_EQ(b->read(e, arch, &why), std::optional<std::vector<char>>(built.binary)) << why;
   {
     ModuleRecordingBackend be("sm_90", false);
     KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
-    const LoadedMultiKernel* k = kc.get_bundled_multi(def, DType::bf16, 192);
+    const LoadedMultiKernel* k = kc.get_bundled(def, DType::bf16, 192);
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(k->origin, KernelOrigin::bundle);
     EXPECT_EQ(k->capacity, 192u);
-    EXPECT_EQ(&kc.get_multi(def, DType::bf16, 192), k);  // loaded once
+    EXPECT_EQ(&kc.get(def, DType::bf16, 192), k);  // loaded once
     ASSERT_EQ(be.loaded.size(), 1u);
     EXPECT_EQ(be.loaded[0], built.binary);
     EXPECT_EQ(be.functions, std::vector<std::string>{"amax_multi_t512_v8_u4_bf16_k192"});
-    EXPECT_EQ(kc.get_bundled_multi(def, DType::bf16, 512), nullptr);  // not bundled: the caller compiles
+    EXPECT_EQ(kc.get_bundled(def, DType::bf16, 512), nullptr);  // not bundled: the caller compiles
   }
   // The single family's template hash on a multi-tensor entry: refused, naming both.
   std::string index = slurp(dir / "index.json");
@@ -310,7 +310,7 @@ TEST(Bundle, MultiTensorEntryRoundTripsAndIsLoadedByTheKernelCache) {
                      ", this build's " + multi_template_hash() + ")");
   ModuleRecordingBackend be("sm_90", false);
   KernelCache kc(be, compiler, BinaryCache{fs::path{}}, b);
-  EXPECT_EQ(kc.get_bundled_multi(def, DType::bf16, 192), nullptr);
+  EXPECT_EQ(kc.get_bundled(def, DType::bf16, 192), nullptr);
   EXPECT_TRUE(be.loaded.empty());
 }
 
@@ -395,7 +395,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
       for (const auto& ep : kEpilogues)
         for (const std::uint32_t k : multi_capacities(arch)) {
           c.epilogue = ep.value;
-          EXPECT_NE(b->find_multi(c, d, k, arch), nullptr) << a << " " << what << " " << c.label() << " k" << k;
+          EXPECT_NE(b->find(c, d, arch, k), nullptr) << a << " " << what << " " << c.label() << " k" << k;
         }
     };
     for (const auto& d : all_dtypes())

@@ -184,7 +184,7 @@ TEST_F(Dispatch, SameDeviceRowsArePreferredOverAnotherSkuOfTheArch) {
 }
 
 // Issue 26: the multi-tensor override is read with the single-tensor ones (read_environment, its
-// warning among theirs) and chosen by choose_multi before the tables, as choose() does for one
+// warning among theirs) and chosen by choose(dtype, shape) before the tables, as choose() does for one
 // tensor; a label invalid for a dtype is not forced for it and says why.
 TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
   const auto path = (dir / "groups.db").string();
@@ -199,14 +199,14 @@ TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
   DispatchTables plain(arch, kId);
   plain.read_environment();
   ASSERT_EQ(plain.load(Source::user_db, path), 1u);
-  EXPECT_FALSE(plain.forced_multi_label());
-  GroupChoice g = plain.choose_multi(DType::bf16, shape);
+  EXPECT_FALSE(plain.forced_label<MultiConfig>());
+  GroupChoice g = plain.choose(DType::bf16, shape);
   EXPECT_EQ(g.source, Source::user_db);
   EXPECT_EQ(g.config.label(), tuned);
   ASSERT_NE(g.entry, nullptr);
   EXPECT_EQ(g.entry->shape, shape);
   EXPECT_EQ(g.why, "");
-  g = plain.choose_multi(DType::fp32, shape);
+  g = plain.choose(DType::fp32, shape);
   EXPECT_EQ(g.source, Source::builtin_default);
   EXPECT_EQ(g.config.label(), "multi.t512.v4.u4.c32k.b4cu.warp");
   EXPECT_EQ(g.entry, nullptr);
@@ -216,12 +216,12 @@ TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
   forced.read_environment();
   forced.load(Source::user_db, path);
   EXPECT_TRUE(forced.warnings().empty());
-  ASSERT_TRUE(forced.forced_multi_label());
-  g = forced.choose_multi(DType::bf16, shape);
+  ASSERT_TRUE(forced.forced_label<MultiConfig>());
+  g = forced.choose(DType::bf16, shape);
   EXPECT_EQ(g.source, Source::override_env);
   EXPECT_EQ(g.config.label(), "multi.t1024.v8.u2.c64k.buncapped.thread");
   EXPECT_EQ(g.entry, nullptr);
-  g = forced.choose_multi(DType::fp32, shape);  // v8 is invalid for fp32: not forced
+  g = forced.choose(DType::fp32, shape);  // v8 is invalid for fp32: not forced
   EXPECT_EQ(g.source, Source::builtin_default);
   EXPECT_EQ(g.config.label(), "multi.t512.v4.u4.c32k.b4cu.warp");
   EXPECT_EQ(g.why, "AMAX_TUNE_FORCE_MULTI_LABEL is not valid for sm_90 fp32 (multi.t1024.v8.u2.c64k.buncapped.thread: "
@@ -237,8 +237,8 @@ TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
             "AMAX_TUNE_FORCE_MULTI_LABEL ignored: invalid multi-tensor variant label 'multi.t512.nonsense': expected "
             "7 to 8 '.'-separated fields (multi.tT.vN.uU.cCk.bB.COMBINE[.scale], e.g. multi.t512.v8.u4.c32k.b4cu.thread), "
             "got 3");
-  EXPECT_FALSE(bad.forced_multi_label());
-  EXPECT_EQ(bad.choose_multi(DType::bf16, shape).source, Source::builtin_default);
+  EXPECT_FALSE(bad.forced_label<MultiConfig>());
+  EXPECT_EQ(bad.choose(DType::bf16, shape).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");
   unsetenv("AMAX_TUNE_FORCE_MULTI_LABEL");
 }
@@ -265,7 +265,7 @@ TEST_F(Dispatch, InvalidGroupRowsAreSkippedByTheRuleOfSingleRows) {
                                  ": 2 multi-tensor entries for sm_90 are invalid and are skipped (first: sm_90/bf16/4 "
                                  "tensors, 4 MiB, largest 1 MiB: a fused (.scale) label: the tables hold amax-only "
                                  "winners)");
-  EXPECT_EQ(t.group_table(Source::user_db, DType::bf16).size(), 1u);
+  EXPECT_EQ(t.table<MultiConfig>(Source::user_db, DType::bf16).size(), 1u);
 }
 
 TEST_F(Dispatch, EnvironmentOverrides) {

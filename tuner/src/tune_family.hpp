@@ -88,9 +88,8 @@ struct KernelBuild {
   typename F::Config config;   ///< the compile-time part
   DType dtype{};
   std::uint32_t capacity = 0;  ///< descriptors per launch (multi-tensor kernels); 0 for one tensor
-  std::optional<typename TuneFamily<F>::Binary> binary;  ///< set once built, until loaded
+  std::optional<CompiledKernel<typename F::Config>> binary;  ///< set once built, until loaded
   ResourceUsage usage;         ///< the compiler's report, or the AMD code object's
-  bool from_cache = false;     ///< read from the binary cache rather than compiled
   BuildOutcome outcome;        ///< built (then loaded), or why not
 };
 
@@ -111,7 +110,6 @@ template <>
 struct TuneFamily<SingleFamily> {
   using Work = SizeWork;
   using Result = KeyResult;
-  using Binary = KernelBinary;
   using Verifier = tune::Verifier;
   /// Each call's buffers and scratch: none beyond the lane's.
   struct Scratch {};
@@ -173,17 +171,7 @@ struct TuneFamily<SingleFamily> {
       for (const auto& c : distinct_kernels(space(ctx, d))) out.push_back({c, d});
     return out;
   }
-  static std::string kernel_name(const KernelConfig& c, DType d, std::uint32_t) { return amax::kernel_name(c, d); }
   static std::uint32_t capacity(const Result&) { return 0; }
-  static void build(const TuneContext& ctx, KernelBuild<SingleFamily>& k) {
-    k.binary = build_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, k.config, k.dtype);
-    k.usage = k.binary->usage;
-    k.from_cache = k.binary->from_cache;
-  }
-  static void load(KernelCache& kernels, KernelBuild<SingleFamily>& k) { kernels.load(std::move(*k.binary)); }
-  static const LoadedKernel* find(const TuneContext& ctx, const Result& r, const KernelConfig& c) {
-    return ctx.kernels.find(c, r.dtype);
-  }
 
   // ---- tuning one key
   static Result result(const TuneContext&, const Work& w) {
@@ -239,7 +227,7 @@ struct TuneFamily<SingleFamily> {
     return verify_at_size(ctx.backend, v, lane.inputs, r.dtype, r.n, cs, ks);
   }
   static Timed timed(const TuneContext& ctx, Lane& lane, const Result& r, const VariantResult& v, Scratch&) {
-    const LoadedKernel& k = *find(ctx, r, v.config);
+    const LoadedKernel& k = *ctx.kernels.find(v.config, r.dtype);
     const LaunchShape shape = launch_shape(v.config, r.n, ctx.cu_count(), k.resident_per_cu);
     const LaunchBuffers buffers{lane.out.get<float>(), lane.workspace.get(), lane.counter.get<std::uint32_t>()};
     return variant_timed(ctx.backend, k, shape, r.n, buffers, lane.stream);
@@ -261,7 +249,6 @@ template <>
 struct TuneFamily<MultiFamily> {
   using Work = GroupSpec;
   using Result = GroupResult;
-  using Binary = CachedBinary;
   using Verifier = MultiVerifier;
   /// The list a timed call launches on (its tensors pointed at the slice of the call) and the
   /// packed arguments, reused by every call.
@@ -325,7 +312,7 @@ struct TuneFamily<MultiFamily> {
       const std::uint32_t k = multi_capacity_for(ctx.arch, g.tensors);
       const auto cs = group_candidates(ctx.arch, ctx.options.space, g, ctx.cu_count());
       for (const MultiConfig& c : cs)
-        if (names.insert(multi_kernel_name(c, g.dtype, k)).second) out.push_back({c.compile_time_part(), g.dtype, k});
+        if (names.insert(MultiFamily::kernel_name(c, g.dtype, k)).second) out.push_back({c.compile_time_part(), g.dtype, k});
       timed += cs.size();
       all += multi_candidates(ctx.arch, g.dtype, ctx.options.space, g.shape()).size();
     }
@@ -334,21 +321,7 @@ struct TuneFamily<MultiFamily> {
                            "launches repeat a timed variant's work)", timed, groups.size(), all - timed));
     return out;
   }
-  static std::string kernel_name(const MultiConfig& c, DType d, std::uint32_t capacity) {
-    return multi_kernel_name(c, d, capacity);
-  }
   static std::uint32_t capacity(const Result& r) { return r.capacity; }
-  static void build(const TuneContext& ctx, KernelBuild<MultiFamily>& k) {
-    k.binary = build_multi_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, k.config, k.dtype,
-                                  k.capacity, &k.usage, &k.from_cache);
-  }
-  static void load(KernelCache& kernels, KernelBuild<MultiFamily>& k) {
-    kernels.load_multi(k.config, k.dtype, k.capacity, std::move(*k.binary), k.usage,
-                       k.from_cache ? KernelOrigin::kernel_cache : KernelOrigin::jit);
-  }
-  static const LoadedMultiKernel* find(const TuneContext& ctx, const Result& r, const MultiConfig& c) {
-    return ctx.kernels.find_multi(c, r.dtype, r.capacity);
-  }
 
   // ---- tuning one group
   static Result result(const TuneContext& ctx, const Work& g) {
@@ -390,7 +363,7 @@ struct TuneFamily<MultiFamily> {
     for (const GroupSpec& h : groups)
       if (h.dtype == d)
         for (const MultiConfig& c : multi_candidates(ctx.arch, d, ctx.options.space, h.shape()))
-          if (const LoadedMultiKernel* k = ctx.kernels.find_multi(c, d, multi_capacity_for(ctx.arch, h.tensors));
+          if (const LoadedMultiKernel* k = ctx.kernels.find(c, d, multi_capacity_for(ctx.arch, h.tensors));
               k && std::find(cs.begin(), cs.end(), c) == cs.end()) {
             cs.push_back(c);
             ks.push_back(k);
@@ -406,7 +379,7 @@ struct TuneFamily<MultiFamily> {
   /// elements), its arguments packed on every call as amax_multi_compute does.
   static Timed timed(const TuneContext& ctx, Lane& lane, const Result& r, const VariantResult& v, Scratch& s) {
     const MultiConfig c = *v.multi;
-    const LoadedMultiKernel* k = find(ctx, r, c);
+    const LoadedMultiKernel* k = ctx.kernels.find(c, r.dtype, r.capacity);
     const GroupSpec g = r.spec;
     if (s.list.empty())
       for (std::uint32_t i = 0; i < g.tensors; ++i) s.list.push_back({nullptr, g.n, i});

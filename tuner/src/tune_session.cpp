@@ -11,11 +11,11 @@ namespace {
 template <class F>
 void compile(const TuneContext& ctx, KernelBuild<F>& k) {
   try {
-    TuneFamily<F>::build(ctx, k);
+    k.binary = build_kernel(ctx.kernels.compiler(), ctx.kernels.binaries(), ctx.arch, k.config, k.dtype, k.capacity);
+    k.usage = k.binary->usage;
     if (ctx.arch.vendor == Vendor::amd && can_read_amdgpu_code_objects()) {
       const auto u = amdgpu_resource_usage(k.binary->binary);
-      if (auto it = u.find(TuneFamily<F>::kernel_name(k.config, k.dtype, k.capacity)); it != u.end())
-        k.usage = it->second;
+      if (auto it = u.find(F::kernel_name(k.config, k.dtype, k.capacity)); it != u.end()) k.usage = it->second;
     }
   } catch (const CompileError& e) {
     k.outcome = BuildOutcome::compile_failure(e.what());
@@ -28,15 +28,15 @@ template <class F>
 void load(const TuneContext& ctx, FamilyRun<F>& run, TuneReport& report) {
   for (KernelBuild<F>& k : run.builds) {
     if (k.binary) {
-      ++(k.from_cache ? TuneFamily<F>::cached(report) : TuneFamily<F>::compiled(report));
+      ++(k.binary->from_cache ? TuneFamily<F>::cached(report) : TuneFamily<F>::compiled(report));
       try {
-        TuneFamily<F>::load(ctx.kernels, k);
+        ctx.kernels.load(std::move(*k.binary));
       } catch (const BackendError& e) {
         k.outcome = BuildOutcome::load_failure(e.what());
       }
       k.binary.reset();
     }
-    run.built[TuneFamily<F>::kernel_name(k.config, k.dtype, k.capacity)] = {k.outcome, k.usage};
+    run.built[F::kernel_name(k.config, k.dtype, k.capacity)] = {k.outcome, k.usage};
   }
 }
 
@@ -127,7 +127,7 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
   auto r = Fam::result(ctx, w);
   for (const auto& c : Fam::timed_candidates(ctx, w)) {
     VariantResult v = Fam::variant(ctx, r, c);
-    const auto b = run.built.find(Fam::kernel_name(c, r.dtype, Fam::capacity(r)));
+    const auto b = run.built.find(F::kernel_name(c, r.dtype, Fam::capacity(r)));
     if (b == run.built.end()) {
       v.status = db::TrialStatus::compile_failed;
       v.reason = "not built";
@@ -143,12 +143,12 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
   }
   {  // verification at the work item's own size or shape
     std::vector<typename F::Config> cs;
-    std::vector<decltype(Fam::find(ctx, r, std::declval<const typename F::Config&>()))> ks;
+    std::vector<const Loaded<typename F::Config>*> ks;
     std::vector<std::size_t> idx;
     for (std::size_t i = 0; i < r.variants.size(); ++i)
       if (r.variants[i].status == db::TrialStatus::ok) {
         cs.push_back(Fam::config(r.variants[i]));
-        ks.push_back(Fam::find(ctx, r, cs.back()));
+        ks.push_back(ctx.kernels.find(cs.back(), r.dtype, Fam::capacity(r)));
         idx.push_back(i);
       }
     const auto reasons = Fam::verify_at(ctx, verifier, lane, r, cs, ks);

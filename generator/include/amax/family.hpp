@@ -6,6 +6,7 @@
 // once as templates over a family and add their own per-family facts as specialisations keyed by
 // the same tags (the database's key type and tables, the runtime's launch plan and default, the
 // bench's workload), so that a new family is one tag here, one template and one row per layer.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -33,6 +34,15 @@ struct SingleFamily {
   static std::vector<Config> space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
     return enumerate_space(arch, dtype, kind);
   }
+  /// The entry point of `c`'s kernel for `dtype` (kernel_name of its compile-time part); the
+  /// kernel has no descriptor capacity (`capacity` is 0).
+  static std::string kernel_name(const Config& c, DType dtype, std::uint32_t /*capacity*/) {
+    return amax::kernel_name(c.compile_time_part(), dtype);
+  }
+  /// The kernel's source for `arch` (render_source).
+  static std::string render(const Config& c, DType dtype, const ArchInfo& arch, std::uint32_t /*capacity*/) {
+    return render_source(c.compile_time_part(), dtype, arch.vendor);
+  }
 };
 
 /// Many tensors per launch (MultiConfig, templates/amax_multi_kernels.h), tuned per (arch, dtype,
@@ -44,6 +54,15 @@ struct MultiFamily {
   static const std::string& template_hash() { return multi_template_hash(); }
   static std::vector<Config> space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
     return enumerate_multi_space(arch, dtype, kind);
+  }
+  /// The entry point of `c`'s kernel for `dtype` compiled for `capacity` descriptors per launch
+  /// (multi_kernel_name).
+  static std::string kernel_name(const Config& c, DType dtype, std::uint32_t capacity) {
+    return multi_kernel_name(c.compile_time_part(), dtype, capacity);
+  }
+  /// The kernel's source for `arch` and `capacity` (render_multi_source).
+  static std::string render(const Config& c, DType dtype, const ArchInfo& arch, std::uint32_t capacity) {
+    return render_multi_source(c.compile_time_part(), dtype, arch, capacity);
   }
 };
 

@@ -71,16 +71,14 @@ class BundleWriter {
   BundleWriter(const BundleWriter&) = delete;
   BundleWriter& operator=(const BundleWriter&) = delete;
 
-  /// Adds a code object for (config, dtype) compiled for `arch` by `compiler`; the file is written
-  /// now (mode 0644). A second entry for the same kernel and arch replaces the first.
-  /// Errors: std::runtime_error naming the file.
-  void add(const KernelConfig& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
-           const std::vector<char>& binary);
-  /// Adds the code object of the multi-tensor `config` (its compile-time part) for `dtype` and
-  /// `capacity` descriptors per launch, compiled for `arch` by `compiler` (build_multi_kernel), as
-  /// add() does. Errors: std::runtime_error naming the file.
-  void add_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, const ArchInfo& arch,
-                 const std::string& compiler, const std::vector<char>& binary);
+  /// Adds the code object of either family's `config` (its compile-time part; Config:
+  /// KernelConfig or MultiConfig) for `dtype` and, multi-tensor, `capacity` descriptors per launch
+  /// (0 for single tensors), compiled for `arch` by `compiler` (build_kernel): the entry's kernel,
+  /// label and template hash are its family's. The file is written now (mode 0644). A second entry
+  /// for the same kernel and arch replaces the first. Errors: std::runtime_error naming the file.
+  template <class Config>
+  void add(const Config& config, DType dtype, const ArchInfo& arch, const std::string& compiler,
+           const std::vector<char>& binary, std::uint32_t capacity = 0);
   /// Adds entry `e` of the opened bundle `from` unchanged, with its code object read and verified
   /// (Bundle::read: size, SHA-256, template hash of this build). Errors: std::runtime_error with
   /// Bundle::read's reason.
@@ -114,17 +112,15 @@ class Bundle {
   static std::unique_ptr<Bundle> open(const std::filesystem::path& dir, std::string* warning);
   ~Bundle();
 
-  /// The entry for (config's kernel, dtype) that device `arch` can load, or nullptr: the entry
-  /// compiled for exactly `arch` (an AMD device's full target ID, e.g. `gfx942:sramecc+:xnack-`)
-  /// first, else one whose target ID serves it (bundle_serves: `gfx942` compiled with xnack and
-  /// sramecc "any" serves `gfx942:sramecc+:xnack+`).
-  const BundleEntry* find(const KernelConfig& config, DType dtype, const ArchInfo& arch) const;
-  /// The entry of the multi-tensor kernel of `config` for `dtype` and `capacity` descriptors per
-  /// launch (multi_kernel_name) that device `arch` can load, or nullptr; the same order as find().
-  const BundleEntry* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity,
-                                const ArchInfo& arch) const;
+  /// The entry for either family's kernel of `config` for `dtype` and (multi-tensor) `capacity`
+  /// descriptors per launch that device `arch` can load, or nullptr: the entry compiled for
+  /// exactly `arch` (an AMD device's full target ID, e.g. `gfx942:sramecc+:xnack-`) first, else one
+  /// whose target ID serves it (bundle_serves: `gfx942` compiled with xnack and sramecc "any"
+  /// serves `gfx942:sramecc+:xnack+`).
+  template <class Config>
+  const BundleEntry* find(const Config& config, DType dtype, const ArchInfo& arch, std::uint32_t capacity = 0) const;
   /// The entry named `kernel` (either family's kernel name) that device `arch` can load, or
-  /// nullptr: what find() and find_multi() look up.
+  /// nullptr: what find() looks up.
   const BundleEntry* find_kernel(std::string_view kernel, const ArchInfo& arch) const;
   /// The verified code object of `e` for `arch`: nullopt with *why naming the entry and the
   /// problem when `e` cannot serve `arch` (bundle_serves) or its template hash differs from this

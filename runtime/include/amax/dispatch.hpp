@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace amax::db {
@@ -67,22 +68,34 @@ KernelConfig builtin_default(const ArchInfo& arch, DType dtype, std::uint64_t n)
 /// `amax-tune show`).
 std::string builtin_default_source(const ArchInfo& arch);
 
-/// A decision.
-struct Choice {
-  KernelConfig config;
-  Source source = Source::builtin_default;
-  const TableEntry* entry = nullptr;  ///< the table row used (user/system), else null
+/// Per-family facts of the dispatch tables (Config: KernelConfig or MultiConfig): the table entry
+/// type and what a call is looked up by (its Query).
+template <class Config>
+struct DispatchRow;
+template <>
+struct DispatchRow<KernelConfig> {
+  using Entry = TableEntry;
+  using Query = std::uint64_t;  ///< n, elements
 };
+template <>
+struct DispatchRow<MultiConfig> {
+  using Entry = GroupEntry;
+  using Query = GroupShape;     ///< the dtype group's shape
+};
+template <class Config>
+using EntryOf = typename DispatchRow<Config>::Entry;
 
-/// A multi-tensor decision (DispatchTables::choose_multi).
-struct GroupChoice {
-  MultiConfig config;  ///< with the amax epilogue (the call sets its own)
+/// A decision of either family.
+template <class Config>
+struct Choice {
+  Config config;  ///< with the amax epilogue (the call sets its own)
   Source source = Source::builtin_default;
-  const GroupEntry* entry = nullptr;  ///< the table row used (user/system), else null
-  /// Why a forced label is not used for this dtype ("AMAX_TUNE_FORCE_MULTI_LABEL is not valid for
-  /// sm_90 bf16 (<reason>): "), else "". amax_multi_explain starts its detail with it.
+  const EntryOf<Config>* entry = nullptr;  ///< the table row used (user/system), else null
+  /// Why the family's forced label is not used for this dtype ("AMAX_TUNE_FORCE_MULTI_LABEL is not
+  /// valid for sm_90 bf16 (<reason>): "), else "". The explain calls start their detail with it.
   std::string why;
 };
+using GroupChoice = Choice<MultiConfig>;
 
 /// The tables of one context. Built once (load + read_environment), then read-only: choose() is
 /// thread-safe and does no I/O.
@@ -97,65 +110,75 @@ class DispatchTables {
   DispatchTables(ArchInfo arch, db::Provenance current, std::string bundle_compiler = {});
 
   /// Loads the winners of this arch from the database at `path` into the user or system table,
-  /// single-tensor and multi-tensor (group) winners alike; group rows are judged against the
-  /// multi-tensor family's template hash (multi_template_hash) and their labels must parse as
-  /// multi-tensor variants valid for the arch and dtype.
+  /// single-tensor and multi-tensor (group) winners alike, each family's rows judged against its
+  /// own template hash (SingleFamily / MultiFamily::template_hash) and their labels parsed as that
+  /// family's variants, valid for the arch and dtype.
   /// A missing file is skipped silently; a damaged or unreadable one with one warning; invalid
-  /// rows and stale rows are counted and reported in one warning per kind; a file that a user
-  /// other than the effective user and root can change (trust::database_writable_by_others) is
-  /// still read, with one warning. Returns the number of entries kept.
+  /// rows and stale rows are counted and reported in one warning per kind and family; a file that
+  /// a user other than the effective user and root can change (trust::database_writable_by_others)
+  /// is still read, with one warning. Returns the number of entries kept.
   std::size_t load(Source which, const std::string& path);
 
-  /// Reads the environment overrides of both kernel families (the one place they are read):
-  /// AMAX_TUNE_FORCE_LABEL (a label), AMAX_TUNE_FORCE_STRATEGY
-  /// (atomic|two_stage|one_pass|self_reset|spin) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1
-  /// (= strategy atomic) for single tensors; AMAX_TUNE_FORCE_MULTI_LABEL (a multi-tensor label) for
-  /// lists. Bad values, and spin where the arch cannot run it (spin_unsupported_reason), are
-  /// ignored with one warning each ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
+  /// Reads the environment overrides of both kernel families (the one place they are read): each
+  /// family's forced label (F::kForceLabelEnv: AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_MULTI_LABEL);
+  /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset|spin|
+  /// first_reset) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad
+  /// values, and spin where the arch cannot run it (spin_unsupported_reason), are ignored with one
+  /// warning each ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
   void read_environment();
 
-  /// The decision for (dtype, n): a forced label valid for the dtype; else a forced strategy on
-  /// the built-in default; else the user table's entry nearest to n (db::serves_better: log2
-  /// distance, ties to the larger tuned n, then same-device rows, then the newer); else the system
-  /// table's; else the default.
-  Choice choose(DType dtype, std::uint64_t n) const;
+  /// The decision of either family, in the lookup order of DESIGN.md section 4 (the one place it
+  /// is made): the family's forced label when it is valid for the arch and dtype (else Choice::why
+  /// says why not); for single tensors then a forced strategy on the built-in default; else the
+  /// user table's nearest entry, else the system table's; else the family's built-in default.
+  /// Nearest: for one tensor of n elements, db::serves_better (log2 distance, ties to the larger
+  /// tuned n, then same-device rows, then the newer); for a dtype group of `shape`,
+  /// db::serves_group_better (the L1 distance between half-octave buckets of tensors, total bytes
+  /// and largest tensor, ties to the larger total, then more tensors, then same-device rows, then
+  /// the newer). Thread-safe, no I/O.
+  Choice<KernelConfig> choose(DType dtype, std::uint64_t n) const { return choose_in<KernelConfig>(dtype, n); }
+  Choice<MultiConfig> choose(DType dtype, const GroupShape& shape) const {
+    return choose_in<MultiConfig>(dtype, shape);
+  }
 
-  /// The tuned multi-tensor entry that serves a group of `shape` of `dtype`: the user table's
-  /// nearest by the nearest-group rule of amax/db/nearest.hpp (db::serves_group_better: the L1
-  /// distance between half-octave buckets of tensors, total bytes and largest tensor, ties to the
-  /// larger total, then more tensors, then same-device rows, then the newer), else the system
-  /// table's; nullptr when both are empty (the caller then uses the override or the built-in
-  /// multi-tensor default). `which` receives the table it came from. Thread-safe, no I/O.
-  const GroupEntry* choose_group(DType dtype, const GroupShape& shape, Source* which) const;
-
-  /// The multi-tensor decision for a group of `shape` of `dtype`, in the lookup order of choose():
-  /// the forced multi-tensor label when it is valid for the arch and dtype (else `why` says why
-  /// not); else choose_group's entry; else builtin_multi_default. Thread-safe, no I/O.
-  GroupChoice choose_multi(DType dtype, const GroupShape& shape) const;
-
-  const std::vector<TableEntry>& table(Source which, DType dtype) const;
-  const std::vector<GroupEntry>& group_table(Source which, DType dtype) const;
-  const std::optional<KernelConfig>& forced_label() const noexcept { return force_label_; }
+  /// The loaded entries of one family, table and dtype.
+  template <class Config = KernelConfig>
+  const std::vector<EntryOf<Config>>& table(Source which, DType dtype) const {
+    const auto& t = family<Config>();
+    return (which == Source::user_db ? t.user : t.system)[index(dtype)];
+  }
+  /// The family's forced label (read_environment), if any.
+  template <class Config>
+  const std::optional<Config>& forced_label() const noexcept { return family<Config>().forced; }
   const std::optional<Strategy>& forced_strategy() const noexcept { return force_strategy_; }
-  const std::optional<MultiConfig>& forced_multi_label() const noexcept { return force_multi_label_; }
   /// The warnings issued so far (also logged with spdlog), for tests and `explain`.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 
  private:
+  template <class Config>
+  struct Tables {
+    std::array<std::vector<EntryOf<Config>>, kDTypeCount> user{}, system{};
+    std::optional<Config> forced;
+  };
+  template <class Config>
+  Tables<Config>& family() noexcept { return std::get<Tables<Config>>(tables_); }
+  template <class Config>
+  const Tables<Config>& family() const noexcept { return std::get<Tables<Config>>(tables_); }
+  template <class Config>
+  Choice<Config> choose_in(DType dtype, const typename DispatchRow<Config>::Query& query) const;
+  /// Loads one family's rows of `tdb` into table `which` (load()); DbError when they cannot be read.
+  template <class Config>
+  std::size_t load_family(Source which, const std::string& path, const db::TuningDb& tdb);
   void warn(std::string message);
+  /// db::stale_fields of a row against `current`, less the compiler when the row was compiled by
+  /// the bundle's compiler (its kernels are served from the bundle): the one freshness rule of both
+  /// families.
+  std::vector<std::string_view> stale_fields_of(const db::Provenance& row, const db::Provenance& current) const;
   ArchInfo arch_;
   db::Provenance current_;
   std::string bundle_compiler_;
-  std::array<std::vector<TableEntry>, kDTypeCount> user_{}, system_{};
-  std::array<std::vector<GroupEntry>, kDTypeCount> user_groups_{}, system_groups_{};
-  std::size_t load_groups(Source which, const std::string& path, db::TuningDb& tdb);
-  /// db::stale_fields of a row against `current`, less the compiler when the row was compiled by
-  /// the bundle's compiler (its kernels are served from the bundle): the one freshness rule of both
-  /// tables.
-  std::vector<std::string_view> stale_fields_of(const db::Provenance& row, const db::Provenance& current) const;
-  std::optional<KernelConfig> force_label_;
+  std::tuple<Tables<KernelConfig>, Tables<MultiConfig>> tables_;
   std::optional<Strategy> force_strategy_;
-  std::optional<MultiConfig> force_multi_label_;
   std::vector<std::string> warnings_;
 };
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "amax/backend.hpp"
@@ -26,17 +27,22 @@ enum class KernelOrigin : std::uint8_t { bundle, kernel_cache, jit };
 /// "bundle" / "kernel cache" / "JIT".
 const char* to_string(KernelOrigin o) noexcept;
 
-/// A compiled, not yet loaded, kernel program for the compile-time part of a config and a dtype.
-struct KernelBinary {
-  KernelConfig config;       ///< max_blocks normalised to uncapped (not compiled in)
+/// A compiled, not yet loaded, kernel program of either family (Config: KernelConfig or
+/// MultiConfig): its config's compile-time part, dtype and (multi-tensor) descriptor capacity.
+template <class Config>
+struct CompiledKernel {
+  Config config;             ///< the compile-time part (a single-tensor grid cap is not compiled in)
   DType dtype{};
+  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; 0 for single tensors
   std::vector<char> binary;  ///< CUBIN / AMD code object
   std::string log;           ///< compiler log (NVRTC: holds ptxas' resource report)
-  ResourceUsage usage;       ///< of the stage-one kernel where the compiler reports it (NVRTC)
+  ResourceUsage usage;       ///< of the entry point where the compiler reports it (NVRTC)
   bool from_cache = false;   ///< read from the binary cache rather than compiled
   double compile_ms = 0;     ///< 0 when from the cache
   KernelOrigin origin = KernelOrigin::jit;
 };
+using KernelBinary = CompiledKernel<KernelConfig>;
+using MultiKernelBinary = CompiledKernel<MultiConfig>;
 
 /// The binary-cache key of `source` compiled for `arch` by `compiler`: its hash, the arch and the
 /// compiler version. Thread-safe.
@@ -49,15 +55,21 @@ CachedBinary compile_cached(const JitCompiler& compiler, const BinaryCache& cach
                             const std::string& source, const std::string& program_name, bool* from_cache = nullptr,
                             double* compile_ms = nullptr);
 
-/// Renders `config` for `arch` and compiles it, through `cache` (keyed by source hash, arch and
-/// compiler version). Thread-safe; needs no GPU. Errors: CompileError with the full log.
-KernelBinary build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
-                          const KernelConfig& config, DType dtype);
+/// Renders either family's `config` for `arch`, `dtype` and (multi-tensor) `capacity`
+/// (family_of_t<Config>::render) and compiles it, through `cache` (keyed by source hash, arch and
+/// compiler version). `usage` is the entry point's. Thread-safe; needs no GPU.
+/// Errors: CompileError with the full log.
+template <class Config>
+CompiledKernel<Config> build_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
+                                    const Config& config, DType dtype, std::uint32_t capacity = 0);
 
-/// A kernel loaded on a device: entry points of stage one and (two_stage) the finish kernel.
-struct LoadedKernel {
-  KernelConfig config;
+/// A kernel of either family loaded on a device: its entry point and, for a two_stage single-tensor
+/// kernel, the finish kernel's.
+template <class Config>
+struct Loaded {
+  Config config;
   DType dtype{};
+  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; 0 for single tensors
   FunctionHandle main = nullptr;
   FunctionHandle finish = nullptr;
   ResourceUsage usage;       ///< -1 fields for bundled kernels (the bundle keeps no compiler log)
@@ -65,29 +77,12 @@ struct LoadedKernel {
   double compile_ms = 0;     ///< JIT time; 0 unless origin is jit
   /// spin: blocks of `main` (config.threads each) one CU/SM holds at once, from the backend's
   /// occupancy query when the kernel was loaded (>= 1; launch_shape caps spin's grid at this x the
-  /// CU count). 0 for the other strategies (not queried).
+  /// CU count). 0 for the other strategies and the multi-tensor family (not queried).
   std::uint32_t resident_per_cu = 0;
   std::unique_ptr<Module> module;
 };
-
-/// A multi-tensor kernel (amax_multi_kernels.h) loaded on a device, compiled for `capacity`
-/// descriptors per launch.
-struct LoadedMultiKernel {
-  MultiConfig config;
-  DType dtype{};
-  std::uint32_t capacity = 0;
-  FunctionHandle main = nullptr;
-  ResourceUsage usage;       ///< -1 fields for bundled kernels
-  KernelOrigin origin = KernelOrigin::jit;
-  std::unique_ptr<Module> module;
-};
-
-/// Renders the multi-tensor `config` for `arch`, `dtype` and `capacity` and compiles it through
-/// `cache` (as build_kernel). `usage` is the entry point's. Thread-safe; needs no GPU.
-/// Errors: CompileError with the full log.
-CachedBinary build_multi_kernel(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
-                                const MultiConfig& config, DType dtype, std::uint32_t capacity,
-                                ResourceUsage* usage = nullptr, bool* from_cache = nullptr);
+using LoadedKernel = Loaded<KernelConfig>;
+using LoadedMultiKernel = Loaded<MultiConfig>;
 
 /// The in-process kernel cache of one device: each (kernel label, dtype) is built and loaded once,
 /// looked up in the bundle of compiled kernels first, then the binary (on-disk kernel) cache, then
@@ -100,34 +95,27 @@ class KernelCache {
   /// `bundle` may be nullptr (no bundle).
   KernelCache(Backend& backend, std::shared_ptr<const JitCompiler> compiler, BinaryCache binaries,
               std::shared_ptr<const Bundle> bundle = nullptr);
-  /// The loaded kernel, loading it from the bundle or building it on first use.
-  /// Errors: CompileError, BackendError.
-  const LoadedKernel& get(const KernelConfig& config, DType dtype);
+  // Each method serves either family (Config: KernelConfig or MultiConfig); `capacity` is the
+  // multi-tensor kernel's descriptors per launch (0 for single tensors).
+
+  /// The loaded kernel, loading it from the bundle or building it (kernel cache, then JIT) on
+  /// first use. Errors: CompileError, BackendError.
+  template <class Config>
+  const Loaded<Config>& get(const Config& config, DType dtype, std::uint32_t capacity = 0);
   /// The loaded kernel if it is loaded or can be loaded from the bundle (no compile, no kernel-cache
   /// read: usable during graph capture), else nullptr. The bundle entry is the one for the device's
   /// exact arch (AMD: its full target ID) or else one that serves it (Bundle::find); an entry that
   /// is refused (Bundle::read) or that the driver cannot load gives one warning and nullptr (the
   /// caller compiles instead). Errors: none beyond bad_alloc.
-  const LoadedKernel* get_bundled(const KernelConfig& config, DType dtype);
+  template <class Config>
+  const Loaded<Config>* get_bundled(const Config& config, DType dtype, std::uint32_t capacity = 0);
   /// Loads a binary built elsewhere (e.g. compiled in parallel by build_kernel); returns the
   /// existing entry when that kernel is already loaded. Errors: BackendError.
-  const LoadedKernel& load(KernelBinary&& binary);
+  template <class Config>
+  const Loaded<Config>& load(CompiledKernel<Config>&& binary);
   /// The kernel if already loaded, else nullptr. Never compiles or loads (safe during capture).
-  const LoadedKernel* find(const KernelConfig& config, DType dtype) const noexcept;
-  /// The multi-tensor kernel, loaded on first use from the bundle, else built (kernel cache, then
-  /// JIT), as get(). Errors: CompileError, BackendError.
-  const LoadedMultiKernel& get_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
-  /// The multi-tensor kernel if it is loaded or can be loaded from the bundle, else nullptr: as
-  /// get_bundled() (no compile, no kernel-cache read; a refused entry gives one warning).
-  /// Errors: none beyond bad_alloc.
-  const LoadedMultiKernel* get_bundled_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity);
-  /// Loads a multi-tensor binary built elsewhere (build_multi_kernel, e.g. in a compile pool) for
-  /// `config`'s compile-time part, `dtype` and `capacity`; returns the existing entry when that
-  /// kernel is already loaded. `origin`: where the binary came from. Errors: BackendError.
-  const LoadedMultiKernel& load_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity, CachedBinary&& binary,
-                                      const ResourceUsage& usage, KernelOrigin origin = KernelOrigin::jit);
-  /// The multi-tensor kernel if already loaded, else nullptr (safe during capture).
-  const LoadedMultiKernel* find_multi(const MultiConfig& config, DType dtype, std::uint32_t capacity) const noexcept;
+  template <class Config>
+  const Loaded<Config>* find(const Config& config, DType dtype, std::uint32_t capacity = 0) const noexcept;
 
   Backend& backend() noexcept { return backend_; }
   const JitCompiler& compiler() const noexcept { return *compiler_; }
@@ -142,18 +130,17 @@ class KernelCache {
   std::optional<std::vector<char>> bundled_code(const std::string& kernel, const BundleEntry** entry);
   /// Warns once that the driver could not load bundle entry `e` (`why`); it is not used again.
   void refuse_loaded(const BundleEntry& e, const char* why);
-  /// Loads a bundled code object through `load` (either family's loader); a BackendError refuses
-  /// the entry (refuse_loaded) and gives nullptr.
-  template <class Load>
-  auto load_bundled(const std::string& kernel, Load&& load) -> decltype(load(std::vector<char>{}));
   Backend& backend_;
   std::shared_ptr<const JitCompiler> compiler_;
   BinaryCache binaries_;
   std::shared_ptr<const Bundle> bundle_;
   ArchInfo arch_;
+  template <class Config>
+  using Table = std::map<std::string, std::unique_ptr<Loaded<Config>>>;  // key: the family's kernel_name
+  template <class Config>
+  Table<Config>& table() const noexcept { return std::get<Table<Config>>(loaded_); }
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<LoadedKernel>> loaded_;  // key: kernel_name(config, dtype)
-  std::map<std::string, std::unique_ptr<LoadedMultiKernel>> multi_;  // key: multi_kernel_name
+  mutable std::tuple<Table<KernelConfig>, Table<MultiConfig>> loaded_;
   std::mutex refused_mu_;
   std::set<std::string> refused_;  // bundle entries refused (warned once)
 };

@@ -9,7 +9,9 @@
 
 namespace amax {
 
-struct LoadedKernel;  // kernel_cache.hpp
+template <class Config>
+struct Loaded;  // kernel_cache.hpp
+using LoadedKernel = Loaded<KernelConfig>;
 
 /// spin: the most blocks a spin grid has (launch_shape caps it here as well as at the blocks the
 /// device holds at once), and the first slot word of its per-block words: block b (1 .. grid - 1)
