@@ -57,6 +57,9 @@
 //               (most framework kernels) gives no overlap.
 //  spin_coop    spin launched cooperatively (co-residency guaranteed by the driver; the launch
 //               fails instead of hanging when the grid does not fit).
+//  first_reset_late  first_reset's ticket issued before the loads but read after them (no warp
+//               waits for it before loading); the first block to arrive stores its own maximum and
+//               publishes, the others fold theirs in after the publication.
 //  first_reset  the output zeroed inside the launch, at its start, so that every block ends with a
 //               fire-and-forget red.max on it and nobody waits for the last block: thread 0 of each
 //               block takes a ticket (64-bit atomic add on {arrivals, epoch}) before its loads; the
@@ -96,7 +99,7 @@ constexpr unsigned kInf = 0x7f800000u, kQNaN = 0x7fc00000u;
 // Device side: the same integer method as templates/amax_kernels.h (sign-cleared bits, unsigned
 // max; 16-bit inputs two lanes per word; NaN-ignoring mode zeroes NaN lanes).
 enum Strat { S_READ, S_ATOMIC, S_ONE_PASS, S_SELF_RESET, S_SELF_RESET_RED, S_TWO_STAGE, S_CLUSTER, S_SPIN,
-             S_SELF_RESET_PDL, S_FIRST_RESET };
+             S_SELF_RESET_PDL, S_FIRST_RESET, S_FIRST_RESET_LATE };
 
 __device__ __forceinline__ unsigned pmax(unsigned a, unsigned b) { return a > b ? a : b; }
 
@@ -274,6 +277,14 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
       }
     }
   }
+  // first_reset_late: the same ticket, issued before the loads but read after them, so that no warp
+  // waits for it before loading (the atomic's result returns while the loads run). The first block
+  // to arrive then stores its own maximum (no zeroing) and publishes; the others wait for that
+  // publication at their end, as first_reset's do, and fold in theirs.
+  u64 fr_ticket = 0;
+  if constexpr (S == S_FIRST_RESET_LATE) {
+    if (threadIdx.x == 0 && gridDim.x > 1) fr_ticket = atomicAdd(reinterpret_cast<u64*>(ctr), 1ull);
+  }
   if constexpr (S == S_READ) {
     const unsigned acc = thread_partial<EB, T, U, false, true>(in, n);
     TRACE(1);
@@ -304,6 +315,28 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
           else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;  // a hang: the check fails
         }
         red_max_relaxed(outb, canon(bits));
+      }
+    }
+    return;
+  }
+  if constexpr (S == S_FIRST_RESET_LATE) {
+    if (threadIdx.x == 0) {
+      if (gridDim.x == 1) {
+        *outb = canon(bits);
+      } else {
+        const unsigned arrival = (unsigned)fr_ticket, want = (unsigned)(fr_ticket >> 32) + 1u;
+        if (arrival == gridDim.x - 1) atomicAdd(reinterpret_cast<u64*>(ctr), (1ull << 32) - gridDim.x);
+        if (arrival == 0) {
+          st_relaxed(outb, canon(bits));
+          st_release(ctr + 2, want);
+        } else {
+          u64 t0 = 0, polls = 0;
+          while (ld_acquire(ctr + 2) != want) {
+            if (polls++ == 0) t0 = gtime();
+            else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;  // a hang: the check fails
+          }
+          red_max_relaxed(outb, canon(bits));
+        }
       }
     }
     return;
@@ -455,6 +488,7 @@ static KFn pick_any(int s, int eb, int T, int U) {
     case S_SPIN: return pick_s<S_SPIN>(eb, T, U);
     case S_SELF_RESET_PDL: return pick_s<S_SELF_RESET_PDL>(eb, T, U);
     case S_FIRST_RESET: return pick_s<S_FIRST_RESET>(eb, T, U);
+    case S_FIRST_RESET_LATE: return pick_s<S_FIRST_RESET_LATE>(eb, T, U);
   }
   return nullptr;
 }
@@ -525,7 +559,7 @@ static cudaError_t launch(const Dev& d, const Config& c, int eb, const void* in,
   lc.attrs = at;
   lc.numAttrs = na;
   unsigned* ws = c.strat == S_SPIN ? d.slots : d.ws;
-  unsigned* ctr = c.strat == S_FIRST_RESET ? d.fr : d.ctr;
+  unsigned* ctr = c.strat == S_FIRST_RESET || c.strat == S_FIRST_RESET_LATE ? d.fr : d.ctr;
   cudaError_t e = cudaLaunchKernelEx(&lc, fn, in, n, d.out, ws, ctr, flags);
   if (e != cudaSuccess || c.strat != S_TWO_STAGE || c.grid == 1) return e;
   cudaLaunchConfig_t fc{};
@@ -761,7 +795,8 @@ static std::vector<Cand> candidates(bool hopper) {
                          {"self_reset_red", S_SELF_RESET_RED, 0, false, false},
                          {"spin", S_SPIN, 0, false, false},
                          {"spin_coop", S_SPIN, 0, true, false},
-                         {"first_reset", S_FIRST_RESET, 0, false, false}};
+                         {"first_reset", S_FIRST_RESET, 0, false, false},
+                         {"first_reset_late", S_FIRST_RESET_LATE, 0, false, false}};
   if (hopper) {
     c.push_back({"two_stage", S_TWO_STAGE, 0, false, false});
     c.push_back({"self_reset_pdl", S_SELF_RESET_PDL, 0, false, false});
@@ -1091,7 +1126,7 @@ int main(int argc, char** argv) {
     if (r.cand == "read") read_us[r.dtype + std::to_string(r.bytes)] = r.us;
   const char* order[] = {"empty", "read", "read_best", "te_shape", "atomic", "two_stage", "one_pass",
                          "self_reset", "self_reset_red", "self_reset_pdl", "cluster2", "cluster4", "cluster8", "cluster16",
-                         "spin", "spin_coop", "first_reset"};
+                         "spin", "spin_coop", "first_reset", "first_reset_late"};
   const char* csv_dir = std::getenv("OUT");
   FILE* csv = nullptr;
   if (csv_dir && *csv_dir) {
