@@ -140,10 +140,8 @@ CheckReport run_check(const CheckOptions& o) {
     std::shared_ptr<const JitCompiler> compiler = make_compiler(vendor);
     KernelCache kernels(b, compiler, BinaryCache(o.cache_dir));
     std::uint64_t max_bytes = 0, max_ws = 16;
-    std::size_t max_variants = 1;
     for (const auto& wk : work) {
       max_bytes = std::max(max_bytes, wk.entry->n * info(wk.entry->dtype).bytes);
-      max_variants = std::max(max_variants, wk.configs.size());
       for (const auto& c : wk.configs)
         if (c) max_ws = std::max(max_ws, launch_shape(*c, wk.entry->n, cu).workspace_bytes);
     }
@@ -152,7 +150,7 @@ CheckReport run_check(const CheckOptions& o) {
     const DeviceBuffer out(b, 4), ws(b, max_ws), counter(b, 4);
     b.memset32_async(counter.get(), 0, 1, stream);
     try {
-      Verifier verifier(b, stream, max_variants, max_ws);
+      Verifier verifier(b, stream);
       const ReferenceKernels ref = ReferenceKernels::load(b, *compiler, kernels.binaries());
       Gate gate(b, ref.gate, o.protocol.gate_timeout_ms);
       Runner runner(b, stream, inputs, o.protocol, &gate);
@@ -176,7 +174,7 @@ CheckReport run_check(const CheckOptions& o) {
         std::vector<std::size_t> idx;
         for (std::size_t i = 0; i < ks.size(); ++i)
           if (ks[i]) cs.push_back(*wk.configs[i]), vks.push_back(ks[i]), idx.push_back(i);
-        const auto reasons = verify_at_size(b, verifier, inputs, e.dtype, e.n, cs, vks);
+        const auto reasons = verifier.verify_at(inputs, GroupSpec{1, e.n, e.dtype}, cs, vks);
         std::vector<Timed> timed;
         std::vector<std::size_t> timed_idx;
         for (std::size_t j = 0; j < idx.size(); ++j) {

@@ -76,7 +76,7 @@ class Session {
   // of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
   template <class F>
   typename TuneFamily<F>::Result tune_one(const typename TuneFamily<F>::Work& w, Lane& lane,
-                                          typename TuneFamily<F>::Verifier& verifier,
+                                          Verifier& verifier,
                                           const std::map<std::string, std::string>& small);
 
   template <class F>

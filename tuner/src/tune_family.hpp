@@ -110,7 +110,6 @@ template <>
 struct TuneFamily<SingleFamily> {
   using Work = SizeWork;
   using Result = KeyResult;
-  using Verifier = tune::Verifier;
   /// Each call's buffers and scratch: none beyond the lane's.
   struct Scratch {};
   static constexpr const char* kKeys = "keys";  ///< what the resume line counts
@@ -196,36 +195,21 @@ struct TuneFamily<SingleFamily> {
   }
   static const KernelConfig& config(const VariantResult& v) { return v.config; }
   static std::uint64_t out_words(const Work&) { return 1; }
-  /// The largest workspace of the key's variants at n and at the small verification sizes.
+  /// The largest workspace of the key's variants at n.
   static std::uint64_t workspace_bytes(const TuneContext& ctx, const Work& w) {
     std::uint64_t ws = 4;
-    for (const auto& c : space(ctx, w.dtype)) {
-      ws = std::max(ws, launch_shape(c, w.n, ctx.cu_count()).workspace_bytes);
-      for (std::uint64_t v : kSmallVerifySizes) ws = std::max(ws, launch_shape(c, v, ctx.cu_count()).workspace_bytes);
-    }
+    for (const auto& c : space(ctx, w.dtype)) ws = std::max(ws, launch_shape(c, w.n, ctx.cu_count()).workspace_bytes);
     return ws;
   }
-  static std::unique_ptr<Verifier> verifier(const TuneContext& ctx, Lane& lane, const std::vector<Work>& work) {
-    std::size_t most = 0;
-    std::uint64_t ws = 4;
-    for (const Work& w : work) {
-      most = std::max(most, space(ctx, w.dtype).size());
-      ws = std::max(ws, workspace_bytes(ctx, w));
-    }
-    return std::make_unique<Verifier>(ctx.backend, lane.stream, most, ws);
-  }
+  /// The full pass over every loaded variant of the space of `d`.
   static std::map<std::string, std::string> verify_small(const TuneContext& ctx, Verifier& v, const std::vector<Work>&,
                                                          DType d) {
     const auto cs = space(ctx, d);
     std::vector<const LoadedKernel*> ks;
     for (const auto& c : cs) ks.push_back(ctx.kernels.find(c, d));
-    return tune::verify_small(ctx.backend, v, d, cs, ks);
+    return v.verify_small(d, cs, ks);
   }
-  static std::vector<std::string> verify_at(const TuneContext& ctx, Verifier& v, Lane& lane, const Result& r,
-                                            const std::vector<KernelConfig>& cs,
-                                            const std::vector<const LoadedKernel*>& ks) {
-    return verify_at_size(ctx.backend, v, lane.inputs, r.dtype, r.n, cs, ks);
-  }
+  static GroupSpec shape(const Result& r) { return GroupSpec{1, r.n, r.dtype}; }
   static Timed timed(const TuneContext& ctx, Lane& lane, const Result& r, const VariantResult& v, Scratch&) {
     const LoadedKernel& k = *ctx.kernels.find(v.config, r.dtype);
     const LaunchShape shape = launch_shape(v.config, r.n, ctx.cu_count(), k.resident_per_cu);
@@ -249,7 +233,6 @@ template <>
 struct TuneFamily<MultiFamily> {
   using Work = GroupSpec;
   using Result = GroupResult;
-  using Verifier = MultiVerifier;
   /// The list a timed call launches on (its tensors pointed at the slice of the call) and the
   /// packed arguments, reused by every call.
   struct Scratch {
@@ -352,9 +335,6 @@ struct TuneFamily<MultiFamily> {
       ws = std::max(ws, multi_workspace_bytes(plan(ctx, g, c, capacity)));
     return ws;
   }
-  static std::unique_ptr<Verifier> verifier(const TuneContext& ctx, Lane& lane, const std::vector<Work>&) {
-    return std::make_unique<Verifier>(ctx.backend, lane.stream);
-  }
   /// The full pass over every loaded candidate of the groups of `d` (multi_candidates of each shape).
   static std::map<std::string, std::string> verify_small(const TuneContext& ctx, Verifier& v,
                                                          const std::vector<Work>& groups, DType d) {
@@ -370,11 +350,7 @@ struct TuneFamily<MultiFamily> {
           }
     return v.verify_small(d, cs, ks);
   }
-  static std::vector<std::string> verify_at(const TuneContext&, Verifier& v, Lane& lane, const Result& r,
-                                            const std::vector<MultiConfig>& cs,
-                                            const std::vector<const LoadedMultiKernel*>& ks) {
-    return v.verify_at_shape(lane.inputs, r.spec, cs, ks);
-  }
+  static GroupSpec shape(const Result& r) { return r.spec; }
   /// Variant launched on the list laid out in the slice the runner rotates to (tensor j at j x n
   /// elements), its arguments packed on every call as amax_multi_compute does.
   static Timed timed(const TuneContext& ctx, Lane& lane, const Result& r, const VariantResult& v, Scratch& s) {

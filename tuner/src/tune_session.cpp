@@ -87,7 +87,7 @@ void Session::tune_all(Clock::time_point t0) {
     ws = std::max(ws, Fam::workspace_bytes(ctx, w));
   }
   Lane lane(*backend_, reference_, o_.protocol, max_bytes, out_words, ws);
-  const auto verifier = Fam::verifier(ctx, lane, run.work);
+  Verifier verifier(ctx.backend, lane.stream);
   std::map<DType, std::map<std::string, std::string>> small;
   // ETA model from the H200 runs: a key costs about 0.35 s plus 1 s per 1.5 GB of input.
   auto cost = [](std::uint64_t bytes) { return 0.35 + static_cast<double>(bytes) / 1.5e9; };
@@ -104,8 +104,8 @@ void Session::tune_all(Clock::time_point t0) {
       break;
     }
     const DType d = Fam::result(ctx, w).dtype;
-    if (!small.count(d)) small[d] = Fam::verify_small(ctx, *verifier, run.work, d);
-    auto r = tune_one<F>(w, lane, *verifier, small[d]);
+    if (!small.count(d)) small[d] = Fam::verify_small(ctx, verifier, run.work, d);
+    auto r = tune_one<F>(w, lane, verifier, small[d]);
     Fam::record(*db_, arch_.name, r, run.current);
     cost_done += cost(r.bytes());
     const double eta = seconds_since(tf) / cost_done * (cost_total - cost_done);
@@ -119,7 +119,7 @@ void Session::tune_all(Clock::time_point t0) {
 
 template <class F>
 typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::Work& w, Lane& lane,
-                                                 typename TuneFamily<F>::Verifier& verifier,
+                                                 Verifier& verifier,
                                                  const std::map<std::string, std::string>& small) {
   using Fam = TuneFamily<F>;
   const TuneContext ctx = context();
@@ -151,7 +151,7 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
         ks.push_back(ctx.kernels.find(cs.back(), r.dtype, Fam::capacity(r)));
         idx.push_back(i);
       }
-    const auto reasons = Fam::verify_at(ctx, verifier, lane, r, cs, ks);
+    const auto reasons = verifier.verify_at(lane.inputs, Fam::shape(r), cs, ks);
     for (std::size_t j = 0; j < idx.size(); ++j)
       if (!reasons[j].empty()) {
         r.variants[idx[j]].status = db::TrialStatus::wrong_result;

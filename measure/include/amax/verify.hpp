@@ -1,62 +1,78 @@
 #pragma once
-// Bit-exact verification of many variants at once (DESIGN.md sections 2 and 5): the launcher
-// that runs every variant on one input, and the tuner's two verification passes built on it.
+// Bit-exact verification of many variants at once (DESIGN.md sections 2 and 5), written once for
+// both kernel families: the launcher that runs every variant on one list of tensors, and the
+// tuner's two verification passes built on it. A single-tensor variant runs a list one launch per
+// tensor (launch_amax); a multi-tensor variant runs it in the launches of split_multi_launches.
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "amax/backend.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
-#include "amax/launch.hpp"
 #include "amax/measure.hpp"
+#include "amax/multi_launch.hpp"
+#include "amax/workload.hpp"
 
 namespace amax::tune {
 
-/// Launches many variants on the same input and returns each result's bits.
-/// Outputs are pre-filled with a garbage pattern that differs per call, workspace holds
-/// arbitrary bytes; one synchronisation per call of run().
+/// Runs variants of either family (Config: KernelConfig or MultiConfig) on the same tensors and
+/// returns each result's bits. Outputs are pre-filled with a garbage pattern that differs per call,
+/// the workspace (grown as the variants need) holds arbitrary bytes, and after each run the stream
+/// slot's words that every kernel must leave 0 are checked (the arrival count, self_reset's
+/// accumulator, spin's per-block words; first_reset's persist by design). One stream; not
+/// thread-safe.
 class Verifier {
  public:
-  Verifier(Backend& backend, StreamHandle stream, std::size_t max_variants, std::uint64_t max_workspace_bytes);
+  Verifier(Backend& backend, StreamHandle stream);
   Verifier(const Verifier&) = delete;
   Verifier& operator=(const Verifier&) = delete;
-  /// Result bits of every kernel on `n` elements at device pointer `in`. A launch that fails
-  /// throws BackendError naming the call. Also checks that the stream slot's
-  /// words (arrival count of one_pass and self_reset, accumulator of self_reset) are 0 after.
-  std::vector<std::uint32_t> run(const std::vector<const LoadedKernel*>& kernels,
-                                 const std::vector<KernelConfig>& configs, const void* in, std::uint64_t n,
-                                 NanMode mode);
-  std::uint32_t* counter() const noexcept { return counter_.get<std::uint32_t>(); }
+
+  /// The result bits of every kernel (kernels[i] loaded, or nullptr: skipped, its words left as
+  /// they are) on `tensors`, launched for a device of `cu_count` CUs/SMs: tensors.size() words per
+  /// kernel, indexed by MultiTensor::index. Errors: BackendError from a launch; std::runtime_error
+  /// when a kernel left a slot word set.
+  template <class Config>
+  std::vector<std::vector<std::uint32_t>> run(const std::vector<Config>& configs,
+                                              const std::vector<const Loaded<Config>*>& kernels,
+                                              std::span<const MultiTensor> tensors, DType dtype, NanMode mode,
+                                              std::uint32_t cu_count);
+
+  /// The full adversarial pass of each of `configs` (kernels[i] loaded, or nullptr: skipped): a
+  /// list of tensors of kSmallVerifySizes elements at element offsets 0-2, in one buffer whose
+  /// other bytes are all ones (a NaN in every dtype: a read past a tensor shows), each input kind
+  /// of reference.hpp in turn, both NaN modes, launched for the device's CU count and for one CU
+  /// (grids capped low: blocks loop over many vectors, multi-tensor blocks take runs of chunks and
+  /// tensors are cut between them). Returns label -> the first failure ("tensor 3 of 7 (random
+  /// n=4097 offset=1), nan=ignore, grid for 132 CUs: got 0x.., expected 0x.."); variants absent
+  /// passed. Errors: BackendError.
+  template <class Config>
+  std::map<std::string, std::string> verify_small(DType dtype, const std::vector<Config>& configs,
+                                                  const std::vector<const Loaded<Config>*>& kernels);
+
+  /// The pass at a work item's own shape (`group`: one tensor of n elements for a single-tensor
+  /// key) on slice 0 of `inputs` (values < 2): tensor i, offset by one element, gets the dtype's
+  /// largest power of two at its last, first or middle element (i mod 3); then a NaN in the middle
+  /// of tensor tensors / 2 (propagate: NaN there; ignore: the maximum still). Slice 0 is restored.
+  /// Returns one reason per config, empty where it passed. Errors: BackendError.
+  template <class Config>
+  std::vector<std::string> verify_at(InputRegion& inputs, const GroupSpec& group, const std::vector<Config>& configs,
+                                     const std::vector<const Loaded<Config>*>& kernels);
 
  private:
+  void reserve(std::uint64_t out_words, std::uint64_t workspace_bytes);
   Backend& b_;
   StreamHandle stream_;
-  std::size_t max_variants_;
-  std::uint64_t max_workspace_;
-  DeviceBuffer outputs_, workspace_, counter_;  // one fp32 per variant; workspace; a stream slot
+  DeviceBuffer out_, workspace_, counter_;  // the results; the workspace; one stream slot
+  std::uint64_t out_words_ = 0, workspace_bytes_ = 0;
+  std::vector<unsigned char> args_;  // a multi-tensor launch's packed parameters
   std::uint32_t calls_ = 0;
 };
 
-/// Sizes of the full adversarial pass (verify_small): one element, a few vectors with a tail, and
-/// several blocks. Workspaces must hold each variant's workspace at these sizes.
-inline constexpr std::uint64_t kSmallVerifySizes[] = {1, 33, 4097};
-
-/// The full adversarial pass of every variant of `dtype` at kSmallVerifySizes: every input kind of
-/// reference.hpp, both NaN modes, pointers offset by 0-2 elements. `kernels[i]` is configs[i]'s
-/// loaded kernel or nullptr (not compiled: skipped). Returns label -> the first failure ("kind n=..
-/// offset=.. nan=..: got 0x.., expected 0x.."); variants absent passed. Errors: BackendError.
-std::map<std::string, std::string> verify_small(Backend& backend, Verifier& verifier, DType dtype,
-                                                const std::vector<KernelConfig>& configs,
-                                                const std::vector<const LoadedKernel*>& kernels);
-
-/// The pass at a key's own size n: the maximum planted at the last element of a pointer offset by
-/// one element, then a NaN in the middle (propagate -> NaN, ignore -> the maximum), on slice 0 of
-/// `inputs` (restored afterwards). Returns one reason per config, empty where it passed.
-/// Errors: BackendError.
-std::vector<std::string> verify_at_size(Backend& backend, Verifier& verifier, InputRegion& inputs, DType dtype,
-                                        std::uint64_t n, const std::vector<KernelConfig>& configs,
-                                        const std::vector<const LoadedKernel*>& kernels);
+/// Sizes of the full adversarial pass (Verifier::verify_small): empty, one element, a few vectors
+/// with a tail, several blocks, and lists whose tensors span many chunks.
+inline constexpr std::uint64_t kSmallVerifySizes[] = {0, 1, 33, 4097, 70001, 300007, (1u << 20) + 3};
 
 }  // namespace amax::tune

@@ -63,49 +63,6 @@ std::vector<MultiConfig> group_candidates(const ArchInfo& arch, SpaceKind kind, 
 std::set<std::size_t> multi_finalists(const std::vector<VariantResult>& variants, const TimingProtocol& protocol,
                                       std::size_t baseline);
 
-/// Runs multi-tensor variants on lists and checks every tensor against the CPU reference. Owns
-/// device buffers for outputs and a workspace; one stream; not thread-safe.
-class MultiVerifier {
- public:
-  MultiVerifier(Backend& backend, StreamHandle stream);
-  MultiVerifier(const MultiVerifier&) = delete;
-  MultiVerifier& operator=(const MultiVerifier&) = delete;
-
-  /// The full adversarial pass of each of `configs` (kernels[i] loaded, or nullptr: skipped): a
-  /// list of tensors of 0, 1, 33, 4097, 70001, 300007 and 2^20 + 3 elements at element offsets
-  /// 0-2, each input kind of reference.hpp in turn, both NaN modes, planned for the device's CU
-  /// count and for one CU (so that blocks take runs of many chunks and tensors are cut between
-  /// them). Returns label -> the first failure; variants absent passed. Errors: BackendError.
-  std::map<std::string, std::string> verify_small(DType dtype, const std::vector<MultiConfig>& configs,
-                                                  const std::vector<const LoadedMultiKernel*>& kernels);
-
-  /// The pass at the group's own shape on slice 0 of `inputs` (values < 2): tensor i, offset by one
-  /// element, gets the dtype's largest power of two at its last, first or middle element (i mod
-  /// 3); then a NaN in the middle of tensor tensors / 2 (propagate: NaN there; ignore: the maximum
-  /// still). Slice 0 is restored. Returns one reason per config, empty where it passed.
-  std::vector<std::string> verify_at_shape(InputRegion& inputs, const GroupSpec& group,
-                                           const std::vector<MultiConfig>& configs,
-                                           const std::vector<const LoadedMultiKernel*>& kernels);
-
- private:
-  // Runs every kernel on `tensors` (the device pointers of one list) and returns each one's
-  // outputs (tensors.size() words per kernel); checks the stream slot is back at 0.
-  std::vector<std::vector<std::uint32_t>> run(const std::vector<MultiConfig>& configs,
-                                              const std::vector<const LoadedMultiKernel*>& kernels,
-                                              std::span<const MultiTensor> tensors, DType dtype, NanMode mode,
-                                              std::uint32_t cu_count);
-  Backend& b_;
-  StreamHandle stream_;
-  DeviceBuffer out_;
-  std::uint64_t out_words_ = 0;
-  DeviceBuffer workspace_;
-  std::uint64_t workspace_bytes_ = 0;
-  DeviceBuffer counter_;
-  std::vector<unsigned char> args_;
-  std::uint32_t calls_ = 0;
-  void reserve(std::uint64_t out_words, std::uint64_t workspace_bytes);
-};
-
 /// The database key of a tuned group.
 db::GroupKey group_key(const std::string& arch, const GroupSpec& group);
 
