@@ -61,13 +61,22 @@ amax_status_t guarded(F&& fn) {
   }
 }
 
+/// What a call of either family runs and why (Plan: one tensor; MultiGroup: one dtype group of a
+/// list): the variant with the call's epilogue, where it came from, the table entry used and, for
+/// amax_explain / amax_multi_explain, why a forced label or the chosen variant is not used ("" when
+/// nothing was passed over).
+template <class Config>
+struct Decision {
+  Config config;
+  amax_source_t source = AMAX_SOURCE_DEFAULT;
+  const EntryOf<Config>* entry = nullptr;
+  std::string why;
+};
+
 /// A dispatch decision for one (dtype, n).
-struct Plan {
-  KernelConfig config;
+struct Plan : Decision<KernelConfig> {
   LaunchShape shape;
   std::uint64_t workspace_bytes = 4;  // what amax_workspace_size reports (covers the fallback too)
-  amax_source_t source = AMAX_SOURCE_DEFAULT;
-  const TableEntry* entry = nullptr;
   std::atomic<const LoadedKernel*> kernel{nullptr};
   /// Set (once) when this plan's variant failed to compile: the built-in default's plan to launch
   /// instead. Plans are never modified after publication, so readers need no lock.
@@ -121,6 +130,16 @@ struct amax_context {
 
 namespace amax::capi {
 
+/// The decision of c's tables for a call of either family on `query` (n, or the dtype group's
+/// shape) with `epilogue`, the one place both families take it: DispatchTables::choose with the
+/// call's epilogue set. A fused single-tensor call runs a table's or the default's choice as
+/// fused_variant maps it (the scale epilogue; atomic's memset dropped by running it as self_reset:
+/// the tables hold amax-only winners), and a forced variant as forced unless it cannot carry the
+/// epilogue (KernelConfig::validate, e.g. first_reset), which fused_variant then maps too.
+template <class Config>
+Decision<Config> decide(const amax_context& c, DType d, const typename DispatchRow<Config>::Query& query,
+                        Epilogue epilogue);
+
 /// The first step of getting either family's kernel for a call on `stream`: the kernel already
 /// loaded (`find()`), else, while the stream is being captured, the bundle's (`bundled()`: loading
 /// is not a stream operation), else during capture AMAX_STATUS_NOT_PRELOADED with `message()`.
@@ -148,12 +167,7 @@ ScaleRule scale_rule_of(const amax_scale_options_t* o);
 // ---- many tensors per call (multi_group.cpp) ----
 
 /// How the tensors of one dtype of a multi-tensor call are launched.
-struct MultiGroup {
-  MultiConfig config;
-  amax_source_t source = AMAX_SOURCE_DEFAULT;
-  std::string why;                      // for amax_multi_explain
-  const GroupEntry* entry = nullptr;    // the database entry used (user/system), else null
-  std::string from_db;                  // its database's path
+struct MultiGroup : Decision<MultiConfig> {
   std::uint32_t capacity = 0;
   std::vector<MultiLaunch> launches;
   std::uint64_t workspace_bytes = 0;    // covers the built-in default too (the compile fallback)

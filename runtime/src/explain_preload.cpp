@@ -188,7 +188,8 @@ AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t*
         : x.entry
             ? fmt::format("{} database {}: winner for {} x {} B tensors ({} B in all, the largest {} B; this list: {} "
                           "tensors, {} B, the largest {} B; nearest group bucket), {}: {:.2f} us, {:.0f} GB/s",
-                          x.source == AMAX_SOURCE_USER_DB ? "user" : "system", x.from_db, x.entry->shape.tensors,
+                          x.source == AMAX_SOURCE_USER_DB ? "user" : "system",
+                          x.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, x.entry->shape.tensors,
                           x.entry->shape.largest_bytes, x.entry->shape.total_bytes, x.entry->shape.largest_bytes,
                           shape.tensors, shape.total_bytes, shape.largest_bytes, x.entry->where, x.entry->median_us,
                           x.entry->gbps)

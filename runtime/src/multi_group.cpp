@@ -27,13 +27,7 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
     if (tensors.empty()) continue;
     MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
     def.epilogue = epilogue;
-    GroupChoice choice = c.tables->choose(di.dtype, shape);
-    x.config = choice.config;
-    x.config.epilogue = epilogue;
-    x.source = static_cast<amax_source_t>(choice.source);
-    x.why = std::move(choice.why);
-    x.entry = choice.entry;
-    if (x.entry) x.from_db = choice.source == Source::user_db ? c.user_db : c.system_db;
+    static_cast<Decision<MultiConfig>&>(x) = decide<MultiConfig>(c, di.dtype, shape, epilogue);
     x.capacity = multi_capacity_for(c.arch, shape.tensors);
     // A variant that failed to compile before runs as the default, as a single tensor's plan does.
     if (!(x.config == def) && c.compile_failures.failed(multi_kernel_name(x.config, di.dtype, x.capacity)))

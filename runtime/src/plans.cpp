@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -15,20 +16,27 @@
 using namespace amax;
 using namespace amax::capi;
 
-// The fused call runs amax_compute's choice as fused_variant maps it (the scale epilogue; atomic's
-// memset dropped by running it as self_reset): the tuned tables hold amax-only winners (the
-// epilogue runs once per call, in one thread, after the reduction). A forced variant runs as
-// forced, with the epilogue of the call, except a forced first_reset, which has no scale epilogue:
-// the fused call maps it as a table choice.
+namespace amax::capi {
+
+template <class Config>
+Decision<Config> decide(const amax_context& c, DType d, const typename DispatchRow<Config>::Query& q, Epilogue e) {
+  Choice<Config> choice = c.tables->choose(d, q);
+  Decision<Config> out{choice.config, static_cast<amax_source_t>(choice.source), choice.entry, std::move(choice.why)};
+  out.config.epilogue = e;  // also over a forced label's
+  if constexpr (std::is_same_v<Config, KernelConfig>) {
+    if (e == Epilogue::scale && (choice.source != Source::override_env || out.config.validate(c.arch, d)))
+      out.config = fused_variant(choice.config, c.arch, d);
+  }
+  return out;
+}
+template Decision<KernelConfig> decide(const amax_context&, DType, const std::uint64_t&, Epilogue);
+template Decision<MultiConfig> decide(const amax_context&, DType, const GroupShape&, Epilogue);
+
+}  // namespace amax::capi
+
 std::unique_ptr<Plan> amax_context::make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
   auto p = std::make_unique<Plan>();
-  const Choice c = tables->choose(d, n);
-  p->config = c.config;
-  p->config.epilogue = epilogue;  // also over a forced label's
-  if (epilogue == Epilogue::scale && (c.source != Source::override_env || c.config.strategy == Strategy::first_reset))
-    p->config = fused_variant(c.config, arch, d);
-  p->source = static_cast<amax_source_t>(c.source);
-  p->entry = c.entry;
+  static_cast<Decision<KernelConfig>&>(*p) = decide<KernelConfig>(*this, d, n, epilogue);
   p->shape = launch_shape(p->config, n, cu);
   p->workspace_bytes = std::max<std::uint64_t>(
       {4, p->shape.workspace_bytes, launch_shape(fallback_for(p->config, d, n), n, cu).workspace_bytes});
