@@ -36,7 +36,7 @@ const DispatchTables& tables() {
           const std::string label = std::string(e < 22 ? "one_pass.t512" : "atomic.t512") +
                                     ".v" + std::to_string(16 / dt.bytes) + ".u2.b4cu";
           const db::Trial tr{label, db::TrialStatus::ok, "", 3.0, 0.1, 15, 1.0, 32, 0};
-          d.record_key(db::TuningKey{"sm_90", dt.dtype, 1ull << e}, p, std::span(&tr, 1),
+          d.record<SingleFamily>(db::TuningKey{"sm_90", dt.dtype, 1ull << e}, p, std::span(&tr, 1),
                        db::Winner{label, 3.0, 1.0});
         }
     }

@@ -108,11 +108,12 @@ std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* 
     if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.push_back(BundleKernel{c, {}, d, 0});
   };
   if (tdb)
-    each_fresh(tdb->winners(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why, [&](const auto& r) {
-      const KernelConfig c = KernelConfig::parse(r.winner.label);
-      add_one(c, r.key.dtype);
-      add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
-    });
+    each_fresh(tdb->winners<SingleFamily>(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
+               [&](const auto& r) {
+                 const KernelConfig c = KernelConfig::parse(r.winner.label);
+                 add_one(c, r.key.dtype);
+                 add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
+               });
   *winners = out.size();
   for (const auto& d : all_dtypes())
     for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30})
@@ -149,7 +150,7 @@ std::vector<BundleKernel> multi_kernels_for(const ArchInfo& arch, const db::Tuni
     }
   };
   if (tdb)
-    each_fresh(tdb->group_winners(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
+    each_fresh(tdb->winners<MultiFamily>(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
                [&](const auto& r) { add_one(MultiConfig::parse(r.winner.label), r.key.dtype); });
   *winners = out.size();
   for (const auto& d : all_dtypes()) add_one(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype);

@@ -74,7 +74,7 @@ int run_show(const DbArgs& a) {
   }
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
   std::vector<db::WinnerRow> rows;
-  for (auto& r : db.winners(f)) {
+  for (auto& r : db.winners<SingleFamily>(f)) {
     if (want) {
       try {
         if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
@@ -85,7 +85,7 @@ int run_show(const DbArgs& a) {
     rows.push_back(std::move(r));
   }
   std::vector<db::GroupWinnerRow> groups;  // multi-tensor winners, filtered alike
-  for (auto& r : db.group_winners(f)) {
+  for (auto& r : db.winners<MultiFamily>(f)) {
     if (want) {
       try {
         if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
@@ -98,9 +98,10 @@ int run_show(const DbArgs& a) {
   if (a.integrity) {  // the full check (open ran only PRAGMA quick_check); its rows, then the counts
     const auto problems = db.integrity_check();
     for (const auto& line : problems) std::cout << line << "\n";
-    const std::size_t group_winners = db.group_winners().size(), group_trials = db.all_group_trials().size();
-    std::cout << fmt::format("schema version {}, {} winners, {} trials{}\n", db.schema_version(), db.winners().size(),
-                             db.all_trials().size(),
+    const std::size_t group_winners = db.winners<MultiFamily>().size();
+    const std::size_t group_trials = db.all_trials<MultiFamily>().size();
+    std::cout << fmt::format("schema version {}, {} winners, {} trials{}\n", db.schema_version(),
+                             db.winners<SingleFamily>().size(), db.all_trials<SingleFamily>().size(),
                              group_winners + group_trials == 0
                                  ? std::string()
                                  : fmt::format(", {} group winners, {} group trials", group_winners, group_trials));
@@ -145,7 +146,7 @@ int run_export(const DbArgs& a) {
   else write_file_atomically(a.out, write);
   // One table per CSV file: say so when the other family's rows are left out.
   if (a.format == "csv" && !a.groups)
-    if (const std::size_t n = db.group_winners().size())
+    if (const std::size_t n = db.winners<MultiFamily>().size())
       std::cerr << fmt::format("note: {} multi-tensor group winners are not in this CSV; export them with --groups\n", n);
   return kExitOk;
 }
@@ -156,24 +157,24 @@ int run_merge(const DbArgs& a) {
   p.allow_different_devices = a.allow_devices;
   p.overwrite_output = a.overwrite;
   const auto r = db::merge(a.a, a.b, a.out, p);
-  std::cout << fmt::format("merged {} and {} into {}: {} winners, {} trials{}\n", a.a, a.b, a.out, r.winners_written,
-                           r.trials_written,
-                           r.group_winners_written + r.group_trials_written == 0
+  std::cout << fmt::format("merged {} and {} into {}: {} winners, {} trials{}\n", a.a, a.b, a.out,
+                           r.single.winners_written, r.single.trials_written,
+                           r.group.winners_written + r.group.trials_written == 0
                                ? std::string()
-                               : fmt::format(", {} group winners, {} group trials", r.group_winners_written,
-                                             r.group_trials_written));
+                               : fmt::format(", {} group winners, {} group trials", r.group.winners_written,
+                                             r.group.trials_written));
   // The summary: where the winners came from, how many keys both inputs held; the per-key
   // decisions with --verbose.
-  const std::size_t contested = r.contested.size() + r.group_contested.size();
+  const std::size_t contested = r.single.contested.size() + r.group.contested.size();
   std::size_t other_device = 0;
-  for (const auto& c : r.contested) other_device += c.different_devices;
-  for (const auto& c : r.group_contested) other_device += c.different_devices;
+  for (const auto& c : r.single.contested) other_device += c.different_devices;
+  for (const auto& c : r.group.contested) other_device += c.different_devices;
   std::cout << fmt::format("  winners kept: {} from {}, {} from {}{}; {} keys had more than one winner (the fastest kept){}\n",
-                           r.winners_from_a, a.a, r.winners_from_b, a.b,
-                           r.group_winners_written == 0
+                           r.single.winners_from_a, a.a, r.single.winners_from_b, a.b,
+                           r.group.winners_written == 0
                                ? std::string()
-                               : fmt::format(" (group winners: {} from {}, {} from {})", r.group_winners_from_a, a.a,
-                                             r.group_winners_from_b, a.b),
+                               : fmt::format(" (group winners: {} from {}, {} from {})", r.group.winners_from_a, a.a,
+                                             r.group.winners_from_b, a.b),
                            contested, contested && !a.verbose ? " (listed with --verbose)" : "");
   if (other_device)
     std::cerr << fmt::format("warning: --allow-different-devices: {} of them kept a winner measured on another device "
@@ -186,8 +187,8 @@ int run_merge(const DbArgs& a) {
                              c.dropped.winner.label, c.dropped.winner.median_us,
                              c.different_devices ? ", measured on different devices" : "");
   };
-  for (const auto& c : r.contested) report(c);
-  for (const auto& c : r.group_contested) report(c);
+  for (const auto& c : r.single.contested) report(c);
+  for (const auto& c : r.group.contested) report(c);
   return kExitOk;
 }
 }  // namespace

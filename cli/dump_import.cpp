@@ -73,8 +73,8 @@ void import_dump(const std::filesystem::path& text, const std::filesystem::path&
   validate_dump_rows(text.string());
   db::TuningDb::load_text(in, out, text);
   auto db = db::TuningDb::open(out, db::OpenMode::ReadOnly);
-  log << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n", db.winners().size(),
-                     db.group_winners().size(), out.string());
+  log << fmt::format("imported {} winners and {} multi-tensor group winners into {}\n",
+                     db.winners<SingleFamily>().size(), db.winners<MultiFamily>().size(), out.string());
 }
 
 }  // namespace amax::cli

@@ -80,7 +80,7 @@ struct RowsOf;
 template <>
 struct RowsOf<KernelConfig> {
   static constexpr std::string_view kWhat = "";  // "N entries": single-tensor rows are the plain ones
-  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.winners(f); }
+  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.winners<SingleFamily>(f); }
   static std::string name(const db::WinnerRow& r) { return fmt::format("{} n={}", to_string(r.key.dtype), r.key.n); }
   static TableEntry entry(const db::WinnerRow& r, const KernelConfig& c, bool same_device, std::string where) {
     return {c, r.key.n, r.winner.median_us, r.winner.gbps, same_device, r.provenance.timestamp, std::move(where)};
@@ -91,7 +91,7 @@ struct RowsOf<KernelConfig> {
 template <>
 struct RowsOf<MultiConfig> {
   static constexpr std::string_view kWhat = "multi-tensor ";
-  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.group_winners(f); }
+  static auto rows(const db::TuningDb& tdb, const db::WinnerFilter& f) { return tdb.winners<MultiFamily>(f); }
   static std::string name(const db::GroupWinnerRow& r) { return db::to_string(r.key); }
   static GroupEntry entry(const db::GroupWinnerRow& r, const MultiConfig& c, bool same_device, std::string where) {
     const GroupShape shape{r.key.tensors, r.key.total_bytes, r.key.largest_bytes};

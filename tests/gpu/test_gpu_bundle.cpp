@@ -87,7 +87,7 @@ TEST(GpuBundle, EveryShippedWinnerIsServedBitExactFromTheBundleWithoutJit) {
   ASSERT_FALSE(env->compiler->available()) << "NVRTC must be unreachable here";
   Backend& b = *env->backend;
   const auto rows = db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly)
-                        .winners(db::WinnerFilter{env->arch.name, std::nullopt});
+                        .winners<SingleFamily>(db::WinnerFilter{env->arch.name, std::nullopt});
   if (rows.empty()) GTEST_SKIP() << "the system database ships no winner for " << env->arch.name;
   const auto bundle = release_bundle();
   ASSERT_TRUE(bundle) << "no release bundle at " << default_bundle_path().value_or("(disabled)");
@@ -172,7 +172,7 @@ TEST(GpuBundle, ListCallsRunTheBundledGroupKernelsWithoutJit) {
   for (const auto& d : all_dtypes()) configs.emplace_back(builtin_multi_default(env->arch, d.dtype, GroupShape{}), d.dtype);
   std::size_t stale = 0;
   for (const auto& r : db::TuningDb::open(AMAX_TEST_SYSTEM_DB, db::OpenMode::ReadOnly)
-                           .group_winners(db::WinnerFilter{env->arch.name, std::nullopt})) {
+                           .winners<MultiFamily>(db::WinnerFilter{env->arch.name, std::nullopt})) {
     if (!db::stale_fields(r.provenance, current).empty()) {
       ++stale;
       continue;

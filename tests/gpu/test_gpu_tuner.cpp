@@ -65,11 +65,11 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
     EXPECT_TRUE(w.finalist);
   }
   auto db = db::TuningDb::open(o.db_path, db::OpenMode::ReadOnly);
-  const auto winners = db.winners();
+  const auto winners = db.winners<SingleFamily>();
   ASSERT_EQ(winners.size(), 6u);
   for (const auto& w : winners) {
     EXPECT_EQ(w.provenance.arch, o.arch);
-    const auto trials = db.trials(w.key);
+    const auto trials = db.trials<SingleFamily>(w.key);
     EXPECT_EQ(trials.size(), expect_variants(w.key.dtype, w.key.n));
     int winners_in_trials = 0;
     for (const auto& t : trials)

@@ -87,17 +87,17 @@ int run_write(const Args& a) {
   const db::Provenance prov = provenance(device, a.get("hash", template_hash()));
 
   db::TuningDb tdb = db::TuningDb::open(path, db::OpenMode::ReadWrite, opts);
-  const auto finished = tdb.finished_keys(kArch, DType::fp32, prov);
+  const auto finished = tdb.finished_keys<SingleFamily>(kArch, DType::fp32, prov);
   say("opened " + tdb.journal_mode() + " finished=" + std::to_string(finished.size()));
   std::uint64_t recorded = 0, skipped = 0;
   for (std::uint64_t n = first; n < first + keys; ++n) {
     const db::TuningKey key = key_at(n);
-    if (tdb.has_winner(key, prov)) {  // what Session::plan_keys does: a resumed run keeps it
+    if (tdb.has_winner<SingleFamily>(key, prov)) {  // what Session::plan_keys does: a resumed run keeps it
       ++skipped;
       continue;
     }
     const KeyRecord r = make_key_record(device, n, trials);
-    tdb.record_key(key, prov, r.trials, r.winner);
+    tdb.record<SingleFamily>(key, prov, r.trials, r.winner);
     say("committed " + std::to_string(n));
     ++recorded;
     if (sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
@@ -134,11 +134,11 @@ int run_read(const Args& a) {
     if (pause_us) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
     if (!std::filesystem::exists(path)) continue;
     const db::TuningDb tdb = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-    const std::size_t now = tdb.winners(db::WinnerFilter{kArch, DType::fp32}).size();
+    const std::size_t now = tdb.winners<SingleFamily>(db::WinnerFilter{kArch, DType::fp32}).size();
     if (now < last) fail("winners went down from " + std::to_string(last) + " to " + std::to_string(now));
     if (now < kept) fail("DispatchTables kept " + std::to_string(kept) + " of " + std::to_string(now) + " winners");
     last = now;
-    if (now && !tdb.lookup_nearest(kArch, DType::fp32, 4096)) fail("lookup_nearest found nothing");
+    if (now && !tdb.lookup_nearest<SingleFamily>(kArch, DType::fp32, 4096)) fail("lookup_nearest found nothing");
   }
   say("reads " + std::to_string(it) + " winners=" + std::to_string(last) +
       " loads_with_entries=" + std::to_string(with_entries));

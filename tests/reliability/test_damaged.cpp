@@ -34,7 +34,7 @@ void make_db(const fs::path& p, int keys, bool rollback, const std::string& devi
   for (int i = 0; i < keys; ++i) {
     const std::uint64_t n = 1ull << (10 + 2 * i);
     const KeyRecord r = make_key_record(device, n, 240);
-    t.record_key(key_at(n), provenance(device), r.trials, r.winner);
+    t.record<SingleFamily>(key_at(n), provenance(device), r.trials, r.winner);
   }
   if (rollback) t.use_rollback_journal();
 }

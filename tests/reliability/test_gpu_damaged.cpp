@@ -67,7 +67,7 @@ TEST_F(GpuReliabilityTest, DamagedDatabasesStillGiveBitExactAmax) {
         db::TuningDb t = db::TuningDb::open(p);
         for (int i = 0; i < 6; ++i) {
           const db::Trial tr{"atomic.t512.v4.u4.buncapped", db::TrialStatus::ok, "", 2.0, 0.1, 25, 100.0, 32, 0};
-          t.record_key(db::TuningKey{env->arch.name, DType::fp32, 1ull << (10 + 3 * i)},
+          t.record<SingleFamily>(db::TuningKey{env->arch.name, DType::fp32, 1ull << (10 + 3 * i)},
                        db::Provenance{.device_name = "x", .arch = env->arch.name, .cu_count = 1, .compiler = "c",
                                       .template_hash = "h", .tool_version = "t"}, std::span(&tr, 1),
                        db::Winner{tr.label, 2.0, 100.0});

@@ -126,7 +126,7 @@ TEST_P(KillTest, KilledWritersLoseNothingTheyCommittedAndResume) {
       db::TuningDb t = db::TuningDb::open(db, db::OpenMode::ReadWrite, o);  // as a restarted tuner
       ASSERT_EQ(t.integrity_check(), std::vector<std::string>{"ok"});
       for (auto& [dev, keys] : present) keys.clear();
-      for (const auto& w : t.winners()) {
+      for (const auto& w : t.winners<SingleFamily>()) {
         const auto it = std::find_if(writers.begin(), writers.end(), [&](const Writer& x) {
           return x.device == w.provenance.device_name;
         });

@@ -82,10 +82,10 @@ TEST_P(MixedLoadTest, WritersAndReadersOnOneFileFinishWithoutErrors) {
     const db::TuningDb t = db::TuningDb::open(db, db::OpenMode::ReadWrite, o);
     EXPECT_EQ(t.journal_mode(), L.wal ? "wal" : "delete");
     EXPECT_EQ(t.integrity_check(), std::vector<std::string>{"ok"});
-    const auto ws = t.winners();
+    const auto ws = t.winners<SingleFamily>();
     EXPECT_EQ(ws.size(), L.writers * kKeysPerWriter);
     keys += ws.size();
-    EXPECT_EQ(t.all_trials().size(), L.writers * kKeysPerWriter * 240);
+    EXPECT_EQ(t.all_trials<SingleFamily>().size(), L.writers * kKeysPerWriter * 240);
   }
   summary("mixed load, %s: %d rounds of %d processes started together on a missing directory (%d tuner "
           "processes x %llu keys of 240 trials, %d dispatcher processes reading in a loop until the tuners "

@@ -64,7 +64,7 @@ TEST_P(CreationRaceTest, ReadersNeverSeeAHalfCreatedDatabase) {
               if (!fs::exists(db)) continue;
               try {
                 const db::TuningDb t = db::TuningDb::open(db, db::OpenMode::ReadOnly);
-                (void)t.winners();
+                (void)t.winners<SingleFamily>();
                 ++n;
               } catch (const db::DbError& e) {
                 if (!preexisting || std::string(e.what()).find("holds no amax-tune tables") == std::string::npos)
@@ -76,7 +76,7 @@ TEST_P(CreationRaceTest, ReadersNeverSeeAHalfCreatedDatabase) {
           } else {  // a tuner creating the file and committing one key
             db::TuningDb t = db::TuningDb::open(db);
             const KeyRecord r = make_key_record("NVIDIA H200", 4096 + i, 240);
-            t.record_key(key_at(4096 + i), provenance("NVIDIA H200"), r.trials, r.winner);
+            t.record<SingleFamily>(key_at(4096 + i), provenance("NVIDIA H200"), r.trials, r.winner);
           }
         } catch (const std::exception& e) {
           std::fprintf(stderr, "round %d process %d: %s\n", round, i, e.what());
@@ -104,7 +104,7 @@ TEST_P(CreationRaceTest, ReadersNeverSeeAHalfCreatedDatabase) {
     total_refusals += refusals;
     try {
       const db::TuningDb t = db::TuningDb::open(db, db::OpenMode::ReadOnly);
-      const std::size_t kept = t.winners().size();
+      const std::size_t kept = t.winners<SingleFamily>().size();
       lost += kCreators - kept;
       EXPECT_EQ(kept, static_cast<std::size_t>(kCreators)) << "round " << round;
     } catch (const db::DbError& e) {

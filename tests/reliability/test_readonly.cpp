@@ -25,7 +25,7 @@ void make_db(const fs::path& p, int keys, bool rollback) {
   for (int i = 0; i < keys; ++i) {
     const std::uint64_t n = 1ull << (10 + 2 * i);
     const KeyRecord r = make_key_record("NVIDIA H200", n, 240);
-    t.record_key(key_at(n), provenance("NVIDIA H200"), r.trials, r.winner);
+    t.record<SingleFamily>(key_at(n), provenance("NVIDIA H200"), r.trials, r.winner);
   }
   if (rollback) t.use_rollback_journal();
 }
@@ -65,7 +65,7 @@ int read_as(uid_t uid, const fs::path& path, std::size_t entries, bool others_ca
     }
     if (t.choose(DType::fp32, 1ull << 20).source != which) return 13;
     const db::TuningDb ro = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-    if (ro.winners().size() != entries) return 14;
+    if (ro.winners<SingleFamily>().size() != entries) return 14;
     if (uid != 0) {
       try {
         (void)db::TuningDb::open(path, db::OpenMode::ReadWrite);
@@ -169,10 +169,10 @@ TEST_F(ReadOnlyHomeTest, RuntimeReadsAndTunerDegradesToMemory) {
       o.memory_fallback = true;
       db::TuningDb m = db::TuningDb::open(p, db::OpenMode::ReadWrite, o);
       if (!m.in_memory() || m.journal_mode() != "memory") return 15;
-      if (m.finished_keys(kArch, DType::fp32, provenance("NVIDIA H200")).size() != 5) return 16;  // resumes
+      if (m.finished_keys<SingleFamily>(kArch, DType::fp32, provenance("NVIDIA H200")).size() != 5) return 16;  // resumes
       const KeyRecord r = make_key_record("NVIDIA H200", 77777, 240);
-      m.record_key(key_at(77777), provenance("NVIDIA H200"), r.trials, r.winner);
-      if (m.winners().size() != 6 || m.integrity_check() != std::vector<std::string>{"ok"}) return 17;
+      m.record<SingleFamily>(key_at(77777), provenance("NVIDIA H200"), r.trials, r.winner);
+      if (m.winners<SingleFamily>().size() != 6 || m.integrity_check() != std::vector<std::string>{"ok"}) return 17;
       if (log.count("warning: ") != 1 || log.count(p.string()) < 1 || log.count("in memory only") != 1) {
         std::fprintf(stderr, "log: %s\n", log.text().c_str());
         return 18;
@@ -243,8 +243,8 @@ TEST_F(ReadOnlyHomeTest, RuntimeReadsAndTunerDegradesToMemory) {
     db::TuningDb m = db::TuningDb::open(p, db::OpenMode::ReadWrite, o);
     EXPECT_TRUE(m.in_memory());
     const KeyRecord r = make_key_record("NVIDIA H200", 1024, 240);
-    m.record_key(key_at(1024), provenance("NVIDIA H200"), r.trials, r.winner);
-    EXPECT_EQ(m.winners().size(), 1u);
+    m.record<SingleFamily>(key_at(1024), provenance("NVIDIA H200"), r.trials, r.winner);
+    EXPECT_EQ(m.winners<SingleFamily>().size(), 1u);
     EXPECT_EQ(log.count("warning: "), 1) << log.text();
     ++cases;
   }
@@ -294,7 +294,7 @@ TEST_F(NoWalTest, DotfileWritersFallBackToTheRollbackJournalWithOneWarningEach) 
   {
     const db::TuningDb t = db::TuningDb::open(p, db::OpenMode::ReadOnly, o);
     EXPECT_EQ(t.integrity_check(), std::vector<std::string>{"ok"});
-    EXPECT_EQ(t.winners().size(), static_cast<std::size_t>(kWriters * kKeys));
+    EXPECT_EQ(t.winners<SingleFamily>().size(), static_cast<std::size_t>(kWriters * kKeys));
   }
   DispatchTables d(kSm90, kIdentity);
   EXPECT_EQ(d.load(Source::user_db, p.string()), static_cast<std::size_t>(kWriters * kKeys));
@@ -351,7 +351,7 @@ TEST_F(NoWalTest, DotfileLockLeftByAKilledWriterIsExplainedAndRecoverable) {
   const db::TuningDb t = db::TuningDb::open(p, db::OpenMode::ReadWrite, o);
   EXPECT_EQ(t.integrity_check(), std::vector<std::string>{"ok"});
   std::set<std::uint64_t> present;
-  for (const auto& w : t.winners()) present.insert(w.key.n);
+  for (const auto& w : t.winners<SingleFamily>()) present.insert(w.key.n);
   for (std::uint64_t n : committed) EXPECT_TRUE(present.count(n)) << n;
   summary("unix-dotfile lock left by a SIGKILLed writer (after %d kill attempts): the next open failed with Locked "
           "after its 300 ms bound, naming the lock directory to remove; after removing it the database opened, "

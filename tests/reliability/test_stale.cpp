@@ -72,7 +72,7 @@ TEST_F(StaleTest, StaleRowsAreNeverChosenAndStaleKeysAreExactlyTheOnesToRetune) 
         // Fresh rows use labels from the first half of the space, stale ones from the second.
         const std::string& label = labels[(stale ? half : 0) + rng() % half];
         const db::Trial tr{label, db::TrialStatus::ok, "", 2.0 + static_cast<double>(v), 0.1, 25, 100.0, 32, 0};
-        t.record_key(key, prov_of(vs[v]), std::span(&tr, 1), db::Winner{label, tr.median_us, tr.gbps});
+        t.record<SingleFamily>(key, prov_of(vs[v]), std::span(&tr, 1), db::Winner{label, tr.median_us, tr.gbps});
         rows[key].push_back(v);
         (stale ? stale_labels : fresh_labels).insert(label);
         (stale ? expect_stale : expect_kept) += 1;
@@ -82,7 +82,7 @@ TEST_F(StaleTest, StaleRowsAreNeverChosenAndStaleKeysAreExactlyTheOnesToRetune) 
       }
     }
     // stale_keys: keys with a row for this device, all of them stale; changed = union of fields.
-    std::vector<db::StaleKey> expect_keys;
+    std::vector<db::StaleKey<db::TuningKey>> expect_keys;
     for (const auto& [key, vlist] : rows) {
       bool any = false, fresh = false;
       std::set<std::string> changed;
@@ -93,14 +93,14 @@ TEST_F(StaleTest, StaleRowsAreNeverChosenAndStaleKeysAreExactlyTheOnesToRetune) 
         changed.insert(vs[v].stale.begin(), vs[v].stale.end());
       }
       if (any && !fresh) {
-        db::StaleKey sk{key, {}};
+        db::StaleKey<db::TuningKey> sk{key, {}};
         for (const char* f : {"compiler", "template_hash", "tool_version"})  // field list order
           if (changed.count(f)) sk.changed.emplace_back(f);
         expect_keys.push_back(sk);
       }
     }
     const db::Provenance current = prov_of(vs[0]);
-    EXPECT_EQ(t.stale_keys(current), expect_keys);
+    EXPECT_EQ(t.stale_keys<SingleFamily>(current), expect_keys);
     stale_keys_total += static_cast<int>(expect_keys.size());
 
     DispatchTables d(kSm90, kIdentity);
@@ -144,7 +144,7 @@ TEST_F(StaleTest, UpgradeRetunesExactlyTheStaleKeys) {
     db::TuningDb t = db::TuningDb::open(p);
     for (int i = 0; i < kKeys; ++i) {
       const KeyRecord r = make_key_record("old", 1ull << (10 + i), 240);
-      t.record_key(key_at(1ull << (10 + i)), old, r.trials, r.winner);
+      t.record<SingleFamily>(key_at(1ull << (10 + i)), old, r.trials, r.winner);
     }
   }
   LogCapture quiet;
@@ -154,16 +154,16 @@ TEST_F(StaleTest, UpgradeRetunesExactlyTheStaleKeys) {
   EXPECT_EQ(before.choose(DType::fp32, 1 << 20).source, Source::builtin_default);
 
   db::TuningDb t = db::TuningDb::open(p);
-  const auto stale = t.stale_keys(now);
+  const auto stale = t.stale_keys<SingleFamily>(now);
   ASSERT_EQ(stale.size(), static_cast<std::size_t>(kKeys));
   EXPECT_EQ(stale[0].changed, (std::vector<std::string>{"template_hash", "tool_version"}));
-  EXPECT_TRUE(t.finished_keys(kArch, DType::fp32, now).empty()) << "a normal resume re-tunes them too";
+  EXPECT_TRUE(t.finished_keys<SingleFamily>(kArch, DType::fp32, now).empty()) << "a normal resume re-tunes them too";
   for (const auto& s : stale) {
     const KeyRecord r = make_key_record("NVIDIA H200", s.key.n, 240);
-    t.record_key(s.key, now, r.trials, r.winner);
+    t.record<SingleFamily>(s.key, now, r.trials, r.winner);
   }
-  EXPECT_TRUE(t.stale_keys(now).empty());
-  EXPECT_EQ(t.winners().size(), 2u * kKeys) << "the previous release's rows stay";
+  EXPECT_TRUE(t.stale_keys<SingleFamily>(now).empty());
+  EXPECT_EQ(t.winners<SingleFamily>().size(), 2u * kKeys) << "the previous release's rows stay";
   DispatchTables after(kSm90, kIdentity);
   EXPECT_EQ(after.load(Source::user_db, p.string()), static_cast<std::size_t>(kKeys));
   ASSERT_EQ(after.warnings().size(), 1u) << "the old rows are still reported, once";

@@ -255,7 +255,7 @@ const db::Provenance kId{.device_name = "NVIDIA H200", .arch = "sm_90", .cu_coun
 void make_db(const fs::path& p) {
   auto d = db::TuningDb::open(p);
   const db::Trial t{"atomic.t256.v4.u2.b8cu", db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
-  d.record_key(db::TuningKey{"sm_90", DType::fp32, 1u << 20},
+  d.record<SingleFamily>(db::TuningKey{"sm_90", DType::fp32, 1u << 20},
                db::Provenance{"NVIDIA H200", "sm_90", 132, "driver", "nvrtc 13.0", template_hash(),
                               std::string(generator_version()), "test", "2026-12-01T00:00:00Z"},
                std::span(&t, 1), db::Winner{t.label, 2.0, 1.0});

@@ -370,7 +370,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
                                  .template_hash = template_hash(),
                                  .tool_version = std::string(generator_version())};
     std::size_t fresh = 0, stale = 0;
-    for (const auto& r : tdb.winners(db::WinnerFilter{a, std::nullopt})) {
+    for (const auto& r : tdb.winners<SingleFamily>(db::WinnerFilter{a, std::nullopt})) {
       if (!db::stale_fields(r.provenance, current).empty()) {
         ++stale;
         continue;
@@ -400,7 +400,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
     };
     for (const auto& d : all_dtypes())
       expect_multi(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype, "default " + std::string(d.name));
-    for (const auto& r : tdb.group_winners(db::WinnerFilter{a, std::nullopt}))
+    for (const auto& r : tdb.winners<MultiFamily>(db::WinnerFilter{a, std::nullopt}))
       if (db::stale_fields(r.provenance, multi_current).empty())
         expect_multi(MultiConfig::parse(r.winner.label), r.key.dtype, "group winner " + db::to_string(r.key));
     std::printf("%s: %zu fresh shipped winners bundled, %zu stale ones left out\n", a.c_str(), fresh, stale);

@@ -42,7 +42,7 @@ class Dispatch : public ::testing::Test {
     auto d = db::TuningDb::open(path);
     for (const auto& [dt, n, label] : rows) {
       const db::Trial t{label, db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
-      d.record_key(db::TuningKey{"sm_90", db::dtype_from_string(dt), n}, p, std::span(&t, 1),
+      d.record<SingleFamily>(db::TuningKey{"sm_90", db::dtype_from_string(dt), n}, p, std::span(&t, 1),
                    db::Winner{label, 2.0, 1.0});
     }
     return path;
@@ -56,7 +56,7 @@ class Dispatch : public ::testing::Test {
       db::Provenance p = provenance_for(ArchInfo::parse(arch_id));
       p.timing_protocol = "test", p.timestamp = "2026-12-01T00:00:00Z";
       const db::Trial t{label, db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
-      d.record_key(db::TuningKey{arch_id, db::dtype_from_string(dt), n}, p, std::span(&t, 1), db::Winner{label, 2.0, 1.0});
+      d.record<SingleFamily>(db::TuningKey{arch_id, db::dtype_from_string(dt), n}, p, std::span(&t, 1), db::Winner{label, 2.0, 1.0});
     }
     return path;
   }
@@ -174,7 +174,7 @@ TEST_F(Dispatch, SameDeviceRowsArePreferredOverAnotherSkuOfTheArch) {
   {
     auto d = db::TuningDb::open(dir / "mixed.db");
     const db::Trial tr{"one_pass.t1024.v4.u1.b2cu", db::TrialStatus::ok, "", 2.0, 0.1, 5, 1.0, 32, 0};
-    d.record_key(db::TuningKey{"sm_90", DType::fp32, 4096}, prov(), std::span(&tr, 1),
+    d.record<SingleFamily>(db::TuningKey{"sm_90", DType::fp32, 4096}, prov(), std::span(&tr, 1),
                  db::Winner{"one_pass.t1024.v4.u1.b2cu", 2.0, 1.0});
   }
   EXPECT_EQ(t.load(Source::user_db, (dir / "mixed.db").string()), 2u);
@@ -192,7 +192,7 @@ TEST_F(Dispatch, MultiTensorOverrideIsReadWithTheOthersAndChosenFirst) {
   {
     auto d = db::TuningDb::open(path);
     const db::Trial t{tuned, db::TrialStatus::ok, "", 9.0, 0.1, 5, 1800.0, 62, 0};
-    d.record_group_key(db::GroupKey{"sm_90", DType::bf16, 8, 16777216, 2097152}, prov("NVIDIA H200", multi_template_hash()),
+    d.record<MultiFamily>(db::GroupKey{"sm_90", DType::bf16, 8, 16777216, 2097152}, prov("NVIDIA H200", multi_template_hash()),
                        std::span(&t, 1), db::Winner{tuned, 9.0, 1800.0});
   }
   const GroupShape shape{8, 16777216, 2097152};
@@ -251,7 +251,7 @@ TEST_F(Dispatch, InvalidGroupRowsAreSkippedByTheRuleOfSingleRows) {
     auto d = db::TuningDb::open(path);
     const auto add = [&](DType dt, std::uint64_t tensors, const std::string& label, double us) {
       const db::Trial t{label, db::TrialStatus::ok, "", us, 0.1, 5, 1.0, 32, 0};
-      d.record_group_key(db::GroupKey{"sm_90", dt, tensors, tensors << 20, 1u << 20},
+      d.record<MultiFamily>(db::GroupKey{"sm_90", dt, tensors, tensors << 20, 1u << 20},
                          prov("NVIDIA H200", multi_template_hash()), std::span(&t, 1), db::Winner{label, us, 1.0});
     };
     add(DType::bf16, 4, "multi.t512.v8.u4.c32k.b4cu.thread.scale", 5.0);

@@ -72,7 +72,7 @@ TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
     for (int k = 0; k < kKeysPerProcess; ++k) {
       std::vector<Trial> trials;
       for (int t = 0; t < kTrialsPerKey; ++t) trials.push_back(ok_trial("v" + std::to_string(t), 1.0 + t));
-      db.record_key(key(static_cast<std::uint64_t>(i * 1000 + k + 1)), h200(), trials, Winner{"v0", 1.0, 1.0});
+      db.record<SingleFamily>(key(static_cast<std::uint64_t>(i * 1000 + k + 1)), h200(), trials, Winner{"v0", 1.0, 1.0});
     }
     return 0;
   });
@@ -83,7 +83,7 @@ TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
   const TuningDb db = TuningDb::open(p, OpenMode::ReadWrite, opts);
   EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
-  const auto ws = db.winners();
+  const auto ws = db.winners<SingleFamily>();
   ASSERT_EQ(ws.size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess));
   std::set<std::uint64_t> ns;
   for (const auto& w : ws) ns.insert(w.key.n);
@@ -92,7 +92,7 @@ TEST_P(WritersTest, SixteenProcessesWriteDistinctKeysToOneFreshFile) {
       EXPECT_TRUE(ns.count(static_cast<std::uint64_t>(i * 1000 + k + 1))) << i << "/" << k;
     }
   }
-  EXPECT_EQ(db.all_trials().size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess * kTrialsPerKey));
+  EXPECT_EQ(db.all_trials<SingleFamily>().size(), static_cast<std::size_t>(kProcesses * kKeysPerProcess * kTrialsPerKey));
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"1"});
 }
 
@@ -105,7 +105,7 @@ TEST_F(ConcurrencyTest, SixteenProcessesOpenASchema3FileAtOnceAndItMigratesOnce)
   ChildGroup group(kProcesses, [&](int i) -> int {
     TuningDb db = TuningDb::open(p);
     if (db.schema_version() != TuningDb::kSchemaVersion) return 3;
-    if (db.winners().size() < 11u) return 4;  // the migrated rows are all there
+    if (db.winners<SingleFamily>().size() < 11u) return 4;  // the migrated rows are all there
     record_simple(db, key(static_cast<std::uint64_t>(i + 1)), h200(), "x", 1.0);
     record_group_simple(db, gkey(std::uint64_t{1} << i, std::uint64_t{1} << (i + 10), 1024), h200(), "m", 1.0);
     return 0;
@@ -114,8 +114,8 @@ TEST_F(ConcurrencyTest, SixteenProcessesOpenASchema3FileAtOnceAndItMigratesOnce)
   EXPECT_EQ(group.wait(), std::vector<int>(kProcesses, 0));
   const TuningDb db = TuningDb::open(p);
   EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
-  EXPECT_EQ(db.winners().size(), 11u + kProcesses);
-  EXPECT_EQ(db.group_winners().size(), static_cast<std::size_t>(kProcesses));
+  EXPECT_EQ(db.winners<SingleFamily>().size(), 11u + kProcesses);
+  EXPECT_EQ(db.winners<MultiFamily>().size(), static_cast<std::size_t>(kProcesses));
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{"10"});  // 9 migrated + h200()
 }
 
@@ -135,12 +135,12 @@ TEST_F(ConcurrencyTest, ConcurrentReTunesOfOneKeyLeaveOnlyTheProvenanceInUse) {
   group.release();
   EXPECT_EQ(group.wait(), std::vector<int>(8, 0));
   const TuningDb db = TuningDb::open(p);
-  ASSERT_EQ(db.winners().size(), 1u);
-  ASSERT_EQ(db.group_winners().size(), 1u);
-  EXPECT_EQ(db.all_trials().size(), 1u);
-  EXPECT_EQ(db.all_group_trials().size(), 1u);
+  ASSERT_EQ(db.winners<SingleFamily>().size(), 1u);
+  ASSERT_EQ(db.winners<MultiFamily>().size(), 1u);
+  EXPECT_EQ(db.all_trials<SingleFamily>().size(), 1u);
+  EXPECT_EQ(db.all_trials<MultiFamily>().size(), 1u);
   // Every provenance row is referenced: the last single-key writer's and the last group writer's.
-  const std::size_t used = db.winners()[0].provenance == db.group_winners()[0].provenance ? 1 : 2;
+  const std::size_t used = db.winners<SingleFamily>()[0].provenance == db.winners<MultiFamily>()[0].provenance ? 1 : 2;
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(used)});
 }
 
@@ -156,16 +156,16 @@ TEST_F(ConcurrencyTest, ReaderProcessesDuringWrites) {
     const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly);  // readers
     std::size_t last = 0;
     for (int r = 0; r < 50; ++r) {
-      const std::size_t now = db.winners().size();
+      const std::size_t now = db.winners<SingleFamily>().size();
       if (now < last || now < 1) return 4;  // committed rows never disappear
       last = now;
-      if (!db.lookup_nearest("sm_90", DType::fp32, 1)) return 5;
+      if (!db.lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1)) return 5;
     }
     return 0;
   });
   group.release();
   EXPECT_EQ(group.wait(), std::vector<int>(12, 0));
-  EXPECT_EQ(TuningDb::open(p).winners().size(), 81u);
+  EXPECT_EQ(TuningDb::open(p).winners<SingleFamily>().size(), 81u);
 }
 
 TEST_F(ConcurrencyTest, SixteenProcessesCreateTheSameNestedDirectory) {
@@ -194,7 +194,7 @@ TEST_F(ConcurrencyTest, ThreadsWithSharedAndSeparateConnections) {
         TuningDb& db = own ? *own : shared;
         for (int k = 0; k < 10; ++k) {
           record_simple(db, key(static_cast<std::uint64_t>(t * 100 + k + 1)), h200(), "x", 1.0);
-          (void)db.lookup_nearest("sm_90", DType::fp32, 1000);
+          (void)db.lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1000);
         }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "thread %d: %s\n", t, e.what());
@@ -204,7 +204,7 @@ TEST_F(ConcurrencyTest, ThreadsWithSharedAndSeparateConnections) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(shared.winners().size(), 80u);
+  EXPECT_EQ(shared.winners<SingleFamily>().size(), 80u);
   EXPECT_EQ(shared.integrity_check(), std::vector<std::string>{"ok"});
 }
 
@@ -224,11 +224,11 @@ TEST_F(ConcurrencyTest, LockHeldLongerThanTheBoundGivesLocked) {
   EXPECT_GE(waited, std::chrono::milliseconds(250));
   EXPECT_LT(waited, std::chrono::seconds(5));
   // Readers are not blocked by the writer in WAL mode.
-  EXPECT_TRUE(db.winners().empty());
+  EXPECT_TRUE(db.winners<SingleFamily>().empty());
   ASSERT_EQ(sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(raw);
   record_simple(db, key(1), h200(), "x", 1.0);
-  EXPECT_EQ(db.winners().size(), 1u);
+  EXPECT_EQ(db.winners<SingleFamily>().size(), 1u);
 }
 
 TEST_F(ConcurrencyTest, WriterWaitsForABriefLockInsteadOfFailing) {
@@ -244,7 +244,7 @@ TEST_F(ConcurrencyTest, WriterWaitsForABriefLockInsteadOfFailing) {
   record_simple(db, key(1), h200(), "x", 1.0);
   releaser.join();
   sqlite3_close(raw);
-  EXPECT_EQ(db.winners().size(), 1u);
+  EXPECT_EQ(db.winners<SingleFamily>().size(), 1u);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ class ExportTest : public TempDirTest {
     const std::vector<Trial> trials{
         ok_trial("two_stage.t256", 3.5, 1.25),
         failed_trial("atomic.t64", TrialStatus::compile_failed, "error: \"x\", line 2\nnext")};
-    db.record_key(key(1024), h200(), trials, Winner{"two_stage.t256", 3.5, 1.25});
+    db.record<SingleFamily>(key(1024), h200(), trials, Winner{"two_stage.t256", 3.5, 1.25});
     return db;
   }
 };
@@ -143,8 +143,8 @@ TEST_F(ExportTest, DumpLoadRoundTripIsExact) {
         Trial a = ok_trial("a.t" + std::to_string(n), 0.1 + 0.2, 1e-300);
         a.spread_us = 123456.789;
         Trial b = failed_trial("b", TrialStatus::wrong_result, "tab\there, newline\nthere, nul-free");
-        db.record_key(key(n, d), h200(), std::vector<Trial>{a, b}, Winner{a.label, a.median_us, 2.0 / 3.0});
-        db.record_key(key(n, d, "gfx942"), mi, std::vector<Trial>{b}, std::nullopt);
+        db.record<SingleFamily>(key(n, d), h200(), std::vector<Trial>{a, b}, Winner{a.label, a.median_us, 2.0 / 3.0});
+        db.record<SingleFamily>(key(n, d, "gfx942"), mi, std::vector<Trial>{b}, std::nullopt);
       }
     }
     record_simple(db, key(5), h200("other-hash"), "x", 9.75);
@@ -157,8 +157,8 @@ TEST_F(ExportTest, DumpLoadRoundTripIsExact) {
   EXPECT_EQ(listing(file("out")), std::vector<std::string>{"loaded.db"});  // no temp files left
   const TuningDb loaded = TuningDb::open(file("out/loaded.db"), OpenMode::ReadOnly);
   EXPECT_EQ(loaded.journal_mode(), "delete");  // shippable: ReadOnly opens create nothing
-  EXPECT_EQ(loaded.winners(), src.winners());
-  EXPECT_EQ(loaded.all_trials(), src.all_trials());
+  EXPECT_EQ(loaded.winners<SingleFamily>(), src.winners<SingleFamily>());
+  EXPECT_EQ(loaded.all_trials<SingleFamily>(), src.all_trials<SingleFamily>());
   std::ostringstream dump2;
   loaded.dump_text(dump2);
   EXPECT_EQ(dump2.str(), dump1.str());
@@ -186,7 +186,7 @@ TEST_F(ExportTest, LoadTextReplacesOutputAndItsStaleCompanions) {
   std::istringstream in(dump.str());
   TuningDb::load_text(in, out);
   EXPECT_FALSE(fs::exists(out.string() + "-wal"));
-  EXPECT_EQ(TuningDb::open(out, OpenMode::ReadOnly).winners().size(), 1u);
+  EXPECT_EQ(TuningDb::open(out, OpenMode::ReadOnly).winners<SingleFamily>().size(), 1u);
 }
 
 TEST_F(ExportTest, LoadTextAcceptsOlderDumpsAndCrlf) {
@@ -200,7 +200,7 @@ TEST_F(ExportTest, LoadTextAcceptsOlderDumpsAndCrlf) {
       "\r\n";
   std::istringstream in(text);
   TuningDb::load_text(in, file("v1.db"));
-  const auto rows = TuningDb::open(file("v1.db")).all_trials();
+  const auto rows = TuningDb::open(file("v1.db")).all_trials<SingleFamily>();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].trial.spill_bytes, -1);  // not in a version-1 dump: the default
   EXPECT_EQ(rows[0].trial.median_us, 2.0);
@@ -244,7 +244,7 @@ TEST_F(ExportTest, LoadTextErrorsNameTheInputFile) {
 TEST_F(ExportTest, LoadTextAcceptsTheEndLineWithMatchingCounts) {
   std::istringstream in(kHeader2 + kWinner + "\n" + kEnd(1, 0));
   TuningDb::load_text(in, file("ok.db"));
-  EXPECT_EQ(TuningDb::open(file("ok.db"), OpenMode::ReadOnly).winners().size(), 1u);
+  EXPECT_EQ(TuningDb::open(file("ok.db"), OpenMode::ReadOnly).winners<SingleFamily>().size(), 1u);
 }
 
 TEST_P(LoadTextErrorTest, NamesTheLineAndTheProblemAndWritesNothing) {

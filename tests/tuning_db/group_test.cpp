@@ -65,22 +65,22 @@ TEST_F(GroupTest, KeyRulesAreCheckedNamingTheValue) {
        }) {
     SCOPED_TRACE(c.needle);
     const std::string msg =
-        expect_db_error(ErrorKind::InvalidArgument, [&] { db().record_group_key(c.k, p, good, w); });
+        expect_db_error(ErrorKind::InvalidArgument, [&] { db().record<MultiFamily>(c.k, p, good, w); });
     EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
     EXPECT_NE(msg.find(file("t.db").string()), std::string::npos) << msg;
   }
   // The edges are allowed: one tensor holding everything; all tensors the largest size.
-  db().record_group_key(gkey(1, 5, 5), p, good, w);
-  db().record_group_key(gkey(7, 77, 11), p, good, w);
+  db().record<MultiFamily>(gkey(1, 5, 5), p, good, w);
+  db().record<MultiFamily>(gkey(7, 77, 11), p, good, w);
   // Trial and winner rules as for single keys.
   const std::string msg = expect_db_error(ErrorKind::InvalidArgument, [&] {
-    db().record_group_key(kA, p, good, Winner{"multi.other", 1.0, 1.0});
+    db().record<MultiFamily>(kA, p, good, Winner{"multi.other", 1.0, 1.0});
   });
   EXPECT_NE(msg.find("cannot record sm_90/bf16/4096 tensors, 128 MiB, largest 32 KiB: the winner 'multi.other' is "
                      "not among the trials with status ok"),
             std::string::npos)
       << msg;
-  EXPECT_EQ(db().group_winners().size(), 2u);
+  EXPECT_EQ(db().winners<MultiFamily>().size(), 2u);
 }
 
 TEST_F(GroupTest, EveryFieldReadsBackExactlyAndSingleTablesStayEmpty) {
@@ -93,50 +93,50 @@ TEST_F(GroupTest, EveryFieldReadsBackExactlyAndSingleTablesStayEmpty) {
   b.spill_bytes = 8;
   Trial c = failed_trial("multi.t1024.v8.u8.c512k.warp", TrialStatus::compile_failed, "too many resources, \"x\"\n");
   const Winner w{a.label, a.median_us, a.gbps};
-  db().record_group_key(kA, h200(), std::vector<Trial>{a, b, c}, w);
-  EXPECT_EQ(db().group_winners(), (std::vector<GroupWinnerRow>{{kA, w, h200()}}));
+  db().record<MultiFamily>(kA, h200(), std::vector<Trial>{a, b, c}, w);
+  EXPECT_EQ(db().winners<MultiFamily>(), (std::vector<GroupWinnerRow>{{kA, w, h200()}}));
   const std::vector<GroupTrialRow> expected{{kA, c, h200()}, {kA, b, h200()}, {kA, a, h200()}};  // by label
-  EXPECT_EQ(db().group_trials(kA), expected);
-  EXPECT_EQ(db().all_group_trials(), expected);
-  EXPECT_TRUE(db().group_trials(kA2).empty());  // exact key only
-  EXPECT_TRUE(db().group_trials(gkey(std::numeric_limits<std::uint64_t>::max(), 1, 1)).empty());
-  EXPECT_TRUE(db().winners().empty());
-  EXPECT_TRUE(db().all_trials().empty());
+  EXPECT_EQ(db().trials<MultiFamily>(kA), expected);
+  EXPECT_EQ(db().all_trials<MultiFamily>(), expected);
+  EXPECT_TRUE(db().trials<MultiFamily>(kA2).empty());  // exact key only
+  EXPECT_TRUE(db().trials<MultiFamily>(gkey(std::numeric_limits<std::uint64_t>::max(), 1, 1)).empty());
+  EXPECT_TRUE(db().winners<SingleFamily>().empty());
+  EXPECT_TRUE(db().all_trials<SingleFamily>().empty());
   EXPECT_EQ(raw("SELECT arch, dtype, tensors, total_bytes, largest_bytes, label, provenance_id FROM group_winners"),
             std::vector<std::string>{"sm_90|bf16|4096|134217728|32768|multi.t512.v8.u4.c32k.warp|1"});
   EXPECT_EQ(raw("SELECT count(*) FROM provenance"), std::vector<std::string>{"1"});
   // Filters of winners apply.
-  EXPECT_EQ(db().group_winners({"sm_90", DType::bf16}).size(), 1u);
-  EXPECT_TRUE(db().group_winners({"sm_80", std::nullopt}).empty());
-  EXPECT_TRUE(db().group_winners({std::nullopt, DType::fp32}).empty());
+  EXPECT_EQ(db().winners<MultiFamily>({"sm_90", DType::bf16}).size(), 1u);
+  EXPECT_TRUE(db().winners<MultiFamily>({"sm_80", std::nullopt}).empty());
+  EXPECT_TRUE(db().winners<MultiFamily>({std::nullopt, DType::fp32}).empty());
 }
 
 TEST_F(GroupTest, RecordReplacesEveryShapeOfTheBucketWithTheSameIdentityOnly) {
-  db().record_group_key(kA, h200(), std::vector<Trial>{ok_trial("x", 5.0), ok_trial("y", 6.0)}, Winner{"x", 5.0, 1.0});
+  db().record<MultiFamily>(kA, h200(), std::vector<Trial>{ok_trial("x", 5.0), ok_trial("y", 6.0)}, Winner{"x", 5.0, 1.0});
   record_group_simple(db(), kB, h200(), "b", 7.0);
   // Another shape of kA's bucket, same identity: kA's winner and trials go.
-  db().record_group_key(kA2, h200(), std::vector<Trial>{ok_trial("z", 4.0)}, Winner{"z", 4.0, 2.0});
-  EXPECT_EQ(db().group_winners(), (std::vector<GroupWinnerRow>{{kB, Winner{"b", 7.0, 100.0}, h200()},
+  db().record<MultiFamily>(kA2, h200(), std::vector<Trial>{ok_trial("z", 4.0)}, Winner{"z", 4.0, 2.0});
+  EXPECT_EQ(db().winners<MultiFamily>(), (std::vector<GroupWinnerRow>{{kB, Winner{"b", 7.0, 100.0}, h200()},
                                                                {kA2, Winner{"z", 4.0, 2.0}, h200()}}));
-  EXPECT_TRUE(db().group_trials(kA).empty());
-  EXPECT_EQ(db().group_trials(kA2).size(), 1u);
+  EXPECT_TRUE(db().trials<MultiFamily>(kA).empty());
+  EXPECT_EQ(db().trials<MultiFamily>(kA2).size(), 1u);
   // Another identity (template hash) of the bucket is kept beside it.
   record_group_simple(db(), kA, h200("beef"), "h", 3.0);
-  EXPECT_EQ(db().group_winners().size(), 3u);
+  EXPECT_EQ(db().winners<MultiFamily>().size(), 3u);
   // A later timestamp and driver: the same identity, replaces (and may have no winner).
   Provenance later = h200();
   later.timestamp = "2026-12-05T00:00:00Z";
   later.driver_version = "999";
-  db().record_group_key(kA, later, std::vector<Trial>{failed_trial("f", TrialStatus::launch_failed, "oops")},
+  db().record<MultiFamily>(kA, later, std::vector<Trial>{failed_trial("f", TrialStatus::launch_failed, "oops")},
                         std::nullopt);
-  const auto ws = db().group_winners();
+  const auto ws = db().winners<MultiFamily>();
   ASSERT_EQ(ws.size(), 2u);
   EXPECT_EQ(ws[0].key, kB);
   EXPECT_EQ(ws[1].provenance, h200("beef"));
-  EXPECT_EQ(db().group_trials(kA), (std::vector<GroupTrialRow>{  // by identity: hash a1b2c3d4 < beef
+  EXPECT_EQ(db().trials<MultiFamily>(kA), (std::vector<GroupTrialRow>{  // by identity: hash a1b2c3d4 < beef
                                        {kA, failed_trial("f", TrialStatus::launch_failed, "oops"), later},
                                        {kA, ok_trial("h", 3.0), h200("beef")}}));
-  EXPECT_TRUE(db().group_trials(kA2).empty());
+  EXPECT_TRUE(db().trials<MultiFamily>(kA2).empty());
   // The provenance rows in use: h200() (kB), h200("beef"), later.
   EXPECT_EQ(raw("SELECT count(*) FROM provenance"), std::vector<std::string>{"3"});
 }
@@ -148,24 +148,24 @@ TEST_F(GroupTest, ResumeByBucketAndIdentity) {
   record_group_simple(db(), kB, p, "b", 1.0);
   record_group_simple(db(), gkey(8, 8 * KiB, KiB, DType::fp32), p, "f", 1.0);
   record_group_simple(db(), gkey(8, 8 * KiB, KiB), h200("oldhash"), "o", 1.0);
-  db().record_group_key(gkey(2, 2, 1), p, std::vector<Trial>{failed_trial("a", TrialStatus::compile_failed, "x")},
+  db().record<MultiFamily>(gkey(2, 2, 1), p, std::vector<Trial>{failed_trial("a", TrialStatus::compile_failed, "x")},
                         std::nullopt);
-  EXPECT_EQ(db().finished_group_keys("sm_90", DType::bf16, p), (std::vector<GroupKey>{kB, kC, kA}));
+  EXPECT_EQ(db().finished_keys<MultiFamily>("sm_90", DType::bf16, p), (std::vector<GroupKey>{kB, kC, kA}));
   Provenance later = p;
   later.timestamp = "2030-01-01T00:00:00Z";
   later.timing_protocol = "other";
-  EXPECT_EQ(db().finished_group_keys("sm_90", DType::bf16, later).size(), 3u);
-  EXPECT_EQ(db().finished_group_keys("sm_90", DType::bf16, h200("oldhash")),
+  EXPECT_EQ(db().finished_keys<MultiFamily>("sm_90", DType::bf16, later).size(), 3u);
+  EXPECT_EQ(db().finished_keys<MultiFamily>("sm_90", DType::bf16, h200("oldhash")),
             std::vector<GroupKey>{gkey(8, 8 * KiB, KiB)});
-  EXPECT_EQ(db().finished_group_keys("sm_90", DType::fp32, p), std::vector<GroupKey>{gkey(8, 8 * KiB, KiB, DType::fp32)});
-  EXPECT_TRUE(db().finished_group_keys("sm_80", DType::bf16, p).empty());
-  EXPECT_TRUE(db().finished_group_keys("sm_90", DType::bf16, h100()).empty());
-  EXPECT_TRUE(db().has_group_winner(kA, p));
-  EXPECT_TRUE(db().has_group_winner(kA2, p));  // kA is in its bucket: recording kA2 would replace it
-  EXPECT_FALSE(db().has_group_winner(kA, h200("oldhash")));
-  EXPECT_FALSE(db().has_group_winner(gkey(4096, 128 * MiB, 64 * KiB), p));  // largest bucket 32
-  EXPECT_FALSE(db().has_group_winner(gkey(2, 2, 1), p));  // every variant failed: not finished
-  EXPECT_FALSE(db().has_group_winner(gkey(std::numeric_limits<std::uint64_t>::max(), 1, 1), p));
+  EXPECT_EQ(db().finished_keys<MultiFamily>("sm_90", DType::fp32, p), std::vector<GroupKey>{gkey(8, 8 * KiB, KiB, DType::fp32)});
+  EXPECT_TRUE(db().finished_keys<MultiFamily>("sm_80", DType::bf16, p).empty());
+  EXPECT_TRUE(db().finished_keys<MultiFamily>("sm_90", DType::bf16, h100()).empty());
+  EXPECT_TRUE(db().has_winner<MultiFamily>(kA, p));
+  EXPECT_TRUE(db().has_winner<MultiFamily>(kA2, p));  // kA is in its bucket: recording kA2 would replace it
+  EXPECT_FALSE(db().has_winner<MultiFamily>(kA, h200("oldhash")));
+  EXPECT_FALSE(db().has_winner<MultiFamily>(gkey(4096, 128 * MiB, 64 * KiB), p));  // largest bucket 32
+  EXPECT_FALSE(db().has_winner<MultiFamily>(gkey(2, 2, 1), p));  // every variant failed: not finished
+  EXPECT_FALSE(db().has_winner<MultiFamily>(gkey(std::numeric_limits<std::uint64_t>::max(), 1, 1), p));
 }
 
 TEST_F(GroupTest, StaleBucketsAreExactlyTheOnesToReTune) {
@@ -186,13 +186,13 @@ TEST_F(GroupTest, StaleBucketsAreExactlyTheOnesToReTune) {
   p7.tool_version = "0.0.9";
   record_group_simple(db(), gkey(4000, 125 * MiB, 33 * KiB, DType::fp16), p7, "e", 1.0);
   record_group_simple(db(), gkey(4096, 128 * MiB, 32 * KiB, DType::fp16), h200("old"), "e", 1.0);  // same bucket
-  EXPECT_EQ(db().stale_group_keys(cur),
-            (std::vector<StaleGroupKey>{{kB, {"template_hash"}},
+  EXPECT_EQ(db().stale_keys<MultiFamily>(cur),
+            (std::vector<StaleKey<GroupKey>>{{kB, {"template_hash"}},
                                         {kC, {"compiler"}},
                                         {gkey(4000, 125 * MiB, 33 * KiB, DType::fp16), {"template_hash", "tool_version"}}}));
-  EXPECT_EQ(db().stale_group_keys(h100()), (std::vector<StaleGroupKey>{{gkey(8, 8 * KiB, KiB), {"template_hash"}}}));
+  EXPECT_EQ(db().stale_keys<MultiFamily>(h100()), (std::vector<StaleKey<GroupKey>>{{gkey(8, 8 * KiB, KiB), {"template_hash"}}}));
   // The single-tensor list knows nothing of group rows.
-  EXPECT_TRUE(db().stale_keys(cur).empty());
+  EXPECT_TRUE(db().stale_keys<SingleFamily>(cur).empty());
 }
 
 class GroupLookupTest : public GroupTest {
@@ -210,7 +210,7 @@ class GroupLookupTest : public GroupTest {
   }
   std::string nearest(std::uint64_t tensors, std::uint64_t total, std::uint64_t largest, DType d = DType::fp32,
                       const std::string& arch = "sm_90") {
-    const auto w = db().lookup_nearest_group(arch, d, group_bucket(gkey(tensors, total, largest)));
+    const auto w = db().lookup_nearest<MultiFamily>(arch, d, group_bucket(gkey(tensors, total, largest)));
     return w ? w->winner.label : "none";
   }
 };
@@ -225,7 +225,7 @@ TEST_F(GroupLookupTest, SmallestDistanceThenLargerTotalThenMoreTensors) {
   EXPECT_EQ(nearest(1, 1, 1, DType::fp16), "u1");       // {0,0,0}: u1 at 18+40+30, u2 at 22+40+30
   EXPECT_EQ(nearest(1 << 10, 1 << 20, 1 << 15, DType::bf16), "none");
   EXPECT_EQ(nearest(1 << 10, 1 << 20, 1 << 15, DType::fp32, "sm_80"), "none");
-  const auto w = db().lookup_nearest_group("sm_90", DType::fp32, gkey(1 << 10, 1 << 20, 1 << 15), h200());
+  const auto w = db().lookup_nearest<MultiFamily>("sm_90", DType::fp32, group_bucket(gkey(1 << 10, 1 << 20, 1 << 15)), h200());
   ASSERT_TRUE(w);
   EXPECT_EQ(w->key, gkey(1 << 10, 1 << 21, 1 << 15, DType::fp32));  // the stored key, not the query
 }
@@ -243,21 +243,21 @@ TEST_F(GroupLookupTest, AtEqualBucketsTheDeviceThenTheNewerAndStaleRowsSkipped) 
   record_group_simple(db(), k, stale, "h200_stale", 1.0);
   ASSERT_EQ(group_bucket(gkey(1000, 1000 * KiB, 32 * KiB)), group_bucket(k));
   // Without the current build: the newest.
-  EXPECT_EQ(db().lookup_nearest_group("sm_90", DType::bf16, group_bucket(k))->winner.label, "h200_stale");
+  EXPECT_EQ(db().lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k))->winner.label, "h200_stale");
   // The running H200 build: stale skipped, its own device first although older.
-  EXPECT_EQ(db().lookup_nearest_group("sm_90", DType::bf16, k, h200())->winner.label, "h200");
-  EXPECT_EQ(db().lookup_nearest_group("sm_90", DType::bf16, k, h100())->winner.label, "h100");
+  EXPECT_EQ(db().lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k), h200())->winner.label, "h200");
+  EXPECT_EQ(db().lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k), h100())->winner.label, "h100");
   Provenance other = h200();
   other.device_name = "NVIDIA GH200";
-  EXPECT_EQ(db().lookup_nearest_group("sm_90", DType::bf16, k, other)->winner.label, "h100");  // newer fresh row
+  EXPECT_EQ(db().lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k), other)->winner.label, "h100");  // newer fresh row
   Provenance newer = h200();
   newer.compiler = "nvrtc 14.0";
-  EXPECT_FALSE(db().lookup_nearest_group("sm_90", DType::bf16, k, newer));  // every row stale
+  EXPECT_FALSE(db().lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k), newer));  // every row stale
 }
 
 TEST_F(GroupTest, ProvenanceIsStoredOnceAndUnusedRowsAreDeleted) {
   for (std::uint64_t n : {1u, 2u, 3u}) {
-    db().record_key(key(n), h200(), std::vector<Trial>{ok_trial("a", 1.0), ok_trial("b", 2.0)}, Winner{"a", 1.0, 1.0});
+    db().record<SingleFamily>(key(n), h200(), std::vector<Trial>{ok_trial("a", 1.0), ok_trial("b", 2.0)}, Winner{"a", 1.0, 1.0});
   }
   record_group_simple(db(), kA, h200(), "m", 1.0);
   EXPECT_EQ(raw("SELECT count(*) FROM provenance"), std::vector<std::string>{"1"});
@@ -274,43 +274,43 @@ TEST_F(GroupTest, ProvenanceIsStoredOnceAndUnusedRowsAreDeleted) {
   record_group_simple(db(), kA2, later, "m", 1.0);
   EXPECT_EQ(raw("SELECT timestamp FROM provenance"), std::vector<std::string>{"2026-12-05T00:00:00Z"});
   // Every row reads back with its full provenance.
-  for (const auto& w : db().winners()) EXPECT_EQ(w.provenance, later);
-  EXPECT_EQ(db().group_winners().at(0).provenance, later);
+  for (const auto& w : db().winners<SingleFamily>()) EXPECT_EQ(w.provenance, later);
+  EXPECT_EQ(db().winners<MultiFamily>().at(0).provenance, later);
   // Rows of other identities keep their own provenance row.
   record_simple(db(), key(1), h100(), "h", 2.0);
   EXPECT_EQ(raw("SELECT count(*) FROM provenance"), std::vector<std::string>{"2"});
-  EXPECT_EQ(db().winners().size(), 4u);
+  EXPECT_EQ(db().winners<SingleFamily>().size(), 4u);
 }
 
 TEST_F(GroupTest, ARowWhoseProvenanceIsMissingIsReportedAsCorrupt) {
   record_simple(db(), key(10), h200(), "x", 2.0);
   record_group_simple(db(), kA, h200(), "m", 2.0);
   raw_exec(file("t.db"), "UPDATE winners SET provenance_id = 99; UPDATE group_trials SET provenance_id = 99");
-  std::string msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().winners(); });
+  std::string msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().winners<SingleFamily>(); });
   EXPECT_NE(msg.find("table winners, column prov_device_name: stored value 'NULL'"), std::string::npos) << msg;
-  msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().all_group_trials(); });
+  msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().all_trials<MultiFamily>(); });
   EXPECT_NE(msg.find("table group_trials, column prov_device_name: stored value 'NULL'"), std::string::npos) << msg;
-  EXPECT_EQ(db().all_trials().size(), 1u);  // the other rows read as before
-  EXPECT_EQ(db().group_winners().size(), 1u);
+  EXPECT_EQ(db().all_trials<SingleFamily>().size(), 1u);  // the other rows read as before
+  EXPECT_EQ(db().winners<MultiFamily>().size(), 1u);
 }
 
 TEST_F(GroupTest, ImportRowsReplacesOtherShapesOfTheBucketAndRefusesTwoInOneCall) {
   const GroupWinnerRow w{kA, Winner{"x", 2.0, 3.0}, h200()};
   const GroupTrialRow t{kA, ok_trial("x", 2.0), h200()};
   db().import_rows({}, {}, std::vector<GroupWinnerRow>{w}, std::vector<GroupTrialRow>{t});
-  EXPECT_EQ(db().group_winners(), std::vector<GroupWinnerRow>{w});
+  EXPECT_EQ(db().winners<MultiFamily>(), std::vector<GroupWinnerRow>{w});
   // The same shape again: replaced row for row (a trial of another label stays).
   GroupWinnerRow w1 = w;
   w1.winner.median_us = 1.5;
   const GroupTrialRow t2{kA, ok_trial("y", 2.5), h200()};
   db().import_rows({}, {}, std::vector<GroupWinnerRow>{w1}, std::vector<GroupTrialRow>{t2});
-  EXPECT_EQ(db().group_winners(), std::vector<GroupWinnerRow>{w1});
-  EXPECT_EQ(db().group_trials(kA), (std::vector<GroupTrialRow>{t, t2}));
+  EXPECT_EQ(db().winners<MultiFamily>(), std::vector<GroupWinnerRow>{w1});
+  EXPECT_EQ(db().trials<MultiFamily>(kA), (std::vector<GroupTrialRow>{t, t2}));
   // Another shape of the bucket: kA's rows go.
   const GroupWinnerRow w2{kA2, Winner{"z", 1.0, 3.0}, h200()};
   db().import_rows({}, {}, std::vector<GroupWinnerRow>{w2}, {});
-  EXPECT_EQ(db().group_winners(), std::vector<GroupWinnerRow>{w2});
-  EXPECT_TRUE(db().all_group_trials().empty());
+  EXPECT_EQ(db().winners<MultiFamily>(), std::vector<GroupWinnerRow>{w2});
+  EXPECT_TRUE(db().all_trials<MultiFamily>().empty());
   // Two shapes of one bucket and identity in one call: refused, nothing written.
   const std::string msg = expect_db_error(ErrorKind::InvalidArgument, [&] {
     db().import_rows({}, {}, std::vector<GroupWinnerRow>{w}, std::vector<GroupTrialRow>{{kA2, ok_trial("q", 1.0), h200()}});
@@ -319,7 +319,7 @@ TEST_F(GroupTest, ImportRowsReplacesOtherShapesOfTheBucketAndRefusesTwoInOneCall
                      "the bucket of sm_90/bf16/4096 tensors, 128 MiB, largest 32 KiB (group winner row 0)"),
             std::string::npos)
       << msg;
-  EXPECT_EQ(db().group_winners(), std::vector<GroupWinnerRow>{w2});
+  EXPECT_EQ(db().winners<MultiFamily>(), std::vector<GroupWinnerRow>{w2});
   GroupWinnerRow bad = w;
   bad.key.largest_bytes = 0;
   const std::string msg2 = expect_db_error(ErrorKind::InvalidArgument, [&] {
@@ -336,11 +336,11 @@ class GroupExportTest : public TempDirTest {
   /// One single key and one group key, each with a winner and a failed trial.
   TuningDb both(const fs::path& p) {
     TuningDb db = TuningDb::open(p);
-    db.record_key(key(1024), h200(),
+    db.record<SingleFamily>(key(1024), h200(),
                   std::vector<Trial>{ok_trial("two_stage.t256", 3.5, 1.25),
                                      failed_trial("atomic.t64", TrialStatus::compile_failed, "no")},
                   Winner{"two_stage.t256", 3.5, 1.25});
-    db.record_group_key(gkey(4, 4 * KiB, KiB, DType::fp16), h200(),
+    db.record<MultiFamily>(gkey(4, 4 * KiB, KiB, DType::fp16), h200(),
                         std::vector<Trial>{ok_trial("multi.t512.v8.u4.c32k.warp", 5.5, 0.75),
                                            failed_trial("multi.t1024.v8.u8.c4k.block", TrialStatus::wrong_result, "bad")},
                         Winner{"multi.t512.v8.u4.c32k.warp", 5.5, 0.75});
@@ -380,10 +380,10 @@ TEST_F(GroupExportTest, DumpTextPutsGroupLinesAfterTheSingleOnesAndLoadsBack) {
   std::istringstream again(out.str());
   TuningDb::load_text(again, file("loaded.db"));
   const TuningDb loaded = TuningDb::open(file("loaded.db"), OpenMode::ReadOnly);
-  EXPECT_EQ(loaded.group_winners(), db.group_winners());
-  EXPECT_EQ(loaded.all_group_trials(), db.all_group_trials());
-  EXPECT_EQ(loaded.winners(), db.winners());
-  EXPECT_EQ(loaded.all_trials(), db.all_trials());
+  EXPECT_EQ(loaded.winners<MultiFamily>(), db.winners<MultiFamily>());
+  EXPECT_EQ(loaded.all_trials<MultiFamily>(), db.all_trials<MultiFamily>());
+  EXPECT_EQ(loaded.winners<SingleFamily>(), db.winners<SingleFamily>());
+  EXPECT_EQ(loaded.all_trials<SingleFamily>(), db.all_trials<SingleFamily>());
   std::ostringstream out2;
   loaded.dump_text(out2);
   EXPECT_EQ(out2.str(), out.str());
@@ -420,7 +420,7 @@ TEST_F(GroupExportTest, LoadTextChecksGroupLines) {
       << msg;
   EXPECT_FALSE(fs::exists(file("x.db")));
   load(header4 + line);
-  EXPECT_EQ(TuningDb::open(file("x.db"), OpenMode::ReadOnly).group_winners().size(), 1u);
+  EXPECT_EQ(TuningDb::open(file("x.db"), OpenMode::ReadOnly).winners<MultiFamily>().size(), 1u);
 }
 
 TEST_F(GroupExportTest, JsonHasGroupArraysOnlyWithGroupRowsAndCsvPerTable) {

@@ -9,15 +9,15 @@ class MergeTest : public TempDirTest {
   void SetUp() override {
     TempDirTest::SetUp();
     TuningDb a = TuningDb::open(file("a.db"));
-    a.record_key(key(1024), h200(), std::vector<Trial>{ok_trial("a_k1", 10.0), ok_trial("a_k1b", 12.0)},
+    a.record<SingleFamily>(key(1024), h200(), std::vector<Trial>{ok_trial("a_k1", 10.0), ok_trial("a_k1b", 12.0)},
                  Winner{"a_k1", 10.0, 1.0});
     record_simple(a, key(2048), h200(), "a_k2", 5.0);
-    a.record_key(key(8192), h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
+    a.record<SingleFamily>(key(8192), h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
                  std::nullopt);
     TuningDb b = TuningDb::open(file("b.db"));
-    b.record_key(key(1024), prov_b(), std::vector<Trial>{ok_trial("b_k1", 8.0)}, Winner{"b_k1", 8.0, 2.0});
+    b.record<SingleFamily>(key(1024), prov_b(), std::vector<Trial>{ok_trial("b_k1", 8.0)}, Winner{"b_k1", 8.0, 2.0});
     record_simple(b, key(4096), prov_b(), "b_k3", 3.0);
-    b.record_key(key(8192), h200(),
+    b.record<SingleFamily>(key(8192), h200(),
                  std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from b"),
                                     failed_trial("f2", TrialStatus::wrong_result, "from b")},
                  std::nullopt);
@@ -37,7 +37,7 @@ class MergeTest : public TempDirTest {
   }
   void make_h100_db(const fs::path& p, double us) {
     TuningDb c = TuningDb::open(p);
-    c.record_key(key(1024), h100(), std::vector<Trial>{ok_trial("c_k1", us)}, Winner{"c_k1", us, 3.0});
+    c.record<SingleFamily>(key(1024), h100(), std::vector<Trial>{ok_trial("c_k1", us)}, Winner{"c_k1", us, 3.0});
   }
 };
 
@@ -52,23 +52,23 @@ TEST_F(MergeTest, FasterWinnerWinsAndKeepsItsProvenanceAndTrials) {
 
   const TuningDb out = TuningDb::open(file("out.db"), OpenMode::ReadOnly);
   EXPECT_EQ(out.journal_mode(), "delete");
-  EXPECT_EQ(out.winners(),
+  EXPECT_EQ(out.winners<SingleFamily>(),
             (std::vector<WinnerRow>{{key(1024), Winner{"b_k1", 8.0, 2.0}, prov_b()},
                                     {key(2048), Winner{"a_k2", 5.0, 100.0}, h200()},
                                     {key(4096), Winner{"b_k3", 3.0, 100.0}, prov_b()}}));
-  EXPECT_EQ(out.trials(key(1024)), (std::vector<TrialRow>{{key(1024), ok_trial("b_k1", 8.0), prov_b()}}));
-  EXPECT_EQ(out.trials(key(2048)), (std::vector<TrialRow>{{key(2048), ok_trial("a_k2", 5.0), h200()}}));
-  EXPECT_EQ(out.trials(key(4096)), (std::vector<TrialRow>{{key(4096), ok_trial("b_k3", 3.0), prov_b()}}));
+  EXPECT_EQ(out.trials<SingleFamily>(key(1024)), (std::vector<TrialRow>{{key(1024), ok_trial("b_k1", 8.0), prov_b()}}));
+  EXPECT_EQ(out.trials<SingleFamily>(key(2048)), (std::vector<TrialRow>{{key(2048), ok_trial("a_k2", 5.0), h200()}}));
+  EXPECT_EQ(out.trials<SingleFamily>(key(4096)), (std::vector<TrialRow>{{key(4096), ok_trial("b_k3", 3.0), prov_b()}}));
   // A key without a winner keeps the trials of both inputs; a's copy of a shared trial.
-  EXPECT_EQ(out.trials(key(8192)),
+  EXPECT_EQ(out.trials<SingleFamily>(key(8192)),
             (std::vector<TrialRow>{{key(8192), failed_trial("f1", TrialStatus::launch_failed, "from a"), h200()},
                                    {key(8192), failed_trial("f2", TrialStatus::wrong_result, "from b"), h200()}}));
-  EXPECT_EQ(r.winners_written, 3u);
-  EXPECT_EQ(r.winners_from_a, 1u);  // key 2048 (key 1024 went to b, key 4096 is b's alone)
-  EXPECT_EQ(r.winners_from_b, 2u);
-  EXPECT_EQ(r.trials_written, 5u);
-  ASSERT_EQ(r.contested.size(), 1u);
-  const MergeDecision& d = r.contested[0];
+  EXPECT_EQ(r.single.winners_written, 3u);
+  EXPECT_EQ(r.single.winners_from_a, 1u);  // key 2048 (key 1024 went to b, key 4096 is b's alone)
+  EXPECT_EQ(r.single.winners_from_b, 2u);
+  EXPECT_EQ(r.single.trials_written, 5u);
+  ASSERT_EQ(r.single.contested.size(), 1u);
+  const MergeDecision<SingleFamily>& d = r.single.contested[0];
   EXPECT_EQ(d.key, key(1024));
   EXPECT_EQ(d.kept_from, 'b');
   EXPECT_EQ(d.kept.winner.label, "b_k1");
@@ -83,9 +83,9 @@ TEST_F(MergeTest, TieKeepsA) {
   record_simple(c, key(2048), prov_b(), "c_k2", 5.0);
   c = TuningDb::open(file("d.db"));
   (void)merge(file("a.db"), file("c.db"), file("out.db"));
-  EXPECT_EQ(TuningDb::open(file("out.db")).winners().at(1).winner.label, "a_k2");
+  EXPECT_EQ(TuningDb::open(file("out.db")).winners<SingleFamily>().at(1).winner.label, "a_k2");
   (void)merge(file("c.db"), file("a.db"), file("out2.db"));
-  EXPECT_EQ(TuningDb::open(file("out2.db")).winners().at(1).winner.label, "c_k2");
+  EXPECT_EQ(TuningDb::open(file("out2.db")).winners<SingleFamily>().at(1).winner.label, "c_k2");
 }
 
 TEST_F(MergeTest, DifferentDevicesAreRefusedNamingBoth) {
@@ -106,17 +106,17 @@ TEST_F(MergeTest, DifferentDevicesAllowedKeepTheFasterAndReportIt) {
   MergePolicy policy;
   policy.allow_different_devices = true;
   const MergeReport r = merge(file("a.db"), file("h100.db"), file("out.db"), policy);
-  ASSERT_EQ(r.contested.size(), 1u);
-  EXPECT_TRUE(r.contested[0].different_devices);
-  EXPECT_EQ(r.contested[0].kept_from, 'b');
-  EXPECT_EQ(r.contested[0].kept.provenance, h100());
-  EXPECT_EQ(r.contested[0].dropped.provenance, h200());
+  ASSERT_EQ(r.single.contested.size(), 1u);
+  EXPECT_TRUE(r.single.contested[0].different_devices);
+  EXPECT_EQ(r.single.contested[0].kept_from, 'b');
+  EXPECT_EQ(r.single.contested[0].kept.provenance, h100());
+  EXPECT_EQ(r.single.contested[0].dropped.provenance, h200());
   EXPECT_EQ(log.count("different device"), 0) << "merge() reports it in MergeReport; the caller warns: " << log.text();
-  EXPECT_EQ(r.winners_from_a + r.winners_from_b, r.winners_written);
-  EXPECT_EQ(r.winners_from_b, 1u);
+  EXPECT_EQ(r.single.winners_from_a + r.single.winners_from_b, r.single.winners_written);
+  EXPECT_EQ(r.single.winners_from_b, 1u);
   const TuningDb out = TuningDb::open(file("out.db"));
-  EXPECT_EQ(out.winners().at(0).provenance.device_name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(out.trials(key(1024)).size(), 1u);
+  EXPECT_EQ(out.winners<SingleFamily>().at(0).provenance.device_name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(out.trials<SingleFamily>(key(1024)).size(), 1u);
 }
 
 TEST_F(MergeTest, OutputRules) {
@@ -128,7 +128,7 @@ TEST_F(MergeTest, OutputRules) {
   MergePolicy overwrite;
   overwrite.overwrite_output = true;
   (void)merge(file("a.db"), file("b.db"), file("out.db"), overwrite);
-  EXPECT_EQ(TuningDb::open(file("out.db")).winners().size(), 3u);
+  EXPECT_EQ(TuningDb::open(file("out.db")).winners<SingleFamily>().size(), 3u);
   msg = expect_db_error(ErrorKind::InvalidArgument,
                         [&] { (void)merge(file("a.db"), file("b.db"), file("a.db"), overwrite); });
   EXPECT_NE(msg.find("one of the inputs"), std::string::npos) << msg;
@@ -150,17 +150,17 @@ class GroupMergeTest : public TempDirTest {
   void SetUp() override {
     TempDirTest::SetUp();
     TuningDb a = TuningDb::open(file("a.db"));
-    a.record_group_key(kA, h200(), std::vector<Trial>{ok_trial("m1", 10.0), ok_trial("m2", 11.0)}, Winner{"m1", 10.0, 1.0});
-    a.record_group_key(kF, h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
+    a.record<MultiFamily>(kA, h200(), std::vector<Trial>{ok_trial("m1", 10.0), ok_trial("m2", 11.0)}, Winner{"m1", 10.0, 1.0});
+    a.record<MultiFamily>(kF, h200(), std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from a")},
                        std::nullopt);
     record_simple(a, key(1024), h200(), "s", 2.0);
     TuningDb b = TuningDb::open(file("b.db"));
-    b.record_group_key(kA2, prov_b(), std::vector<Trial>{ok_trial("m3", 8.0)}, Winner{"m3", 8.0, 2.0});
-    b.record_group_key(kF2, h200(),
+    b.record<MultiFamily>(kA2, prov_b(), std::vector<Trial>{ok_trial("m3", 8.0)}, Winner{"m3", 8.0, 2.0});
+    b.record<MultiFamily>(kF2, h200(),
                        std::vector<Trial>{failed_trial("f1", TrialStatus::launch_failed, "from b"),
                                           failed_trial("f2", TrialStatus::wrong_result, "from b")},
                        std::nullopt);
-    b.record_group_key(kF, prov_b(), std::vector<Trial>{failed_trial("f3", TrialStatus::wrong_result, "b, other build")},
+    b.record<MultiFamily>(kF, prov_b(), std::vector<Trial>{failed_trial("f3", TrialStatus::wrong_result, "b, other build")},
                        std::nullopt);
   }
   static Provenance prov_b() {
@@ -173,24 +173,24 @@ class GroupMergeTest : public TempDirTest {
 TEST_F(GroupMergeTest, FasterWinnerOfTheBucketWinsWithItsTrials) {
   const MergeReport r = merge(file("a.db"), file("b.db"), file("out.db"));
   const TuningDb out = TuningDb::open(file("out.db"), OpenMode::ReadOnly);
-  EXPECT_EQ(out.group_winners(), (std::vector<GroupWinnerRow>{{kA2, Winner{"m3", 8.0, 2.0}, prov_b()}}));
-  EXPECT_EQ(out.group_trials(kA2), (std::vector<GroupTrialRow>{{kA2, ok_trial("m3", 8.0), prov_b()}}));
-  EXPECT_TRUE(out.group_trials(kA).empty());
+  EXPECT_EQ(out.winners<MultiFamily>(), (std::vector<GroupWinnerRow>{{kA2, Winner{"m3", 8.0, 2.0}, prov_b()}}));
+  EXPECT_EQ(out.trials<MultiFamily>(kA2), (std::vector<GroupTrialRow>{{kA2, ok_trial("m3", 8.0), prov_b()}}));
+  EXPECT_TRUE(out.trials<MultiFamily>(kA).empty());
   // The bucket without a winner: a's shape for h200(), b's rows of another shape for the same
   // identity left out, b's rows of another identity kept.
-  EXPECT_EQ(out.all_group_trials(),
+  EXPECT_EQ(out.all_trials<MultiFamily>(),
             (std::vector<GroupTrialRow>{
                 {kF, failed_trial("f1", TrialStatus::launch_failed, "from a"), h200()},
                 {kF, failed_trial("f3", TrialStatus::wrong_result, "b, other build"), prov_b()},
                 {kA2, ok_trial("m3", 8.0), prov_b()}}));
-  EXPECT_EQ(out.winners().size(), 1u);  // single keys as before
-  EXPECT_EQ(r.winners_written, 1u);
-  EXPECT_EQ(r.trials_written, 1u);
-  EXPECT_EQ(r.group_winners_written, 1u);
-  EXPECT_EQ(r.group_trials_written, 3u);
-  EXPECT_TRUE(r.contested.empty());
-  ASSERT_EQ(r.group_contested.size(), 1u);
-  const GroupMergeDecision& d = r.group_contested[0];
+  EXPECT_EQ(out.winners<SingleFamily>().size(), 1u);  // single keys as before
+  EXPECT_EQ(r.single.winners_written, 1u);
+  EXPECT_EQ(r.single.trials_written, 1u);
+  EXPECT_EQ(r.group.winners_written, 1u);
+  EXPECT_EQ(r.group.trials_written, 3u);
+  EXPECT_TRUE(r.single.contested.empty());
+  ASSERT_EQ(r.group.contested.size(), 1u);
+  const MergeDecision<MultiFamily>& d = r.group.contested[0];
   EXPECT_EQ(d.key, kA2);
   EXPECT_EQ(d.kept_from, 'b');
   EXPECT_EQ(d.dropped, (GroupWinnerRow{kA, Winner{"m1", 10.0, 1.0}, h200()}));
@@ -213,9 +213,9 @@ TEST_F(GroupMergeTest, DifferentDevicesAreRefusedUnlessAllowed) {
   MergePolicy allow;
   allow.allow_different_devices = true;
   const MergeReport r = merge(file("a.db"), file("c.db"), file("out.db"), allow);
-  ASSERT_EQ(r.group_contested.size(), 1u);
-  EXPECT_TRUE(r.group_contested[0].different_devices);
-  EXPECT_EQ(TuningDb::open(file("out.db")).group_winners().at(0).winner.label, "h100");
+  ASSERT_EQ(r.group.contested.size(), 1u);
+  EXPECT_TRUE(r.group.contested[0].different_devices);
+  EXPECT_EQ(TuningDb::open(file("out.db")).winners<MultiFamily>().at(0).winner.label, "h100");
 }
 
 }  // namespace

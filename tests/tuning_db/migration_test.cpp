@@ -37,14 +37,14 @@ class MigrationTest : public TempDirTest {
 /// Every query of group rows answers with nothing (not an error).
 void expect_no_group_rows(const TuningDb& db) {
   const GroupKey k{"sm_90", DType::bf16, 4096, 128u << 20, 32u << 10};
-  EXPECT_TRUE(db.group_winners().empty());
-  EXPECT_TRUE(db.all_group_trials().empty());
-  EXPECT_TRUE(db.group_trials(k).empty());
-  EXPECT_TRUE(db.finished_group_keys("sm_90", DType::bf16, h200()).empty());
-  EXPECT_FALSE(db.has_group_winner(k, h200()));
-  EXPECT_FALSE(db.lookup_nearest_group("sm_90", DType::bf16, group_bucket(k)));
-  EXPECT_FALSE(db.lookup_nearest_group("sm_90", DType::bf16, k, h200()));
-  EXPECT_TRUE(db.stale_group_keys(h200()).empty());
+  EXPECT_TRUE(db.winners<MultiFamily>().empty());
+  EXPECT_TRUE(db.all_trials<MultiFamily>().empty());
+  EXPECT_TRUE(db.trials<MultiFamily>(k).empty());
+  EXPECT_TRUE(db.finished_keys<MultiFamily>("sm_90", DType::bf16, h200()).empty());
+  EXPECT_FALSE(db.has_winner<MultiFamily>(k, h200()));
+  EXPECT_FALSE(db.lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k)));
+  EXPECT_FALSE(db.lookup_nearest<MultiFamily>("sm_90", DType::bf16, group_bucket(k), h200()));
+  EXPECT_TRUE(db.stale_keys<MultiFamily>(h200()).empty());
   std::ostringstream json;
   db.export_json(json, ExportTable::All);
   EXPECT_EQ(json.str().find("group_"), std::string::npos);
@@ -66,26 +66,26 @@ TEST_F(MigrationTest, Schema3FileIsReadAsItIsReadOnlyWithoutWritingAnything) {
     const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
     EXPECT_EQ(ro.schema_version(), 3);
     EXPECT_EQ(ro.journal_mode(), "delete");
-    ASSERT_EQ(ro.winners().size(), 11u);
-    ASSERT_EQ(ro.all_trials().size(), 22u);
-    EXPECT_EQ(ro.winners(), ref.winners());
-    EXPECT_EQ(ro.all_trials(), ref.all_trials());
+    ASSERT_EQ(ro.winners<SingleFamily>().size(), 11u);
+    ASSERT_EQ(ro.all_trials<SingleFamily>().size(), 22u);
+    EXPECT_EQ(ro.winners<SingleFamily>(), ref.winners<SingleFamily>());
+    EXPECT_EQ(ro.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
     // Its text is exactly the dump the schema-3 code made (no group rows: a schema-3 dump).
     EXPECT_EQ(dump_of(ro), dump_of(ref));
     // Queries that select by provenance read the old prov_* columns.
     const TuningKey k{"sm_90", DType::fp32, 1048576};
-    EXPECT_EQ(ro.trials(k).size(), 7u);  // three identities
-    EXPECT_EQ(ro.finished_keys("sm_90", DType::fp32, shipped_h200()),
+    EXPECT_EQ(ro.trials<SingleFamily>(k).size(), 7u);  // three identities
+    EXPECT_EQ(ro.finished_keys<SingleFamily>("sm_90", DType::fp32, shipped_h200()),
               (std::vector<TuningKey>{{"sm_90", DType::fp32, 1000}, {"sm_90", DType::fp32, 1024}, k}));
-    EXPECT_TRUE(ro.has_winner(k, shipped_h200()));
-    const auto w = ro.lookup_nearest("sm_90", DType::fp32, 1 << 20, shipped_h200());
+    EXPECT_TRUE(ro.has_winner<SingleFamily>(k, shipped_h200()));
+    const auto w = ro.lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1 << 20, shipped_h200());
     ASSERT_TRUE(w);
     EXPECT_EQ(w->winner.label, "self_reset.t512.v4.u2.buncapped");
     EXPECT_EQ(w->provenance.timestamp, "2026-12-01T23:56:08Z");
-    EXPECT_EQ(ro.stale_keys(shipped_h200()), ref.stale_keys(shipped_h200()));
+    EXPECT_EQ(ro.stale_keys<SingleFamily>(shipped_h200()), ref.stale_keys<SingleFamily>(shipped_h200()));
     // sample.jsonl's H200 rows (hash 5f0c2a9e): n = 2^20 also has a fresh winner, 2^26 has not.
-    EXPECT_EQ(ro.stale_keys(shipped_h200()),
-              (std::vector<StaleKey>{{{"sm_90", DType::bf16, 67108864}, {"template_hash"}}}));
+    EXPECT_EQ(ro.stale_keys<SingleFamily>(shipped_h200()),
+              (std::vector<StaleKey<TuningKey>>{{{"sm_90", DType::bf16, 67108864}, {"template_hash"}}}));
     expect_no_group_rows(ro);
     EXPECT_EQ(listing(dir()), (std::vector<std::string>{"reference.db", "schema_v3.db"}));  // nothing beside it
   }
@@ -109,8 +109,8 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   {
     TuningDb db = TuningDb::open(p);
     EXPECT_EQ(db.schema_version(), 5);
-    EXPECT_EQ(db.winners(), ref.winners());
-    EXPECT_EQ(db.all_trials(), ref.all_trials());
+    EXPECT_EQ(db.winners<SingleFamily>(), ref.winners<SingleFamily>());
+    EXPECT_EQ(db.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
     EXPECT_EQ(dump_of(db), dump_of(ref));
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
     expect_no_group_rows(db);
@@ -130,7 +130,7 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   LogCapture again;
   const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
   EXPECT_EQ(ro.schema_version(), 5);
-  EXPECT_EQ(ro.all_trials(), ref.all_trials());
+  EXPECT_EQ(ro.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
   EXPECT_EQ(again.count("migrated"), 0);
 }
 
@@ -144,14 +144,14 @@ TEST_F(MigrationTest, MigratedFileTakesNewRowsOfBothKinds) {
   retune.timing_protocol = "short";
   retune.timestamp = "2026-12-02T10:00:00Z";
   const std::size_t prov_before = std::stoul(raw_query(p, "SELECT count(*) FROM provenance").at(0));
-  db.record_key(k, retune, std::vector<Trial>{ok_trial("self_reset.t512.v4.u2.buncapped", 4.0)},
+  db.record<SingleFamily>(k, retune, std::vector<Trial>{ok_trial("self_reset.t512.v4.u2.buncapped", 4.0)},
                 Winner{"self_reset.t512.v4.u2.buncapped", 4.0, 1.0});
-  const auto trials = db.trials(k);
+  const auto trials = db.trials<SingleFamily>(k);
   EXPECT_EQ(trials.size(), 5u);  // 3 of the 580.65.06 build, 1 H100, 1 new
-  EXPECT_EQ(db.winners().size(), 11u);
+  EXPECT_EQ(db.winners<SingleFamily>().size(), 11u);
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(prov_before)});
   record_group_simple(db, gkey(64, 64u << 20, 1u << 20), retune, "multi.t512.v8.u4.c32k.warp", 20.0);
-  EXPECT_EQ(db.group_winners().size(), 1u);
+  EXPECT_EQ(db.winners<MultiFamily>().size(), 1u);
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(prov_before)});
 }
 
@@ -159,20 +159,20 @@ TEST_F(MigrationTest, Schema2FileReadOnlyAndMigrated) {
   const fs::path p = copy_of("schema_v2.db");
   const std::string before = read_bytes(p);
   const TuningDb ref = reference("schema_v2.jsonl");
-  ASSERT_EQ(ref.winners().size(), 13u);
-  ASSERT_EQ(ref.all_trials().size(), 19u);
+  ASSERT_EQ(ref.winners<SingleFamily>().size(), 13u);
+  ASSERT_EQ(ref.all_trials<SingleFamily>().size(), 19u);
   {
     const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
     EXPECT_EQ(ro.schema_version(), 2);
-    EXPECT_EQ(ro.winners(), ref.winners());
-    EXPECT_EQ(ro.all_trials(), ref.all_trials());  // tie_rank -1, confirm_median_us 0: the defaults
+    EXPECT_EQ(ro.winners<SingleFamily>(), ref.winners<SingleFamily>());
+    EXPECT_EQ(ro.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());  // tie_rank -1, confirm_median_us 0: the defaults
     expect_no_group_rows(ro);
   }
   EXPECT_EQ(read_bytes(p), before);
   TuningDb db = TuningDb::open(p);
   EXPECT_EQ(db.schema_version(), 5);
-  EXPECT_EQ(db.winners(), ref.winners());
-  EXPECT_EQ(db.all_trials(), ref.all_trials());
+  EXPECT_EQ(db.winners<SingleFamily>(), ref.winners<SingleFamily>());
+  EXPECT_EQ(db.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
   EXPECT_EQ(dump_of(db), dump_of(ref));
   EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
 }
@@ -191,9 +191,9 @@ TEST_F(MigrationTest, InMemoryFallbackMigratesItsCopyOnly) {
     o.memory_fallback = true;
     TuningDb db = TuningDb::open(sys / "t.db", OpenMode::ReadWrite, o);
     if (!db.in_memory() || db.schema_version() != 5) return 11;
-    if (db.all_trials() != ref.all_trials() || db.winners() != ref.winners()) return 12;
+    if (db.all_trials<SingleFamily>() != ref.all_trials<SingleFamily>() || db.winners<SingleFamily>() != ref.winners<SingleFamily>()) return 12;
     record_group_simple(db, gkey(2, 2, 1), h200(), "m", 1.0);
-    return db.group_winners().size() == 1 ? 0 : 13;
+    return db.winners<MultiFamily>().size() == 1 ? 0 : 13;
   });
   if (rc == 10) GTEST_SKIP() << "cannot drop privileges";
   EXPECT_EQ(rc, 0);

@@ -126,14 +126,14 @@ inline GroupKey gkey(std::uint64_t tensors, std::uint64_t total_bytes, std::uint
 inline void record_group_simple(TuningDb& db, const GroupKey& k, const Provenance& p, const std::string& label,
                                 double median_us) {
   const std::vector<Trial> trials{ok_trial(label, median_us)};
-  db.record_group_key(k, p, trials, Winner{label, median_us, 100.0});
+  db.record<MultiFamily>(k, p, trials, Winner{label, median_us, 100.0});
 }
 
 /// Records one ok trial (label) as winner of @p k.
 inline void record_simple(TuningDb& db, const TuningKey& k, const Provenance& p, const std::string& label,
                           double median_us) {
   const std::vector<Trial> trials{ok_trial(label, median_us)};
-  db.record_key(k, p, trials, Winner{label, median_us, 100.0});
+  db.record<SingleFamily>(k, p, trials, Winner{label, median_us, 100.0});
 }
 
 inline std::string read_bytes(const fs::path& p) {

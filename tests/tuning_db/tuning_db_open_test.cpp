@@ -38,7 +38,7 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
-    EXPECT_TRUE(db.winners().empty());
+    EXPECT_TRUE(db.winners<SingleFamily>().empty());
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   }
   ASSERT_TRUE(fs::is_regular_file(p));
@@ -79,8 +79,8 @@ TEST_F(OpenTest, ReopenKeepsData) {
     record_simple(db, key(1024), h200(), "atomic.t256", 3.5);
   }
   TuningDb db = TuningDb::open(p);
-  ASSERT_EQ(db.winners().size(), 1u);
-  EXPECT_EQ(db.winners()[0].winner.label, "atomic.t256");
+  ASSERT_EQ(db.winners<SingleFamily>().size(), 1u);
+  EXPECT_EQ(db.winners<SingleFamily>()[0].winner.label, "atomic.t256");
 }
 
 // The version-1 schema, written out by hand (not by the library).
@@ -159,7 +159,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
     // ReadOnly reads the old schema as is and migrates nothing.
     const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
     EXPECT_EQ(ro.schema_version(), 1);
-    const auto trials = ro.trials(k);
+    const auto trials = ro.trials<SingleFamily>(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
   }
@@ -169,16 +169,16 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   {
     TuningDb db = TuningDb::open(p);
     EXPECT_EQ(db.schema_version(), 5);
-    const auto trials = db.trials(k);
+    const auto trials = db.trials<SingleFamily>(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
-    const auto winners = db.winners();
+    const auto winners = db.winners<SingleFamily>();
     ASSERT_EQ(winners.size(), 1u);
     EXPECT_EQ(winners[0], (WinnerRow{k, Winner{"two_stage.t256.v8.u4.b8cu", 4.25, 3.5}, mi300x_v1()}));
     Trial t = ok_trial("atomic.t128", 9.0);
     t.spill_bytes = 7;
-    db.record_key(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
-    EXPECT_EQ(db.trials(key(8)).at(0).trial.spill_bytes, 7);
+    db.record<SingleFamily>(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
+    EXPECT_EQ(db.trials<SingleFamily>(key(8)).at(0).trial.spill_bytes, 7);
   }
   EXPECT_EQ(log.count("migrated schema version 1 to 5"), 1) << log.text();
   EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
@@ -258,7 +258,7 @@ void make_populated(const fs::path& p) {
                                     ".padding-padding-padding-padding",
                                 1.0 + v));
     }
-    db.record_key(key(1024 * (i + 1)), h200(), trials, Winner{trials[0].label, 1.0, 100.0});
+    db.record<SingleFamily>(key(1024 * (i + 1)), h200(), trials, Winner{trials[0].label, 1.0, 100.0});
   }
 }
 
@@ -311,7 +311,7 @@ TEST_F(OpenTest, RebuildMovesTheDamagedFileAside) {
   {
     TuningDb db = TuningDb::rebuild(p, &moved);
     record_simple(db, key(64), h200(), "atomic.t64", 2.0);
-    EXPECT_EQ(db.winners().size(), 1u);
+    EXPECT_EQ(db.winners<SingleFamily>().size(), 1u);
   }
   EXPECT_TRUE(std::regex_match(moved.filename().string(), std::regex(R"(t\.db\.corrupt-\d{8}T\d{6}Z)")))
       << moved;
@@ -322,7 +322,7 @@ TEST_F(OpenTest, RebuildMovesTheDamagedFileAside) {
   { (void)TuningDb::rebuild(p, &moved2); }
   EXPECT_NE(moved2, moved);
   EXPECT_TRUE(fs::exists(moved2));
-  EXPECT_TRUE(TuningDb::open(p).winners().empty());
+  EXPECT_TRUE(TuningDb::open(p).winners<SingleFamily>().empty());
   // Nothing to move: moved_to is empty.
   fs::path none = "x";
   { (void)TuningDb::rebuild(file("new.db"), &none); }
@@ -355,7 +355,7 @@ TEST_F(OpenTest, BadPaths) {
   EXPECT_NE(msg.find("is not a directory"), std::string::npos) << msg;
   TuningDb db = TuningDb::open(file("ok.db"));
   TuningDb moved = std::move(db);
-  expect_db_error(ErrorKind::InvalidArgument, [&] { (void)db.winners(); });  // NOLINT(bugprone-use-after-move)
+  expect_db_error(ErrorKind::InvalidArgument, [&] { (void)db.winners<SingleFamily>(); });  // NOLINT(bugprone-use-after-move)
 }
 
 /// A WAL-mode database with one winner (as a normal ReadWrite session leaves it).
@@ -379,7 +379,7 @@ TEST_F(OpenTest, ReadOnlyRollbackFileInReadOnlyDirectoryWritesNothing) {
   {
     const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly);
     EXPECT_EQ(db.mode(), OpenMode::ReadOnly);
-    EXPECT_EQ(db.winners().size(), 1u);
+    EXPECT_EQ(db.winners<SingleFamily>().size(), 1u);
     EXPECT_EQ(listing(sys), std::vector<std::string>{"amax.db"});  // no -wal/-shm/-journal, even while open
     TuningDb& w = const_cast<TuningDb&>(db);
     const std::string msg =
@@ -401,8 +401,8 @@ TEST_F(OpenTest, ForcedImmutableWalFileInReadOnlyDirectoryCreatesNoCompanions) {
   opts.immutable = true;
   {
     const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly, opts);
-    ASSERT_EQ(db.winners().size(), 1u);
-    EXPECT_EQ(db.lookup_nearest("sm_90", DType::fp32, 1000)->winner.label, "atomic.t256");
+    ASSERT_EQ(db.winners<SingleFamily>().size(), 1u);
+    EXPECT_EQ(db.lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1000)->winner.label, "atomic.t256");
     EXPECT_EQ(listing(sys), std::vector<std::string>{"amax.db"});
   }
   EXPECT_EQ(listing(sys), std::vector<std::string>{"amax.db"});
@@ -427,7 +427,7 @@ TEST_F(OpenTest, UnprivilegedReaderOfWalFileInReadOnlyDirectory) {
     if (!drop_privileges()) return 10;
     {
       const TuningDb db = TuningDb::open(p, OpenMode::ReadOnly);  // falls back to immutable
-      if (db.winners().size() != 1) return 11;
+      if (db.winners<SingleFamily>().size() != 1) return 11;
       if (listing(sys) != std::vector<std::string>{"amax.db"}) return 12;
     }
     try {
@@ -477,7 +477,7 @@ TEST_F(OpenTest, WalUnavailableFallsBackToRollbackJournalWithOneWarning) {
     TuningDb db = TuningDb::open(file("nfs.db"), OpenMode::ReadWrite, opts);
     EXPECT_EQ(db.journal_mode(), "delete");
     record_simple(db, key(256), h200(), "atomic.t64", 1.5);
-    EXPECT_EQ(db.winners().size(), 1u);
+    EXPECT_EQ(db.winners<SingleFamily>().size(), 1u);
   }
   EXPECT_EQ(log.count("warning: "), 1) << log.text();
   EXPECT_EQ(log.count("WAL journal is not available"), 1) << log.text();

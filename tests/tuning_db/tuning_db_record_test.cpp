@@ -48,16 +48,16 @@ TEST_F(RecordTest, EveryFieldReadsBackExactly) {
   d.reason = "hipErrorLaunchOutOfResources";
   const std::vector<Trial> trials{a, b, c, d};
   const Winner w{a.label, a.median_us, a.gbps};
-  db().record_key(k, p, trials, w);
+  db().record<SingleFamily>(k, p, trials, w);
 
-  const auto rows = db().trials(k);
+  const auto rows = db().trials<SingleFamily>(k);
   ASSERT_EQ(rows.size(), 4u);
   // Sorted by label.
   EXPECT_EQ(rows[0], (TrialRow{k, b, p}));
   EXPECT_EQ(rows[1], (TrialRow{k, c, p}));
   EXPECT_EQ(rows[2], (TrialRow{k, a, p}));
   EXPECT_EQ(rows[3], (TrialRow{k, d, p}));
-  const auto ws = db().winners();
+  const auto ws = db().winners<SingleFamily>();
   ASSERT_EQ(ws.size(), 1u);
   EXPECT_EQ(ws[0], (WinnerRow{k, w, p}));
   EXPECT_EQ(ws[0].key.n, (std::uint64_t{1} << 40) + 3);
@@ -72,25 +72,25 @@ TEST_F(RecordTest, EveryFieldReadsBackExactly) {
 
 TEST_F(RecordTest, ReRecordingReplacesTheSameIdentityOnly) {
   const TuningKey k = key(4096);
-  db().record_key(k, h200(), std::vector<Trial>{ok_trial("a", 5.0), ok_trial("b", 6.0)}, Winner{"a", 5.0, 1.0});
-  db().record_key(k, h200(), std::vector<Trial>{ok_trial("c", 4.0)}, Winner{"c", 4.0, 2.0});
-  ASSERT_EQ(db().trials(k).size(), 1u);
-  EXPECT_EQ(db().trials(k)[0].trial.label, "c");
-  ASSERT_EQ(db().winners().size(), 1u);
-  EXPECT_EQ(db().winners()[0].winner.label, "c");
+  db().record<SingleFamily>(k, h200(), std::vector<Trial>{ok_trial("a", 5.0), ok_trial("b", 6.0)}, Winner{"a", 5.0, 1.0});
+  db().record<SingleFamily>(k, h200(), std::vector<Trial>{ok_trial("c", 4.0)}, Winner{"c", 4.0, 2.0});
+  ASSERT_EQ(db().trials<SingleFamily>(k).size(), 1u);
+  EXPECT_EQ(db().trials<SingleFamily>(k)[0].trial.label, "c");
+  ASSERT_EQ(db().winners<SingleFamily>().size(), 1u);
+  EXPECT_EQ(db().winners<SingleFamily>()[0].winner.label, "c");
   // A new template hash is another identity: both kept.
-  db().record_key(k, h200("beef"), std::vector<Trial>{ok_trial("d", 3.0)}, Winner{"d", 3.0, 2.0});
-  EXPECT_EQ(db().trials(k).size(), 2u);
-  EXPECT_EQ(db().winners().size(), 2u);
+  db().record<SingleFamily>(k, h200("beef"), std::vector<Trial>{ok_trial("d", 3.0)}, Winner{"d", 3.0, 2.0});
+  EXPECT_EQ(db().trials<SingleFamily>(k).size(), 2u);
+  EXPECT_EQ(db().winners<SingleFamily>().size(), 2u);
   // A later timestamp or driver is the same identity: replaces.
   Provenance later = h200("beef");
   later.timestamp = "2026-12-01T00:00:00Z";
   later.driver_version = "999";
-  db().record_key(k, later, std::vector<Trial>{failed_trial("e", TrialStatus::launch_failed, "oops")}, std::nullopt);
-  const auto ws = db().winners();
+  db().record<SingleFamily>(k, later, std::vector<Trial>{failed_trial("e", TrialStatus::launch_failed, "oops")}, std::nullopt);
+  const auto ws = db().winners<SingleFamily>();
   ASSERT_EQ(ws.size(), 1u);  // every variant failed: no winner for that identity any more
   EXPECT_EQ(ws[0].winner.label, "c");
-  EXPECT_EQ(db().trials(k).size(), 2u);
+  EXPECT_EQ(db().trials<SingleFamily>(k).size(), 2u);
 }
 
 TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
@@ -139,18 +139,18 @@ TEST_F(RecordTest, InvalidInputIsRefusedAndNothingIsWritten) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::string msg = expect_db_error(ErrorKind::InvalidArgument, [&] { db().record_key(c.k, p, c.trials, c.winner); });
+    const std::string msg = expect_db_error(ErrorKind::InvalidArgument, [&] { db().record<SingleFamily>(c.k, p, c.trials, c.winner); });
     EXPECT_NE(msg.find(c.needle), std::string::npos) << msg;
     EXPECT_NE(msg.find(file("t.db").string()), std::string::npos) << msg;
   }
   Provenance bad = p;
   bad.device_name = std::string("\xc3\x28");
-  expect_db_error(ErrorKind::InvalidArgument, [&] { db().record_key(key(1), bad, good, w); });
-  EXPECT_TRUE(db().winners().empty());
-  EXPECT_TRUE(db().all_trials().empty());
+  expect_db_error(ErrorKind::InvalidArgument, [&] { db().record<SingleFamily>(key(1), bad, good, w); });
+  EXPECT_TRUE(db().winners<SingleFamily>().empty());
+  EXPECT_TRUE(db().all_trials<SingleFamily>().empty());
   // A winner without trials is allowed (e.g. re-recorded from elsewhere).
-  db().record_key(key(1), p, {}, w);
-  EXPECT_EQ(db().winners().size(), 1u);
+  db().record<SingleFamily>(key(1), p, {}, w);
+  EXPECT_EQ(db().winners<SingleFamily>().size(), 1u);
 }
 
 TEST_F(RecordTest, ResumeFinishedKeysMatchIdentity) {
@@ -159,31 +159,31 @@ TEST_F(RecordTest, ResumeFinishedKeysMatchIdentity) {
   record_simple(db(), key(2048, DType::fp16), p, "a", 1.0);
   record_simple(db(), key(512, DType::fp32, "sm_80"), p, "a", 1.0);
   record_simple(db(), key(8192), h200("oldhash"), "a", 1.0);
-  db().record_key(key(16384), p, std::vector<Trial>{failed_trial("a", TrialStatus::compile_failed, "x")},
+  db().record<SingleFamily>(key(16384), p, std::vector<Trial>{failed_trial("a", TrialStatus::compile_failed, "x")},
                   std::nullopt);
 
-  const auto fin = db().finished_keys("sm_90", DType::fp32, p);
+  const auto fin = db().finished_keys<SingleFamily>("sm_90", DType::fp32, p);
   EXPECT_EQ(fin, (std::vector<TuningKey>{key(1024), key(4096), key(65536)}));
   // Timestamp, driver and timing protocol do not matter for resume.
   Provenance later = p;
   later.timestamp = "2030-01-01T00:00:00Z";
   later.driver_version = "new driver";
-  EXPECT_EQ(db().finished_keys("sm_90", DType::fp32, later).size(), 3u);
+  EXPECT_EQ(db().finished_keys<SingleFamily>("sm_90", DType::fp32, later).size(), 3u);
   // Another device, compiler or tool version: nothing is finished.
   for (auto change : {+[](Provenance& q) { q.device_name = "NVIDIA H100"; }, +[](Provenance& q) { q.cu_count = 114; },
                       +[](Provenance& q) { q.compiler = "nvrtc 13.1"; }, +[](Provenance& q) { q.tool_version = "0.2"; },
                       +[](Provenance& q) { q.arch = "sm_90a"; }}) {
     Provenance q = p;
     change(q);
-    EXPECT_TRUE(db().finished_keys("sm_90", DType::fp32, q).empty());
-    EXPECT_FALSE(db().has_winner(key(1024), q));
+    EXPECT_TRUE(db().finished_keys<SingleFamily>("sm_90", DType::fp32, q).empty());
+    EXPECT_FALSE(db().has_winner<SingleFamily>(key(1024), q));
   }
-  EXPECT_EQ(db().finished_keys("sm_90", DType::fp32, h200("oldhash")), std::vector<TuningKey>{key(8192)});
-  EXPECT_EQ(db().finished_keys("sm_90", DType::fp16, p), std::vector<TuningKey>{key(2048, DType::fp16)});
-  EXPECT_TRUE(db().finished_keys("sm_90", DType::bf16, p).empty());
-  EXPECT_TRUE(db().has_winner(key(1024), p));
-  EXPECT_FALSE(db().has_winner(key(16384), p));  // all variants failed: not finished
-  EXPECT_FALSE(db().has_winner(key(std::numeric_limits<std::uint64_t>::max()), p));
+  EXPECT_EQ(db().finished_keys<SingleFamily>("sm_90", DType::fp32, h200("oldhash")), std::vector<TuningKey>{key(8192)});
+  EXPECT_EQ(db().finished_keys<SingleFamily>("sm_90", DType::fp16, p), std::vector<TuningKey>{key(2048, DType::fp16)});
+  EXPECT_TRUE(db().finished_keys<SingleFamily>("sm_90", DType::bf16, p).empty());
+  EXPECT_TRUE(db().has_winner<SingleFamily>(key(1024), p));
+  EXPECT_FALSE(db().has_winner<SingleFamily>(key(16384), p));  // all variants failed: not finished
+  EXPECT_FALSE(db().has_winner<SingleFamily>(key(std::numeric_limits<std::uint64_t>::max()), p));
 }
 
 class LookupTest : public RecordTest {
@@ -195,7 +195,7 @@ class LookupTest : public RecordTest {
     record_simple(db(), key(2048, DType::fp32, "sm_80"), h200(), "sm80_2048", 1.0);
   }
   std::string nearest(std::uint64_t n, DType d = DType::fp32, const std::string& arch = "sm_90") {
-    const auto w = db().lookup_nearest(arch, d, n);
+    const auto w = db().lookup_nearest<SingleFamily>(arch, d, n);
     return w ? w->winner.label : "none";
   }
 };
@@ -213,7 +213,7 @@ TEST_F(LookupTest, NearestInLog2WithTiesToTheLargerN) {
   EXPECT_EQ(nearest(0), "fp32_1024");
   EXPECT_EQ(nearest(std::uint64_t{1} << 40), "fp32_65536");
   EXPECT_EQ(nearest(std::numeric_limits<std::uint64_t>::max()), "fp32_65536");
-  const auto w = db().lookup_nearest("sm_90", DType::fp32, 3000);
+  const auto w = db().lookup_nearest<SingleFamily>("sm_90", DType::fp32, 3000);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->key, key(4096));  // the matched key is returned, not the query
 }
@@ -241,22 +241,22 @@ TEST_F(LookupTest, SeveralWinnersAtOneNPreferNewestThenCurrentDeviceAndFreshBuil
   // Without a current provenance: the newest row at that n.
   EXPECT_EQ(nearest(1 << 20), "h200_stale");
   // With the running H200 build: the stale row is skipped, the same device preferred.
-  const auto w = db().lookup_nearest("sm_90", DType::fp32, 1 << 20, h200());
+  const auto w = db().lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1 << 20, h200());
   ASSERT_TRUE(w);
   EXPECT_EQ(w->winner.label, "h200_old_build");
   // On an H100 with the current build: its own row.
   Provenance cur_h100 = h100();
-  EXPECT_EQ(db().lookup_nearest("sm_90", DType::fp32, 1 << 20, cur_h100)->winner.label, "h100");
+  EXPECT_EQ(db().lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1 << 20, cur_h100)->winner.label, "h100");
   // A device without rows of its own gets the nearest fresh row of any device.
   Provenance other = h200();
   other.device_name = "NVIDIA GH200";
-  const auto o = db().lookup_nearest("sm_90", DType::fp32, 1 << 20, other);
+  const auto o = db().lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1 << 20, other);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->winner.label, "h100");  // newest fresh row at n = 2^20 (h200_old_build is older)
   // A build whose compiler changed: every row is stale -> none.
   Provenance newer = h200();
   newer.compiler = "nvrtc 14.0";
-  EXPECT_FALSE(db().lookup_nearest("sm_90", DType::fp32, 1 << 20, newer));
+  EXPECT_FALSE(db().lookup_nearest<SingleFamily>("sm_90", DType::fp32, 1 << 20, newer));
 }
 
 TEST_F(RecordTest, StaleKeysAreExactlyTheOnesToReTune) {
@@ -278,13 +278,13 @@ TEST_F(RecordTest, StaleKeysAreExactlyTheOnesToReTune) {
   record_simple(db(), key(6), p6, "a", 1.0);  // driver / time do not make rows stale
   record_simple(db(), key(7, DType::bf16, "sm_90"), h200("older"), "a", 1.0);
 
-  const auto stale = db().stale_keys(cur);
-  EXPECT_EQ(stale, (std::vector<StaleKey>{{key(7, DType::bf16), {"template_hash"}},
+  const auto stale = db().stale_keys<SingleFamily>(cur);
+  EXPECT_EQ(stale, (std::vector<StaleKey<TuningKey>>{{key(7, DType::bf16), {"template_hash"}},
                                           {key(1), {"template_hash"}},
                                           {key(4), {"compiler", "tool_version"}}}));
   // From the point of view of the "old" build, the new rows are the stale ones.
-  EXPECT_EQ(db().stale_keys(h200("old")),
-            (std::vector<StaleKey>{{key(7, DType::bf16), {"template_hash"}},
+  EXPECT_EQ(db().stale_keys<SingleFamily>(h200("old")),
+            (std::vector<StaleKey<TuningKey>>{{key(7, DType::bf16), {"template_hash"}},
                                    {key(2), {"template_hash"}},
                                    {key(4), {"compiler", "template_hash", "tool_version"}},
                                    {key(6), {"template_hash"}}}));
@@ -300,12 +300,12 @@ TEST_F(RecordTest, WinnersFilterAndOrder) {
     for (const auto& r : rows) out += r.winner.label;
     return out;
   };
-  EXPECT_EQ(labels(db().winners()), "dcba");  // gfx942 < sm_90; bf16 < fp32; n ascending
-  EXPECT_EQ(labels(db().winners({"sm_90", std::nullopt})), "cba");
-  EXPECT_EQ(labels(db().winners({std::nullopt, DType::fp32})), "dba");
-  EXPECT_EQ(labels(db().winners({"sm_90", DType::bf16})), "c");
-  EXPECT_EQ(labels(db().winners({"sm_80", std::nullopt})), "");
-  EXPECT_TRUE(db().trials(key(12345)).empty());
+  EXPECT_EQ(labels(db().winners<SingleFamily>()), "dcba");  // gfx942 < sm_90; bf16 < fp32; n ascending
+  EXPECT_EQ(labels(db().winners<SingleFamily>({"sm_90", std::nullopt})), "cba");
+  EXPECT_EQ(labels(db().winners<SingleFamily>({std::nullopt, DType::fp32})), "dba");
+  EXPECT_EQ(labels(db().winners<SingleFamily>({"sm_90", DType::bf16})), "c");
+  EXPECT_EQ(labels(db().winners<SingleFamily>({"sm_80", std::nullopt})), "");
+  EXPECT_TRUE(db().trials<SingleFamily>(key(12345)).empty());
 }
 
 TEST_F(RecordTest, ImportRowsValidatesAndReplaces) {
@@ -314,8 +314,8 @@ TEST_F(RecordTest, ImportRowsValidatesAndReplaces) {
   db().import_rows(std::vector<WinnerRow>{w}, std::vector<TrialRow>{t});
   w.winner.median_us = 1.0;
   db().import_rows(std::vector<WinnerRow>{w}, {});
-  ASSERT_EQ(db().winners().size(), 1u);
-  EXPECT_EQ(db().winners()[0], w);
+  ASSERT_EQ(db().winners<SingleFamily>().size(), 1u);
+  EXPECT_EQ(db().winners<SingleFamily>()[0], w);
   WinnerRow bad = w;
   bad.key.n = 0;
   const std::string msg =
@@ -326,7 +326,7 @@ TEST_F(RecordTest, ImportRowsValidatesAndReplaces) {
 TEST_F(RecordTest, CorruptStoredValueIsReportedNotCrashed) {
   record_simple(db(), key(10), h200(), "x", 2.0);
   raw_exec(file("t.db"), "UPDATE winners SET dtype = 'fp64'");
-  const std::string msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().winners(); });
+  const std::string msg = expect_db_error(ErrorKind::Corrupt, [&] { (void)db().winners<SingleFamily>(); });
   EXPECT_NE(msg.find("column dtype"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'fp64'"), std::string::npos) << msg;
 }

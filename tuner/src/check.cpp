@@ -78,9 +78,9 @@ CheckReport run_check(const CheckOptions& o) {
   };
   std::optional<db::TuningDb> db;
   db.emplace(open(o.db_path));
-  const auto winners = db->winners();
+  const auto winners = db->winners<SingleFamily>();
   std::vector<db::WinnerRow> other;
-  if (!o.against.empty()) other = open(o.against).winners();
+  if (!o.against.empty()) other = open(o.against).winners<SingleFamily>();
   Vendor vendor{};
   if (!first_available_vendor(vendor, o.device))
     throw CheckError(fmt::format("no GPU device {} to check on ({}); {} was left untouched", o.device,
@@ -113,7 +113,7 @@ CheckReport run_check(const CheckOptions& o) {
     rep.entries.push_back(std::move(e));
     if (!rep.entries.back().skipped.empty()) continue;
     Work wk{&rep.entries.back(), {}};
-    auto labels = check_labels(w, db->trials(w.key), o.tied_alternatives, o.other_alternatives);
+    auto labels = check_labels(w, db->trials<SingleFamily>(w.key), o.tied_alternatives, o.other_alternatives);
     for (const auto& x : other)
       if (x.key == w.key && x.provenance.device_name == dev.name && x.provenance.arch == dev.arch &&
           x.provenance.cu_count == dev.cu_count) {

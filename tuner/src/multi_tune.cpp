@@ -78,7 +78,7 @@ db::GroupKey group_key(const std::string& arch, const GroupSpec& g) {
 
 void record_group(db::TuningDb& db, const std::string& arch, const GroupResult& g, db::Provenance p) {
   p.timestamp = db::utc_timestamp_now();
-  db.record_group_key(group_key(arch, g.spec), p, trials_of(g), winner_of(g));
+  db.record<MultiFamily>(group_key(arch, g.spec), p, trials_of(g), winner_of(g));
 }
 
 }  // namespace amax::tune

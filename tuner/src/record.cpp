@@ -34,7 +34,7 @@ std::optional<db::Winner> winner_of(const KeyResult& k) {
 
 void record_key(db::TuningDb& db, const std::string& arch, const KeyResult& k, db::Provenance p) {
   p.timestamp = db::utc_timestamp_now();
-  db.record_key(db::TuningKey{arch, k.dtype, k.n}, p, trials_of(k), winner_of(k));
+  db.record<SingleFamily>(db::TuningKey{arch, k.dtype, k.n}, p, trials_of(k), winner_of(k));
 }
 
 }  // namespace amax::tune

@@ -130,11 +130,6 @@ struct TuneFamily<SingleFamily> {
       for (auto n : sizes) out.push_back({d, n});
     return out;
   }
-  static std::vector<db::StaleKey> stale(const db::TuningDb& db, const db::Provenance& p) { return db.stale_keys(p); }
-  static std::vector<db::WinnerRow> winners(const db::TuningDb& db, const db::WinnerFilter& f) { return db.winners(f); }
-  static bool has_winner(const db::TuningDb& db, const db::TuningKey& k, const db::Provenance& p) {
-    return db.has_winner(k, p);
-  }
   /// The work item of a stored key (`uniform`: only where the stored shape is one the tuner makes).
   static std::optional<Work> work_of(const db::TuningKey& k, bool /*uniform*/) { return Work{k.dtype, k.n}; }
   static db::TuningKey key(const std::string& arch, const Work& w) { return {arch, w.dtype, w.n}; }
@@ -144,7 +139,7 @@ struct TuneFamily<SingleFamily> {
     k.dtype = w.dtype;
     k.n = w.n;
     k.resumed = true;
-    for (auto& row : db.winners(db::WinnerFilter{arch, w.dtype}))
+    for (auto& row : db.winners<SingleFamily>(db::WinnerFilter{arch, w.dtype}))
       if (row.key.n == w.n && db::same_identity(row.provenance, p)) k.stored = row;
     return k;
   }
@@ -251,15 +246,6 @@ struct TuneFamily<MultiFamily> {
   // ---- planning
   static std::vector<Work> wanted(const TuneOptions& o, std::span<const DType> dtypes) {
     return o.groups ? *o.groups : default_groups(dtypes);
-  }
-  static std::vector<db::StaleGroupKey> stale(const db::TuningDb& db, const db::Provenance& p) {
-    return db.stale_group_keys(p);
-  }
-  static std::vector<db::GroupWinnerRow> winners(const db::TuningDb& db, const db::WinnerFilter& f) {
-    return db.group_winners(f);
-  }
-  static bool has_winner(const db::TuningDb& db, const db::GroupKey& k, const db::Provenance& p) {
-    return db.has_group_winner(k, p);
   }
   /// A stored shape as a group of equal tensors: none where the largest tensor is not whole
   /// elements, or (`uniform`) where the total is not tensors x the largest.

@@ -106,12 +106,12 @@ void Session::plan() {
   FamilyRun<F>& run = family<F>();
   std::vector<typename Fam::Work> wanted;
   if (o_.stale_only) {
-    for (const auto& s : Fam::stale(*db_, run.current))
+    for (const auto& s : db_->stale_keys<F>(run.current))
       for (DType d : o_.dtypes)
         if (s.key.arch == arch_.name && d == s.key.dtype)
           if (const auto w = Fam::work_of(s.key, false)) wanted.push_back(*w);
     for (DType d : o_.dtypes)
-      for (const auto& row : Fam::winners(*db_, db::WinnerFilter{arch_.name, d}))
+      for (const auto& row : db_->winners<F>(db::WinnerFilter{arch_.name, d}))
         if (db::same_identity(row.provenance, run.current) && !measured_in_gpu_time(row.provenance.timing_protocol))
           if (const auto w = Fam::work_of(row.key, true); w && std::find(wanted.begin(), wanted.end(), *w) == wanted.end())
             wanted.push_back(*w);
@@ -122,7 +122,7 @@ void Session::plan() {
     if (const auto why = Fam::fit_problem(backend_->device(), w); !why.empty()) throw TuneError(why);
   std::size_t resumed = 0;
   for (const auto& w : wanted) {
-    if (!o_.retune && !o_.stale_only && Fam::has_winner(*db_, Fam::key(arch_.name, w), run.current)) {
+    if (!o_.retune && !o_.stale_only && db_->has_winner<F>(Fam::key(arch_.name, w), run.current)) {
       Fam::results(report_).push_back(Fam::resumed(w, *db_, arch_.name, run.current));
       ++resumed;
     } else {

@@ -3,7 +3,8 @@
 #include <amax/db/nearest.hpp>
 #include <amax/db/tuning_db.hpp>
 
-#include "codec.hpp"
+#include "tables.hpp"
+#include "tuning_db_impl.hpp"
 #include "util.hpp"
 
 #include <algorithm>
@@ -34,37 +35,31 @@ bool faster(const Candidate<Row>& x, const Candidate<Row>& y) {
   return detail::canonical_less(*x.row, *y.row);
 }
 
-/// The unit of merging: a single-tensor key itself; for a group key its arch, dtype and bucket.
-TuningKey unit_of(const TuningKey& key) { return key; }
-std::tuple<std::string, std::string, GroupBucket> unit_of(const GroupKey& key) {
-  return {key.arch, std::string(to_string(key.dtype)), group_bucket(key)};
-}
-
 /// Where a trial without a winner may go: per unit and identity one key (for single keys that is
 /// the key itself; for group keys the first shape seen in the bucket).
 std::string slot_of(const TrialRow& t) { return detail::unique_key(WinnerRow{t.key, {}, t.provenance}); }
 std::string slot_of(const GroupTrialRow& t) { return detail::group_slot(t.key, t.provenance); }
 
-/// The merge of one kind of rows (single-tensor or group): the rows to write and the contested
-/// units; a conflict (different devices, not allowed) is counted and the first one described.
-template <class WRow, class TRow>
+/// The merge of one kernel family's rows: the rows to write and the report (the unit of merging
+/// is DbFamily<F>::unit: a key; a group key's arch, dtype and bucket); a conflict (different
+/// devices, not allowed) is counted and the first one described.
+template <class F>
 struct TableMerge {
-  using Key = std::decay_t<decltype(std::declval<WRow>().key)>;
-  std::vector<WRow> winners;
-  std::vector<TRow> trials;
-  std::vector<BasicMergeDecision<Key, WRow>> contested;
+  std::vector<WinnerRowOf<F>> winners;
+  std::vector<TrialRowOf<F>> trials;
+  FamilyMergeReport<F> report;
   std::size_t conflicts = 0;
   std::string first_conflict;
-  std::size_t from_a = 0, from_b = 0;  // winners kept from each input
 };
 
-template <class WRow, class TRow>
-TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector<WRow>& wb, const std::vector<TRow>& ta,
-                                  const std::vector<TRow>& tb, const fs::path& a_path, const fs::path& b_path,
-                                  const MergePolicy& policy) {
-  using Key = typename TableMerge<WRow, TRow>::Key;
-  TableMerge<WRow, TRow> m;
-  std::map<decltype(unit_of(std::declval<Key>())), std::vector<Candidate<WRow>>> by_unit;
+template <class F, class WRow = WinnerRowOf<F>, class TRow = TrialRowOf<F>>
+TableMerge<F> merge_rows(const std::vector<WRow>& wa, const std::vector<WRow>& wb, const std::vector<TRow>& ta,
+                         const std::vector<TRow>& tb, const fs::path& a_path, const fs::path& b_path,
+                         const MergePolicy& policy) {
+  using Key = KeyOf<F>;
+  const auto unit_of = [](const Key& key) { return DbFamily<F>::unit(key); };
+  TableMerge<F> m;
+  std::map<std::decay_t<decltype(unit_of(std::declval<Key>()))>, std::vector<Candidate<WRow>>> by_unit;
   for (const auto& w : wa) by_unit[unit_of(w.key)].push_back({&w, 'a'});
   for (const auto& w : wb) by_unit[unit_of(w.key)].push_back({&w, 'b'});
 
@@ -74,7 +69,7 @@ TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector
     std::sort(cands.begin(), cands.end(), faster<WRow>);
     const Candidate<WRow>& best = cands.front();
     kept.push_back(best);
-    ++(best.src == 'a' ? m.from_a : m.from_b);
+    ++(best.src == 'a' ? m.report.winners_from_a : m.report.winners_from_b);
     m.winners.push_back(*best.row);
     if (cands.size() == 1) continue;
     const Candidate<WRow>* other_device = nullptr;
@@ -90,16 +85,17 @@ TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector
       }
       continue;
     }
-    typename decltype(m.contested)::value_type d;
+    MergeDecision<F> d;
     d.key = best.row->key;
     d.kept = *best.row;
     d.kept_from = best.src;
     d.dropped = *cands[1].row;
     d.different_devices = other_device != nullptr;
     for (auto name : differing_fields(best.row->provenance, cands[1].row->provenance)) d.differing_fields.emplace_back(name);
-    m.contested.push_back(std::move(d));
+    m.report.contested.push_back(std::move(d));
   }
-  std::sort(m.contested.begin(), m.contested.end(), [](const auto& x, const auto& y) { return x.key < y.key; });
+  std::sort(m.report.contested.begin(), m.report.contested.end(),
+            [](const auto& x, const auto& y) { return x.key < y.key; });
 
   // Trials: those of each kept winner (same key and provenance, same input); for units without
   // any winner, the trials of both inputs (a's first), one key per unit and identity.
@@ -118,6 +114,8 @@ TableMerge<WRow, TRow> merge_rows(const std::vector<WRow>& wa, const std::vector
       if (taken.insert(detail::unique_key(t)).second) m.trials.push_back(t);
     }
   }
+  m.report.winners_written = m.winners.size();
+  m.report.trials_written = m.trials.size();
   return m;
 }
 
@@ -142,27 +140,15 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
     invalid("the output exists (give --overwrite to replace it)");
   }
 
-  std::vector<WinnerRow> wa, wb;
-  std::vector<TrialRow> ta, tb;
-  std::vector<GroupWinnerRow> gwa, gwb;
-  std::vector<GroupTrialRow> gta, gtb;
-  {
-    const TuningDb a = TuningDb::open(a_path, OpenMode::ReadOnly);
-    wa = a.winners();
-    ta = a.all_trials();
-    gwa = a.group_winners();
-    gta = a.all_group_trials();
-  }
-  {
-    const TuningDb b = TuningDb::open(b_path, OpenMode::ReadOnly);
-    wb = b.winners();
-    tb = b.all_trials();
-    gwb = b.group_winners();
-    gtb = b.all_group_trials();
-  }
-
-  auto single = merge_rows(wa, wb, ta, tb, a_path, b_path, policy);
-  auto group = merge_rows(gwa, gwb, gta, gtb, a_path, b_path, policy);
+  auto read = [](const fs::path& path) {
+    const TuningDb db = TuningDb::open(path, OpenMode::ReadOnly);
+    return std::tuple{db.winners<SingleFamily>(), db.all_trials<SingleFamily>(), db.winners<MultiFamily>(),
+                      db.all_trials<MultiFamily>()};
+  };
+  const auto [wa, ta, gwa, gta] = read(a_path);
+  const auto [wb, tb, gwb, gtb] = read(b_path);
+  auto single = merge_rows<SingleFamily>(wa, wb, ta, tb, a_path, b_path, policy);
+  auto group = merge_rows<MultiFamily>(gwa, gwb, gta, gtb, a_path, b_path, policy);
   if (const std::size_t conflicts = single.conflicts + group.conflicts; conflicts > 0) {
     invalid((single.conflicts ? single.first_conflict : group.first_conflict) +
             (conflicts > 1 ? " (and " + std::to_string(conflicts - 1) + " more key(s))" : "") +
@@ -170,38 +156,10 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
             "the faster winner anyway");
   }
 
-  const fs::path tmp = detail::temp_beside(out_path);
-  try {
-    {
-      OpenOptions opts;
-      opts.wal = false;
-      TuningDb out = TuningDb::open(tmp, OpenMode::ReadWrite, opts);
-      out.import_rows(single.winners, single.trials, group.winners, group.trials);
-    }
-    detail::remove_companions(out_path);
-    fs::rename(tmp, out_path, ec);
-    if (ec) {
-      throw DbError(ErrorKind::Io, "cannot move " + quoted(tmp) + " to " + quoted(out_path) + ": " + ec.message(),
-                    out_path);
-    }
-  } catch (...) {
-    std::error_code ignore;
-    fs::remove(tmp, ignore);
-    detail::remove_companions(tmp);
-    throw;
-  }
-  MergeReport report;
-  report.winners_written = single.winners.size();
-  report.trials_written = single.trials.size();
-  report.winners_from_a = single.from_a;
-  report.winners_from_b = single.from_b;
-  report.contested = std::move(single.contested);
-  report.group_winners_written = group.winners.size();
-  report.group_trials_written = group.trials.size();
-  report.group_winners_from_a = group.from_a;
-  report.group_winners_from_b = group.from_b;
-  report.group_contested = std::move(group.contested);
-  return report;
+  detail::build_beside(out_path, [&](TuningDb& out) {
+    out.import_rows(single.winners, single.trials, group.winners, group.trials);
+  });
+  return MergeReport{std::move(single.report), std::move(group.report)};
 }
 
 }  // namespace amax::db

@@ -1,6 +1,6 @@
 #include "schema.hpp"
 
-#include "codec.hpp"
+#include "tables.hpp"
 
 #include <SQLiteCpp/Statement.h>
 #include <sqlite3.h>
@@ -43,7 +43,7 @@ void for_each_table(F&& f) {
 /// The unique index "<table>_identity" of Table at schema @p version: the key's columns, the
 /// provenance (its identity columns before schema 4, provenance_id after), and the label for
 /// trials. From schema 4 the index no longer spans the identity (rows of other timestamps or
-/// drivers have other provenance ids); record_key and import_rows delete the rows of the same
+/// drivers have other provenance ids); record<F> and import_rows delete the rows of the same
 /// identity before they insert.
 template <class Table>
 std::string identity_index(int version) {

@@ -1,9 +1,9 @@
 // Private: writing rows in the current layout (schema 4): provenance stored once and referenced
-// by id, the replacement rules of record_key / record_group_key / import_rows, and the removal of
+// by id, the replacement rules of TuningDb::record<F> / import_rows, and the removal of
 // provenance rows nothing references any more. Call everything inside a write transaction.
 #pragma once
 
-#include "codec.hpp"
+#include "tables.hpp"
 
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>

@@ -1,7 +1,7 @@
 // TuningDb: JSON / CSV export, text dump and load.
 #include <amax/db/tuning_db.hpp>
 
-#include "codec.hpp"
+#include "tables.hpp"
 #include "tuning_db_impl.hpp"
 #include "util.hpp"
 #include "validate.hpp"
@@ -143,16 +143,16 @@ void TuningDb::export_json(std::ostream& out, ExportTable table) const {
 void TuningDb::export_csv(std::ostream& out, ExportTable table) const {
   switch (table) {
     case ExportTable::Winners:
-      write_csv<detail::WinnersTable>(out, winners());
+      write_csv<detail::WinnersTable>(out, winners<SingleFamily>());
       break;
     case ExportTable::Trials:
-      write_csv<detail::TrialsTable>(out, all_trials());
+      write_csv<detail::TrialsTable>(out, all_trials<SingleFamily>());
       break;
     case ExportTable::GroupWinners:
-      write_csv<detail::GroupWinnersTable>(out, group_winners());
+      write_csv<detail::GroupWinnersTable>(out, winners<MultiFamily>());
       break;
     case ExportTable::GroupTrials:
-      write_csv<detail::GroupTrialsTable>(out, all_group_trials());
+      write_csv<detail::GroupTrialsTable>(out, all_trials<MultiFamily>());
       break;
     case ExportTable::All:
       throw DbError(ErrorKind::InvalidArgument,
@@ -323,24 +323,22 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::p
     if (tag == j.end() || !tag->is_string()) p.fail("missing \"row\": \"winner\" or \"trial\"");
     const std::string kind = tag->get<std::string>();
     ++rows_read[kind];
-    auto need_groups = [&] {
-      if (!detail::has_table<detail::GroupWinnersTable>(p.version)) {
-        p.fail("a " + kind + " row needs a dump of schema version " +
-               std::to_string(detail::GroupWinnersTable::since_schema) + " or later (the header says " +
-               std::to_string(p.version) + ")");
+    bool known = false;  // the tag names a table; its rows need a dump of the table's schema or later
+    auto take_if = [&](auto table, auto& rows) {
+      using Table = decltype(table);
+      if (known || kind != Table::dump_tag) return;
+      known = true;
+      if (!detail::has_table<Table>(p.version)) {
+        p.fail("a " + kind + " row needs a dump of schema version " + std::to_string(Table::since_schema) +
+               " or later (the header says " + std::to_string(p.version) + ")");
       }
+      take(table, j, rows);
     };
-    if (kind == detail::WinnersTable::dump_tag) {
-      take(detail::WinnersTable{}, j, ws);
-    } else if (kind == detail::TrialsTable::dump_tag) {
-      take(detail::TrialsTable{}, j, ts);
-    } else if (kind == detail::GroupWinnersTable::dump_tag) {
-      need_groups();
-      take(detail::GroupWinnersTable{}, j, gws);
-    } else if (kind == detail::GroupTrialsTable::dump_tag) {
-      need_groups();
-      take(detail::GroupTrialsTable{}, j, gts);
-    } else {
+    take_if(detail::WinnersTable{}, ws);
+    take_if(detail::TrialsTable{}, ts);
+    take_if(detail::GroupWinnersTable{}, gws);
+    take_if(detail::GroupTrialsTable{}, gts);
+    if (!known) {
       p.fail("unknown row type " + tag->dump() + " (expected \"winner\", \"trial\", \"group_winner\" or \"group_trial\")");
     }
   }
@@ -361,28 +359,10 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::p
                  p.what(), rows);
   }
 
-  const fs::path tmp = detail::temp_beside(out_path);
-  try {
-    {
-      OpenOptions opts;
-      opts.wal = false;
-      TuningDb db = open(tmp, OpenMode::ReadWrite, opts);
-      db.import_rows(ws, ts, gws, gts);
-      db.use_rollback_journal();
-    }
-    detail::remove_companions(out_path);
-    std::error_code ec;
-    fs::rename(tmp, out_path, ec);
-    if (ec) {
-      throw DbError(ErrorKind::Io, "cannot move " + quoted(tmp) + " to " + quoted(out_path) + ": " + ec.message(),
-                    out_path);
-    }
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    detail::remove_companions(tmp);
-    throw;
-  }
+  detail::build_beside(out_path, [&](TuningDb& db) {
+    db.import_rows(ws, ts, gws, gts);
+    db.use_rollback_journal();
+  });
 }
 
 }  // namespace amax::db

@@ -6,7 +6,9 @@
 #include <amax/db/tuning_db.hpp>
 
 #include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +17,21 @@
 #include <vector>
 
 namespace amax::db {
+
+namespace detail {
+/// The first column of every row of @p q as text.
+inline std::vector<std::string> text_rows(SQLite::Statement& q) {
+  std::vector<std::string> rows;
+  while (q.executeStep()) rows.push_back(q.getColumn(0).getString());
+  return rows;
+}
+
+/// Builds a new database at @p out_path: @p fill writes it into a temporary file beside it (rollback
+/// journal), which then replaces @p out_path and its stale -wal/-shm/-journal files. On failure
+/// nothing is left behind and @p out_path is unchanged. @throws DbError (Io when the rename fails).
+void build_beside(const std::filesystem::path& out_path, const std::function<void(TuningDb&)>& fill);
+
+}  // namespace detail
 
 struct TuningDb::Impl {
   std::filesystem::path path;
@@ -58,11 +75,6 @@ struct TuningDb::Impl {
     std::vector<GroupTrialRow> group_trials;
   };
 
-  /// Unlocked readers (call inside run()); may throw SQLite::Exception.
-  std::vector<WinnerRow> read_winners(const WinnerFilter& filter) const;
-  std::vector<TrialRow> read_all_trials() const;
-  std::vector<GroupWinnerRow> read_group_winners(const WinnerFilter& filter) const;
-  std::vector<GroupTrialRow> read_all_group_trials() const;
   /// The winners (single and group) and/or trials (single and group) read in one read
   /// transaction (consistent while others write).
   Snapshot snapshot(bool with_winners = true, bool with_trials = true) const;

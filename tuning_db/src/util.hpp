@@ -10,8 +10,19 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace amax::db::detail {
+
+/// The strings of @p v separated by @p sep.
+inline std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
 
 /// "'<path>'" quoted for messages.
 std::string quoted(const std::filesystem::path& p);

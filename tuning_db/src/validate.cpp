@@ -1,6 +1,6 @@
 #include "validate.hpp"
 
-#include "codec.hpp"
+#include "tables.hpp"
 #include "util.hpp"
 
 #include <amax/db/error.hpp>
@@ -53,7 +53,7 @@ std::string check_key(const TuningKey& key) {
   return check_fields(key, key_fields, "key");
 }
 
-std::string check_group_key(const GroupKey& key) {
+std::string check_key(const GroupKey& key) {
   if (key.arch.empty()) return "key.arch is empty (expected a target ID such as sm_90 or gfx942)";
   if (!parse_dtype(to_string(key.dtype))) {
     return "key.dtype has the invalid value " + std::to_string(static_cast<int>(key.dtype));
@@ -118,29 +118,29 @@ std::string check_winner(const Winner& w) {
 
 namespace {
 
-std::string check_any_key(const TuningKey& key) { return check_key(key); }
-std::string check_any_key(const GroupKey& key) { return check_group_key(key); }
 std::string check_payload(const Trial& t) { return check_trial(t); }
 std::string check_payload(const Winner& w) { return check_winner(w); }
 
+}  // namespace
+
 template <class Row>
-std::string check_any_row(const Row& row) {
-  for (std::string e : {check_any_key(row.key), check_provenance(row.provenance), check_payload(payload(row))}) {
+std::string check_row(const Row& row) {
+  for (std::string e : {check_key(row.key), check_provenance(row.provenance), check_payload(payload(row))}) {
     if (!e.empty()) return e;
   }
   return {};
 }
 
 template <class Key>
-void validate_record_of(const std::filesystem::path& path, const Key& key, const Provenance& provenance, std::span<const Trial> trials,
-                        const std::optional<Winner>& winner) {
+void validate_record(const std::filesystem::path& path, const Key& key, const Provenance& provenance,
+                     std::span<const Trial> trials, const std::optional<Winner>& winner) {
   auto fail = [&](const std::string& msg) {
     throw DbError(ErrorKind::InvalidArgument,
                   "tuning database " + quoted(path) + ": cannot record " +
                       (key.arch.empty() ? std::string("key") : to_string(key)) + ": " + msg,
                   path);
   };
-  if (auto e = check_any_key(key); !e.empty()) fail(e);
+  if (auto e = check_key(key); !e.empty()) fail(e);
   if (auto e = check_provenance(provenance); !e.empty()) fail(e);
   std::set<std::string_view> labels;
   for (const Trial& t : trials) {
@@ -157,21 +157,11 @@ void validate_record_of(const std::filesystem::path& path, const Key& key, const
   }
 }
 
-}  // namespace
-
-std::string check_row(const WinnerRow& row) { return check_any_row(row); }
-std::string check_row(const TrialRow& row) { return check_any_row(row); }
-std::string check_row(const GroupWinnerRow& row) { return check_any_row(row); }
-std::string check_row(const GroupTrialRow& row) { return check_any_row(row); }
-
-void validate_record(const std::filesystem::path& path, const TuningKey& key, const Provenance& provenance,
-                     std::span<const Trial> trials, const std::optional<Winner>& winner) {
-  validate_record_of(path, key, provenance, trials, winner);
-}
-
-void validate_record(const std::filesystem::path& path, const GroupKey& key, const Provenance& provenance,
-                     std::span<const Trial> trials, const std::optional<Winner>& winner) {
-  validate_record_of(path, key, provenance, trials, winner);
-}
+#define AMAX_DB_INSTANTIATE_VALIDATE(F)                                                                        \
+  template std::string check_row(const WinnerRowOf<F>&);                                                       \
+  template std::string check_row(const TrialRowOf<F>&);                                                        \
+  template void validate_record(const std::filesystem::path&, const KeyOf<F>&, const Provenance&,              \
+                                std::span<const Trial>, const std::optional<Winner>&);
+AMAX_DB_FOR_EACH_FAMILY(AMAX_DB_INSTANTIATE_VALIDATE)
 
 }  // namespace amax::db::detail

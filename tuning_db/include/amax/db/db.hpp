@@ -2,6 +2,7 @@
 #pragma once
 
 #include <amax/db/error.hpp>
+#include <amax/db/family.hpp>
 #include <amax/db/field.hpp>
 #include <amax/db/group.hpp>
 #include <amax/db/key.hpp>

@@ -1,9 +1,7 @@
 // amax-tune tuning database: merging two databases.
 #pragma once
 
-#include <amax/db/group.hpp>
-#include <amax/db/key.hpp>
-#include <amax/db/winner.hpp>
+#include <amax/db/family.hpp>
 
 #include <cstddef>
 #include <filesystem>
@@ -17,41 +15,39 @@ namespace amax::db {
 struct MergePolicy {
   /// For a key whose winners come from different devices (device_name, arch or CU count
   /// differ): false (default) fails with DbError(InvalidArgument) naming the key and both
-  /// devices; true keeps the faster one anyway and lists the key in MergeReport::contested with
+  /// devices; true keeps the faster one anyway and lists the key in FamilyMergeReport::contested with
   /// different_devices set (nothing is logged: the caller reports it, once).
   bool allow_different_devices = false;
   /// Replace an existing @p out_path (default: refuse with DbError(InvalidArgument)).
   bool overwrite_output = false;
 };
 
-/// One key (or, for group keys, one bucket) that had several winners (in both inputs, or several
-/// identities in one); the median times are in microseconds. Plain value type.
-template <class Key, class Row>
-struct BasicMergeDecision {
-  Key key;                                   ///< the key (for a group bucket: the kept winner's key)
-  Row kept;                                  ///< the faster winner
+/// One key (or, for group keys, one bucket) of kernel family F that had several winners (in both
+/// inputs, or several identities in one); the median times are in microseconds. Plain value type.
+template <class F>
+struct MergeDecision {
+  KeyOf<F> key;                              ///< the key (for a group bucket: the kept winner's key)
+  WinnerRowOf<F> kept;                       ///< the faster winner
   char kept_from = 'a';                      ///< 'a' or 'b': the input it came from
-  Row dropped;                               ///< the fastest of the others
+  WinnerRowOf<F> dropped;                    ///< the fastest of the others
   bool different_devices = false;            ///< kept and dropped were measured on different devices
   std::vector<std::string> differing_fields; ///< provenance fields that differ (timestamp included)
 };
-/// A contested single-tensor key.
-using MergeDecision = BasicMergeDecision<TuningKey, WinnerRow>;
-/// A contested multi-tensor bucket (arch, dtype, group_bucket()).
-using GroupMergeDecision = BasicMergeDecision<GroupKey, GroupWinnerRow>;
 
-/// What merge() did. Plain value type.
-struct MergeReport {
+/// What merge() did with the rows of kernel family F. Plain value type.
+template <class F>
+struct FamilyMergeReport {
   std::size_t winners_written = 0;
   std::size_t trials_written = 0;
-  std::size_t winners_from_a = 0;        ///< of winners_written: kept from a (the rest from b)
+  std::size_t winners_from_a = 0;           ///< of winners_written: kept from a (the rest from b)
   std::size_t winners_from_b = 0;
-  std::vector<MergeDecision> contested;  ///< sorted by key
-  std::size_t group_winners_written = 0;
-  std::size_t group_trials_written = 0;
-  std::size_t group_winners_from_a = 0;  ///< of group_winners_written: kept from a (the rest from b)
-  std::size_t group_winners_from_b = 0;
-  std::vector<GroupMergeDecision> group_contested;  ///< sorted by key
+  std::vector<MergeDecision<F>> contested;  ///< sorted by key (a group bucket: by its kept key)
+};
+
+/// What merge() did, per kernel family. Plain value type.
+struct MergeReport {
+  FamilyMergeReport<SingleFamily> single;
+  FamilyMergeReport<MultiFamily> group;
 };
 
 /// Merges the databases at @p a_path and @p b_path (opened ReadOnly, never written) into a new

@@ -1,7 +1,7 @@
 // amax-tune tuning database: the one rule that picks the tuned size serving a requested size,
 // used by TuningDb::lookup_nearest and by the runtime's dispatch tables alike; and its
 // multi-tensor counterpart, the half-octave buckets of group shapes and the nearest-group rule
-// (TuningDb::lookup_nearest_group, and the runtime's multi-tensor dispatch).
+// (TuningDb::lookup_nearest<MultiFamily>, and the runtime's multi-tensor dispatch).
 #pragma once
 
 #include <bit>

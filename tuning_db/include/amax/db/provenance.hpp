@@ -15,7 +15,7 @@ namespace amax::db {
 /// Where and how a measurement was made. Every trial and winner row carries one.
 ///
 /// Identity (FieldRole kIdentity: device_name, arch, cu_count, compiler, template_hash,
-/// tool_version) decides whether two rows describe the same setup: record_key() replaces rows of
+/// tool_version) decides whether two rows describe the same setup: record() replaces rows of
 /// the same key and identity, and resume treats a key as finished when a winner with the current
 /// identity exists. cu_count is part of the identity because a partitioned GPU (e.g. an MI300X
 /// in CPX mode) keeps its name but not its compute units.

@@ -32,9 +32,9 @@ enum class TrialStatus {
 [[nodiscard]] TrialStatus trial_status_from_string(std::string_view text);
 
 /// The measurement of one variant for one key (key and provenance are given separately to
-/// TuningDb::record_key and come back in TrialRow).
+/// TuningDb::record and come back in TrialRow).
 ///
-/// Rules checked by TuningDb::record_key (DbError InvalidArgument otherwise): label non-empty;
+/// Rules checked by TuningDb::record (DbError InvalidArgument otherwise): label non-empty;
 /// status ok <=> reason empty; every double finite and >= 0; status ok needs median_us > 0;
 /// samples >= 0; launches >= -1. Measurement fields of failed trials are 0 by convention
 /// (launches -1).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <amax/db/error.hpp>
+#include <amax/db/family.hpp>
 #include <amax/db/group.hpp>
 #include <amax/db/key.hpp>
 #include <amax/db/nearest.hpp>
@@ -18,7 +19,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace amax::db {
@@ -38,7 +38,7 @@ enum class OpenMode {
 
 /// Tunables of TuningDb::open. The defaults suit every normal use. Plain value type.
 struct OpenOptions {
-  /// Total time a single operation (open, one record_key, one query) may spend waiting for
+  /// Total time a single operation (open, one record, one query) may spend waiting for
   /// locks held by other connections (SQLITE_BUSY / SQLITE_LOCKED), retried with bounded
   /// exponential backoff; after it, DbError(Locked).
   std::chrono::milliseconds lock_timeout{30'000};
@@ -64,7 +64,7 @@ struct OpenOptions {
   /// read-only, or the directory cannot be created: a read-only HOME in a container), open an
   /// in-memory database instead, holding a copy of the file's contents when it exists and is
   /// readable, and log one warning naming the file and the reason. Everything works as usual
-  /// (record_key, resume, exports) but nothing reaches the file: results are lost when the
+  /// (record, resume, exports) but nothing reaches the file: results are lost when the
   /// object is destroyed unless exported. in_memory() tells. Damaged or future-schema files
   /// still raise Corrupt / FutureSchema (they are not a reason to run without the file).
   bool memory_fallback = false;
@@ -73,20 +73,6 @@ struct OpenOptions {
   /// memory_fallback does, without its warning: the caller asked for it). For a tune whose results
   /// are only reported (the command line's --db-in-memory). in_memory() is true.
   bool memory_only = false;
-};
-
-/// A key whose winner for the current device is stale, and why. Plain value type.
-struct StaleKey {
-  TuningKey key;
-  std::vector<std::string> changed;  ///< kStale field names that differ (see stale_fields())
-  friend bool operator==(const StaleKey&, const StaleKey&) = default;
-};
-
-/// A group bucket whose winners for the current device are all stale, and why. Plain value type.
-struct StaleGroupKey {
-  GroupKey key;                      ///< the stored shape (the first stale one of its bucket)
-  std::vector<std::string> changed;  ///< kStale field names that differ (see stale_fields())
-  friend bool operator==(const StaleGroupKey&, const StaleGroupKey&) = default;
 };
 
 /// What export_json / export_csv write.
@@ -196,129 +182,87 @@ class TuningDb {
   /// nothing written through this object reaches path(). Thread-safe.
   [[nodiscard]] bool in_memory() const noexcept;
 
+  // -------------------------------------------------------------------------------------------
+  // Results of a kernel family F (amax/family.hpp: amax::SingleFamily, keys (arch, dtype, n);
+  // amax::MultiFamily, group keys, schema 4 on). DbFamily<F> (family.hpp) holds what differs. A
+  // group key follows the rules of a key with the bucket of its shape (group_bucket() in
+  // nearest.hpp) in the role of the key: the database holds at most one group key per arch, dtype,
+  // bucket and provenance identity. A file of an older schema opened ReadOnly has no group rows:
+  // every MultiFamily query answers with nothing. Explicitly instantiated for both families.
+
   /// Records all trials of one key and its winner in ONE transaction, replacing any trials and
-  /// winner stored for the same key and provenance identity (a re-tune). Without a winner (every
-  /// variant failed) the key keeps no winner for this identity. SQLITE_BUSY / SQLITE_LOCKED are
-  /// retried with bounded exponential backoff up to OpenOptions::lock_timeout.
-  /// @throws DbError InvalidArgument (key: empty arch, n == 0 or n > 2^63-1; a trial or the
-  ///   winner breaking the rules of Trial / Winner; duplicate labels; winner label not an ok
-  ///   trial), ReadOnly (opened ReadOnly), Locked, Io, Corrupt.
-  void record_key(const TuningKey& key, const Provenance& provenance,
-                  std::span<const Trial> trials, const std::optional<Winner>& winner);
+  /// winner stored for the same key (MultiFamily: for every group key of the same arch, dtype and
+  /// bucket, a re-tune or another shape of that bucket) and provenance identity. Without a winner
+  /// (every variant failed) the key keeps no winner for this identity. SQLITE_BUSY / SQLITE_LOCKED
+  /// are retried with bounded exponential backoff up to OpenOptions::lock_timeout. MultiFamily
+  /// labels are multi-tensor variant labels ("multi.t512.v8.u4.c32k.warp"), stored as text (the
+  /// command line checks them against the generator).
+  /// @throws DbError InvalidArgument (key: empty arch, n == 0 or n > 2^63-1, a GroupKey breaking
+  ///   its rules, naming the value; a trial or the winner breaking the rules of Trial / Winner;
+  ///   duplicate labels; winner label not an ok trial), ReadOnly (opened ReadOnly), Locked, Io,
+  ///   Corrupt.
+  template <class F>
+  void record(const KeyOf<F>& key, const Provenance& provenance, std::span<const Trial> trials,
+              const std::optional<Winner>& winner);
 
   /// Keys of @p arch and @p dtype that have a winner with the identity of @p provenance (same
   /// device, arch, CU count, compiler, template hash, tool version): what a resumed run skips.
-  /// Sorted by n ascending. @throws DbError (Locked, Io, Corrupt).
-  [[nodiscard]] std::vector<TuningKey> finished_keys(std::string_view arch, DType dtype,
-                                                     const Provenance& provenance) const;
+  /// Sorted by key. @throws DbError (Locked, Io, Corrupt).
+  template <class F>
+  [[nodiscard]] std::vector<KeyOf<F>> finished_keys(std::string_view arch, DType dtype,
+                                                    const Provenance& provenance) const;
 
-  /// Whether @p key has a winner with the identity of @p provenance. @throws DbError.
-  [[nodiscard]] bool has_winner(const TuningKey& key, const Provenance& provenance) const;
+  /// Whether @p key (MultiFamily: any shape of @p key's arch, dtype and bucket, which recording
+  /// @p key would replace) has a winner with the identity of @p provenance. @throws DbError.
+  template <class F>
+  [[nodiscard]] bool has_winner(const KeyOf<F>& key, const Provenance& provenance) const;
 
-  /// All winners matching @p filter, sorted by arch, dtype, n, then provenance identity.
+  /// All winners matching @p filter, sorted by key, then provenance identity.
   /// @throws DbError (Corrupt also for a stored value this build cannot parse, naming it).
-  [[nodiscard]] std::vector<WinnerRow> winners(const WinnerFilter& filter = {}) const;
-
-  /// All trials of @p key (every provenance), sorted by provenance identity, then label.
-  /// @throws DbError.
-  [[nodiscard]] std::vector<TrialRow> trials(const TuningKey& key) const;
-
-  /// All trials, sorted by key, provenance identity, label. @throws DbError.
-  [[nodiscard]] std::vector<TrialRow> all_trials() const;
-
-  /// The winner for @p arch and @p dtype that serves @p n best by the nearest-size rule of
-  /// nearest.hpp (serves_better), the rule the runtime's dispatch uses too: |log2 m - log2 n|
-  /// minimal (exact integer comparison), a tie to the larger m; among several winners at that m
-  /// (several devices or setups) the most recent timestamp, then the last recorded. Other
-  /// arches/dtypes never match. n == 0 behaves like n == 1. std::nullopt when there is none.
-  /// @throws DbError.
-  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
-                                                        std::uint64_t n) const;
-
-  /// As above, for a known build and device: rows stale against @p current (stale_fields()
-  /// non-empty) are ignored, and among winners at the chosen m one measured on the same device
-  /// as @p current (same_device()) comes before the others.
-  [[nodiscard]] std::optional<WinnerRow> lookup_nearest(std::string_view arch, DType dtype,
-                                                        std::uint64_t n,
-                                                        const Provenance& current) const;
-
-  /// Keys whose winner for @p current's device (same_device()) is stale against @p current
-  /// and that have no fresh winner for that device: exactly what the tuner must re-tune.
-  /// Sorted by key. @throws DbError.
-  [[nodiscard]] std::vector<StaleKey> stale_keys(const Provenance& current) const;
-
-  // -------------------------------------------------------------------------------------------
-  // Multi-tensor group keys (schema 4). The same rules as for single-tensor keys, with the
-  // bucket of a group shape (group_bucket() in nearest.hpp) in the role of the key: the database
-  // holds at most one group key per arch, dtype, bucket and provenance identity. A file of an
-  // older schema opened ReadOnly has no group rows: every query answers with nothing.
-
-  /// Records all trials of one group key and its winner in ONE transaction, replacing the trials
-  /// and the winner of every group key of the same arch, dtype, bucket (group_bucket(key)) and
-  /// provenance identity (a re-tune, or another shape of that bucket). Without a winner the
-  /// bucket keeps no winner for this identity. Trials and winner follow the rules of Trial and
-  /// Winner; their labels are multi-tensor variant labels ("multi.t512.v8.u4.c32k.warp"), stored
-  /// as text (the command line checks them against the generator).
-  /// @throws DbError InvalidArgument (the key breaking the rules of GroupKey, naming the value; a
-  ///   trial or the winner breaking theirs), ReadOnly, Locked, Io, Corrupt.
-  void record_group_key(const GroupKey& key, const Provenance& provenance, std::span<const Trial> trials,
-                        const std::optional<Winner>& winner);
-
-  /// Group keys of @p arch and @p dtype that have a winner with the identity of @p provenance:
-  /// what a resumed run skips (with has_group_winner() for the shapes it has not stored). Sorted by
-  /// key. @throws DbError.
-  [[nodiscard]] std::vector<GroupKey> finished_group_keys(std::string_view arch, DType dtype,
-                                                          const Provenance& provenance) const;
-
-  /// Whether a group winner with the identity of @p provenance exists for @p key's arch and dtype
-  /// in @p key's bucket (whatever its exact shape: recording @p key would replace it).
-  /// @throws DbError.
-  [[nodiscard]] bool has_group_winner(const GroupKey& key, const Provenance& provenance) const;
-
-  /// All group winners matching @p filter, sorted by key, then provenance identity. @throws DbError.
-  [[nodiscard]] std::vector<GroupWinnerRow> group_winners(const WinnerFilter& filter = {}) const;
+  template <class F>
+  [[nodiscard]] std::vector<WinnerRowOf<F>> winners(const WinnerFilter& filter = {}) const;
 
   /// All trials of exactly @p key (every provenance), sorted by provenance identity, then label.
   /// @throws DbError.
-  [[nodiscard]] std::vector<GroupTrialRow> group_trials(const GroupKey& key) const;
+  template <class F>
+  [[nodiscard]] std::vector<TrialRowOf<F>> trials(const KeyOf<F>& key) const;
 
-  /// All group trials, sorted by key, provenance identity, label. @throws DbError.
-  [[nodiscard]] std::vector<GroupTrialRow> all_group_trials() const;
+  /// All trials, sorted by key, provenance identity, label. @throws DbError.
+  template <class F>
+  [[nodiscard]] std::vector<TrialRowOf<F>> all_trials() const;
 
-  /// The group winner for @p arch and @p dtype that serves a group of bucket @p query best by the
-  /// nearest-group rule of nearest.hpp (serves_group_better): the smallest L1 distance between
-  /// buckets; ties to the larger total_bytes bucket, then the larger tensors bucket, then the
-  /// newer timestamp (then the last recorded). std::nullopt when there is none. @throws DbError.
-  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
-                                                                   const GroupBucket& query) const;
+  /// The winner for @p arch and @p dtype that serves @p query best by the family's rule of
+  /// nearest.hpp, the rule the runtime's dispatch uses too. SingleFamily (serves_better), @p query
+  /// an element count n: |log2 m - log2 n| minimal (exact integer comparison), a tie to the larger
+  /// m; among several winners at that m (several devices or setups) the most recent timestamp,
+  /// then the last recorded; n == 0 behaves like n == 1. MultiFamily (serves_group_better),
+  /// @p query a bucket: the smallest L1 distance between buckets; ties to the larger total_bytes
+  /// bucket, then the larger tensors bucket, then the newer timestamp (then the last recorded).
+  /// Other arches/dtypes never match. std::nullopt when there is none. @throws DbError.
+  template <class F>
+  [[nodiscard]] std::optional<WinnerRowOf<F>> lookup_nearest(std::string_view arch, DType dtype,
+                                                             const QueryOf<F>& query) const;
 
-  /// As above, for a known build and device: rows stale against @p current are ignored, and at
-  /// equal distance and buckets a row measured on the same device as @p current comes first.
-  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
-                                                                   const GroupBucket& query,
-                                                                   const Provenance& current) const;
+  /// As above, for a known build and device: rows stale against @p current (stale_fields()
+  /// non-empty) are ignored, and among equally near winners one measured on the same device as
+  /// @p current (same_device()) comes before the others.
+  template <class F>
+  [[nodiscard]] std::optional<WinnerRowOf<F>> lookup_nearest(std::string_view arch, DType dtype,
+                                                             const QueryOf<F>& query,
+                                                             const Provenance& current) const;
 
-  /// As above for a shape (GroupKey, amax::GroupShape: anything with tensors, total_bytes and
-  /// largest_bytes): lookup_nearest_group(arch, dtype, group_bucket(shape), current).
-  template <class Shape>
-    requires(!std::is_same_v<Shape, GroupBucket>)
-  [[nodiscard]] std::optional<GroupWinnerRow> lookup_nearest_group(std::string_view arch, DType dtype,
-                                                                   const Shape& shape,
-                                                                   const Provenance& current) const {
-    return lookup_nearest_group(arch, dtype, group_bucket(shape), current);
-  }
-
-  /// Group buckets (arch, dtype, bucket) whose winners for @p current's device are all stale
-  /// against @p current: what the tuner must re-tune, each named by its first stale stored shape.
-  /// Sorted by key. @throws DbError.
-  [[nodiscard]] std::vector<StaleGroupKey> stale_group_keys(const Provenance& current) const;
+  /// Keys (MultiFamily: buckets, each named by its first stale stored shape) whose winners for
+  /// @p current's device (same_device()) are all stale against @p current: exactly what the tuner
+  /// must re-tune. Sorted by key. @throws DbError.
+  template <class F>
+  [[nodiscard]] std::vector<StaleKeyOf<F>> stale_keys(const Provenance& current) const;
 
   // -------------------------------------------------------------------------------------------
   // Export, text, import
 
   /// Writes {"schema_version": V, "winners": [...], "trials": [...], "group_winners": [...],
-  /// "group_trials": [...]} with nlohmann/json, indented by 2, rows in the order of winners() /
-  /// all_trials() / group_winners() / all_group_trials(), provenance as a nested object. Winners
+  /// "group_trials": [...]} with nlohmann/json, indented by 2, rows in the order of winners<F>() /
+  /// all_trials<F>() (SingleFamily, then MultiFamily), provenance as a nested object. Winners
   /// writes winners (and group_winners), Trials trials (and group_trials), All all of them,
   /// GroupWinners / GroupTrials only that array. The group arrays appear only when they hold
   /// rows (or were asked for alone). V is the oldest schema version that has every table and
@@ -347,15 +291,13 @@ class TuningDb {
   void dump_text(std::ostream& out) const;
 
   /// Inserts rows verbatim (each with its own provenance) in one transaction, replacing rows of
-  /// the same key, identity (and label, for trials). Used by merge and load_text.
-  /// @throws DbError InvalidArgument (rows breaking the rules of record_key), ReadOnly, Locked...
-  void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials);
-
-  /// As above, with group rows too: a group row also replaces the rows of other shapes of its
-  /// arch, dtype, bucket and identity (winners and trials). @throws DbError InvalidArgument also
-  /// for group rows of two shapes of one bucket and identity (naming both).
+  /// the same key, identity (and label, for trials); a group row also replaces the rows of other
+  /// shapes of its arch, dtype, bucket and identity (winners and trials). Used by merge and
+  /// load_text. @throws DbError InvalidArgument (rows breaking the rules of record; group rows of
+  /// two shapes of one bucket and identity, naming both), ReadOnly, Locked...
   void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials,
-                   std::span<const GroupWinnerRow> group_winners, std::span<const GroupTrialRow> group_trials);
+                   std::span<const GroupWinnerRow> group_winners = {},
+                   std::span<const GroupTrialRow> group_trials = {});
 
   /// Switches the file to the rollback journal (PRAGMA journal_mode=DELETE) after a checkpoint,
   /// so that it is one self-contained file that ReadOnly opens without creating -wal/-shm.

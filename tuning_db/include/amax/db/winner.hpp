@@ -11,7 +11,7 @@
 
 namespace amax::db {
 
-/// The variant chosen for one key. Rules checked by TuningDb::record_key (DbError
+/// The variant chosen for one key. Rules checked by TuningDb::record (DbError
 /// InvalidArgument otherwise): label non-empty; median_us finite and > 0; gbps finite and >= 0;
 /// when trials are recorded with it, its label names one of them with status ok.
 ///
