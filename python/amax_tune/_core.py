@@ -10,13 +10,10 @@ from . import _C
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
-#: dtype names accepted wherever a dtype is given as a string (torch dtypes too, when torch is there)
-DTYPE_CODES = {
-    "fp32": _C.DTYPE_FP32, "float32": _C.DTYPE_FP32, "float": _C.DTYPE_FP32,
-    "fp16": _C.DTYPE_FP16, "float16": _C.DTYPE_FP16, "half": _C.DTYPE_FP16,
-    "bf16": _C.DTYPE_BF16, "bfloat16": _C.DTYPE_BF16,
-}
-DTYPE_NAMES = {_C.DTYPE_FP32: "fp32", _C.DTYPE_FP16: "fp16", _C.DTYPE_BF16: "bf16"}
+#: dtype names accepted wherever a dtype is given as a string (torch dtypes too, when torch is there):
+#: the library's own table (amax/dtype.hpp, its canonical names and kDTypeAliases); plain dicts
+DTYPE_CODES = dict(_C.DTYPE_CODES)
+DTYPE_NAMES = dict(_C.DTYPE_NAMES)
 NAN_MODES = {"propagate": _C.NAN_PROPAGATE, "ignore": _C.NAN_IGNORE}
 SOURCES = {0: "override", 1: "user_db", 2: "system_db", 3: "default"}
 #: FP8 format names -> amax_fp8_format_t values, and the explicit-max value: plain Python objects

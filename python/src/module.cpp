@@ -17,6 +17,7 @@
 #include <pybind11/stl.h>
 
 #include <amax/amax_tune.h>
+#include <amax/dtype.hpp>
 
 #include <cctype>
 #include <climits>
@@ -541,6 +542,16 @@ PYBIND11_MODULE(_C, m) {
   m.attr("DTYPE_FP32") = static_cast<int>(AMAX_DTYPE_FP32);
   m.attr("DTYPE_FP16") = static_cast<int>(AMAX_DTYPE_FP16);
   m.attr("DTYPE_BF16") = static_cast<int>(AMAX_DTYPE_BF16);
+  {  // every dtype name the library parses (amax::parse_dtype) -> its amax_dtype_t, and code -> canonical name
+    py::dict codes, names;
+    for (const auto& d : amax::all_dtypes()) {
+      codes[py::str(std::string(d.name))] = static_cast<int>(amax::index(d.dtype));
+      names[py::int_(static_cast<int>(amax::index(d.dtype)))] = std::string(d.name);
+    }
+    for (const auto& a : amax::kDTypeAliases) codes[py::str(std::string(a.name))] = static_cast<int>(amax::index(a.dtype));
+    m.attr("DTYPE_CODES") = codes;
+    m.attr("DTYPE_NAMES") = names;
+  }
   m.attr("NAN_PROPAGATE") = static_cast<int>(AMAX_NAN_PROPAGATE);
   m.attr("NAN_IGNORE") = static_cast<int>(AMAX_NAN_IGNORE);
   m.attr("FP8_FORMATS") = py::dict(py::arg("e4m3") = static_cast<int>(AMAX_FP8_E4M3),

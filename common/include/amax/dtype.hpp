@@ -74,13 +74,21 @@ constexpr std::optional<DType> dtype_from_name(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-/// Parses a canonical name; also accepts "float32"/"float"/"half"/"float16"/"bfloat16" (the
-/// command line). Returns nullopt for anything else. Thread-safe.
+/// The other names of a dtype that parse_dtype accepts (the command line, the Python package's
+/// string dtypes): torch's and numpy's spellings.
+struct DTypeAlias {
+  std::string_view name;
+  DType dtype;
+};
+inline constexpr DTypeAlias kDTypeAliases[] = {
+    {"float32", DType::fp32}, {"float", DType::fp32}, {"float16", DType::fp16},
+    {"half", DType::fp16},    {"bfloat16", DType::bf16}};
+
+/// Parses a canonical name or one of kDTypeAliases. Returns nullopt for anything else. Thread-safe.
 constexpr std::optional<DType> parse_dtype(std::string_view s) noexcept {
   if (auto d = dtype_from_name(s)) return d;
-  if (s == "float32" || s == "float") return DType::fp32;
-  if (s == "float16" || s == "half") return DType::fp16;
-  if (s == "bfloat16") return DType::bf16;
+  for (const auto& a : kDTypeAliases)
+    if (a.name == s) return a.dtype;
   return std::nullopt;
 }
 
