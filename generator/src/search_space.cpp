@@ -92,11 +92,11 @@ KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, 
     if (cap.kind != BlockCap::Kind::per_cu || cap.value > kFusedSelfResetBlocksPerCu)
       s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
-    const auto in_space = [&] { return std::find(space.begin(), space.end(), s) != space.end(); };
+    const bool in_space = std::find(space.begin(), space.end(), s) != space.end();
     // first_reset has no scale epilogue at all: it becomes self_reset even outside the pruned space,
     // at kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
-    if (f.strategy == Strategy::first_reset && !in_space()) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
-    if (f.strategy == Strategy::first_reset || in_space()) f = s;
+    if (f.strategy == Strategy::first_reset && !in_space) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
+    if (f.strategy == Strategy::first_reset || in_space) f = s;
   }
   f.epilogue = Epilogue::scale;
   return f;
