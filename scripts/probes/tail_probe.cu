@@ -223,6 +223,16 @@ __device__ __forceinline__ u64 gtime() {
   return t;
 }
 
+// first_reset's wait: acquire loads of the published epoch word until it reads `want`. After 100 ms
+// it gives up (a hang would stall the whole probe): the result is then wrong and the check fails.
+__device__ __forceinline__ void wait_published(const unsigned* p, unsigned want) {
+  u64 t0 = 0, polls = 0;
+  while (ld_acquire(p) != want) {
+    if (polls++ == 0) t0 = gtime();
+    else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;
+  }
+}
+
 // Trace builds (-DTAIL_TRACE): thread 0 of every block stores %globaltimer at 4 points into
 // g_trace[block * 4 + k]: 0 kernel entry, 1 its own loads folded, 2 the block reduced (every warp's
 // loads done), 3 the block's last action (for the block that writes the output: after the write).
@@ -309,11 +319,7 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
       if (gridDim.x == 1) {
         *outb = canon(bits);
       } else {
-        u64 t0 = 0, polls = 0;
-        while (ld_acquire(ctr + 2) != fr_want) {
-          if (polls++ == 0) t0 = gtime();
-          else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;  // a hang: the check fails
-        }
+        wait_published(ctr + 2, fr_want);
         red_max_relaxed(outb, canon(bits));
       }
     }
@@ -330,11 +336,7 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
           st_relaxed(outb, canon(bits));
           st_release(ctr + 2, want);
         } else {
-          u64 t0 = 0, polls = 0;
-          while (ld_acquire(ctr + 2) != want) {
-            if (polls++ == 0) t0 = gtime();
-            else if ((polls & 63) == 0 && gtime() - t0 > 100000000ull) break;  // a hang: the check fails
-          }
+          wait_published(ctr + 2, want);
           red_max_relaxed(outb, canon(bits));
         }
       }
