@@ -68,6 +68,12 @@
 //               waits (acquire load) for the publication, normally long done, and does its red.max.
 //               Any grid (the first block is resident by construction), no cooperative launch, and
 //               nothing to reset at the end. amax only: a fused scale needs the final value.
+//  first_reset_warp  first_reset with the ticket taken by an extra warp that loads nothing: blocks
+//               of T + 32 threads on first_reset's grid for T, threads 0..T-1 loading as first_reset's
+//               T threads do; lane 0 of the extra warp takes the ticket (and, in the first block,
+//               zeroes and publishes) while the other warps load, so no loading warp waits for the
+//               atomic; thread 0 waits for the publication after the block reduction and does the
+//               red.max. T = 256 and 512 only (1024 + 32 threads exceed a block's limit).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -99,7 +105,10 @@ constexpr unsigned kInf = 0x7f800000u, kQNaN = 0x7fc00000u;
 // Device side: the same integer method as templates/amax_kernels.h (sign-cleared bits, unsigned
 // max; 16-bit inputs two lanes per word; NaN-ignoring mode zeroes NaN lanes).
 enum Strat { S_READ, S_ATOMIC, S_ONE_PASS, S_SELF_RESET, S_SELF_RESET_RED, S_TWO_STAGE, S_CLUSTER, S_SPIN,
-             S_SELF_RESET_PDL, S_FIRST_RESET, S_FIRST_RESET_LATE };
+             S_SELF_RESET_PDL, S_FIRST_RESET, S_FIRST_RESET_LATE, S_FIRST_RESET_WARP };
+
+// Threads per block of strategy s when T threads load: first_reset_warp adds its ticket warp.
+__host__ __device__ constexpr int block_threads(int s, int T) { return s == S_FIRST_RESET_WARP ? T + 32 : T; }
 
 __device__ __forceinline__ unsigned pmax(unsigned a, unsigned b) { return a > b ? a : b; }
 
@@ -172,16 +181,17 @@ __device__ __forceinline__ unsigned warp_reduce(unsigned v) {
   for (int off = 16; off > 0; off >>= 1) v = pmax(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
 }
-// Max over the block; valid in thread 0. Callers separate two calls by a __syncthreads().
-template <int T>
+// Max over a block of NT threads; valid in thread 0. Callers separate two calls by a __syncthreads().
+template <int NT>
 __device__ __forceinline__ unsigned block_reduce(unsigned v) {
+  static_assert(NT % 32 == 0 && NT / 32 <= 32, "whole warps, at most 32");
   v = warp_reduce(v);
-  if (T > 32) {
-    __shared__ unsigned wmax[T / 32];
+  if (NT > 32) {
+    __shared__ unsigned wmax[NT / 32];
     const unsigned lane = threadIdx.x % 32, w = threadIdx.x / 32;
     if (lane == 0) wmax[w] = v;
     __syncthreads();
-    if (w == 0) v = warp_reduce(lane < T / 32 ? wmax[lane] : 0u);
+    if (w == 0) v = warp_reduce(lane < NT / 32 ? wmax[lane] : 0u);
   }
   return v;
 }
@@ -233,6 +243,23 @@ __device__ __forceinline__ void wait_published(const unsigned* p, unsigned want)
   }
 }
 
+// first_reset's ticket, by the one thread of a block that takes it: a 64-bit atomic add on the word
+// ctr[0..1] = (epoch << 32) | arrivals. The first block to arrive zeroes the output and publishes
+// epoch + 1 in ctr[2] with a release store; the last to arrive moves the word to the next epoch with
+// 0 arrivals (a fire-and-forget add), so every launch starts at 0 arrivals. Nothing is left to
+// reset at the end: the words persist from launch to launch. Returns epoch + 1, the value to wait for.
+__device__ __forceinline__ unsigned first_reset_ticket(float* out, unsigned* ctr) {
+  u64* word = reinterpret_cast<u64*>(ctr);
+  const u64 ticket = atomicAdd(word, 1ull);
+  const unsigned arrival = (unsigned)ticket, want = (unsigned)(ticket >> 32) + 1u;
+  if (arrival == gridDim.x - 1) atomicAdd(word, (1ull << 32) - gridDim.x);
+  if (arrival == 0) {
+    st_relaxed(reinterpret_cast<unsigned*>(out), 0u);
+    st_release(ctr + 2, want);
+  }
+  return want;
+}
+
 // Trace builds (-DTAIL_TRACE): thread 0 of every block stores %globaltimer at 4 points into
 // g_trace[block * 4 + k]: 0 kernel entry, 1 its own loads folded, 2 the block reduced (every warp's
 // loads done), 3 the block's last action (for the block that writes the output: after the write).
@@ -268,23 +295,17 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
   // loads are done, so the next call's launch overlaps this call's combine.
   if constexpr (S == S_SELF_RESET_PDL) asm volatile("griddepcontrol.wait;" ::: "memory");
   const unsigned char* in = static_cast<const unsigned char*>(in_);
-  // first_reset: thread 0 takes a ticket on the 64-bit word ctr[0..1] = (epoch << 32) | arrivals
-  // before its loads (the other warps load meanwhile). The first block to arrive zeroes the output
-  // and publishes epoch + 1 in ctr[2] with a release store; the last to arrive moves the word to
-  // the next epoch with 0 arrivals (a fire-and-forget add), so every launch starts at 0 arrivals.
-  // Nothing is left to reset at the end: the words persist from launch to launch.
+  // first_reset: thread 0 takes the ticket (first_reset_ticket) before its loads, the other warps
+  // load meanwhile. first_reset_warp: lane 0 of the extra warp (thread T) takes it while all T
+  // loading threads load, and hands the value to wait for to thread 0 in shared memory (written
+  // before block_reduce's __syncthreads, read after it).
+  constexpr bool kTicketWarp = S == S_FIRST_RESET_WARP;
   unsigned fr_want = 0;
-  if constexpr (S == S_FIRST_RESET) {
-    if (threadIdx.x == 0 && gridDim.x > 1) {
-      u64* word = reinterpret_cast<u64*>(ctr);
-      const u64 ticket = atomicAdd(word, 1ull);
-      const unsigned arrival = (unsigned)ticket, epoch = (unsigned)(ticket >> 32);
-      fr_want = epoch + 1u;
-      if (arrival == gridDim.x - 1) atomicAdd(word, (1ull << 32) - gridDim.x);
-      if (arrival == 0) {
-        st_relaxed(reinterpret_cast<unsigned*>(out), 0u);
-        st_release(ctr + 2, fr_want);
-      }
+  __shared__ unsigned fr_want_shared;
+  if constexpr (S == S_FIRST_RESET || kTicketWarp) {
+    if (threadIdx.x == (kTicketWarp ? T : 0) && gridDim.x > 1) {
+      fr_want = first_reset_ticket(out, ctr);
+      if constexpr (kTicketWarp) fr_want_shared = fr_want;
     }
   }
   // first_reset_late: the same ticket, issued before the loads but read after them, so that no warp
@@ -302,10 +323,12 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
     if (acc == 0x9e3779b9u) ws[0] = acc;  // practically never taken; keeps the loads
     return;
   }
-  unsigned bits = (flags & 1u) ? thread_partial<EB, T, U, true, false>(in, n)
-                               : thread_partial<EB, T, U, false, false>(in, n);
+  unsigned bits = 0;  // first_reset_warp's ticket warp loads nothing: it contributes 0
+  if (!kTicketWarp || threadIdx.x < T)
+    bits = (flags & 1u) ? thread_partial<EB, T, U, true, false>(in, n)
+                        : thread_partial<EB, T, U, false, false>(in, n);
   TRACE(1);
-  bits = block_reduce<T>(bits);
+  bits = block_reduce<block_threads(S, T)>(bits);
   TRACE(2);
   if constexpr (S == S_SELF_RESET_PDL) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   unsigned* outb = reinterpret_cast<unsigned*>(out);
@@ -313,12 +336,13 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
     if (threadIdx.x == 0) atomicMax(outb, canon(bits));
     return;
   }
-  if constexpr (S == S_FIRST_RESET) {
+  if constexpr (S == S_FIRST_RESET || kTicketWarp) {
     // Wait (acquire) until the first block's zeroing is published, then a fire-and-forget max.
     if (threadIdx.x == 0) {
       if (gridDim.x == 1) {
         *outb = canon(bits);
       } else {
+        if constexpr (kTicketWarp) fr_want = fr_want_shared;
         wait_published(ctr + 2, fr_want);
         red_max_relaxed(outb, canon(bits));
       }
@@ -419,8 +443,8 @@ __device__ __forceinline__ void kbody(const void* __restrict__ in_, u64 n, float
 }
 
 template <int S, int EB, int T, int U>
-__global__ void __launch_bounds__(T) kmain(const void* __restrict__ in, u64 n, float* out, unsigned* ws,
-                                          unsigned* ctr, unsigned flags) {
+__global__ void __launch_bounds__(block_threads(S, T))
+    kmain(const void* __restrict__ in, u64 n, float* out, unsigned* ws, unsigned* ctr, unsigned flags) {
   TRACE(0);
   kbody<S, EB, T, U>(in, n, out, ws, ctr, flags);
   TRACE(3);
@@ -467,9 +491,15 @@ __global__ void kfill(unsigned* p, u64 words) {
 // Host side.
 typedef void (*KFn)(const void*, u64, float*, unsigned*, unsigned*, unsigned);
 
+// The kernel of strategy S for T loading threads, or null where its block would exceed 1024 threads.
+template <int S, int EB, int T, int U>
+KFn kernel_or_null() {
+  if constexpr (block_threads(S, T) > 1024) return nullptr;
+  else return kmain<S, EB, T, U>;
+}
 template <int S, int EB>
 KFn pick(int T, int U) {
-#define PK(t, u) if (T == t && U == u) return kmain<S, EB, t, u>;
+#define PK(t, u) if (T == t && U == u) return kernel_or_null<S, EB, t, u>();
   PK(256, 1) PK(256, 2) PK(256, 4) PK(256, 8)
   PK(512, 1) PK(512, 2) PK(512, 4) PK(512, 8)
   PK(1024, 1) PK(1024, 2) PK(1024, 4) PK(1024, 8)
@@ -491,6 +521,7 @@ static KFn pick_any(int s, int eb, int T, int U) {
     case S_SELF_RESET_PDL: return pick_s<S_SELF_RESET_PDL>(eb, T, U);
     case S_FIRST_RESET: return pick_s<S_FIRST_RESET>(eb, T, U);
     case S_FIRST_RESET_LATE: return pick_s<S_FIRST_RESET_LATE>(eb, T, U);
+    case S_FIRST_RESET_WARP: return pick_s<S_FIRST_RESET_WARP>(eb, T, U);
   }
   return nullptr;
 }
@@ -539,7 +570,7 @@ static cudaError_t launch(const Dev& d, const Config& c, int eb, const void* in,
   KFn fn = pick_any(c.strat, eb, c.T, c.U);
   cudaLaunchConfig_t lc{};
   lc.gridDim = dim3(c.grid);
-  lc.blockDim = dim3(c.T);
+  lc.blockDim = dim3(block_threads(c.strat, c.T));
   lc.stream = d.s;
   cudaLaunchAttribute at[3];
   unsigned na = 0;
@@ -561,7 +592,8 @@ static cudaError_t launch(const Dev& d, const Config& c, int eb, const void* in,
   lc.attrs = at;
   lc.numAttrs = na;
   unsigned* ws = c.strat == S_SPIN ? d.slots : d.ws;
-  unsigned* ctr = c.strat == S_FIRST_RESET || c.strat == S_FIRST_RESET_LATE ? d.fr : d.ctr;
+  const bool fr = c.strat == S_FIRST_RESET || c.strat == S_FIRST_RESET_LATE || c.strat == S_FIRST_RESET_WARP;
+  unsigned* ctr = fr ? d.fr : d.ctr;
   cudaError_t e = cudaLaunchKernelEx(&lc, fn, in, n, d.out, ws, ctr, flags);
   if (e != cudaSuccess || c.strat != S_TWO_STAGE || c.grid == 1) return e;
   cudaLaunchConfig_t fc{};
@@ -798,7 +830,8 @@ static std::vector<Cand> candidates(bool hopper) {
                          {"spin", S_SPIN, 0, false, false},
                          {"spin_coop", S_SPIN, 0, true, false},
                          {"first_reset", S_FIRST_RESET, 0, false, false},
-                         {"first_reset_late", S_FIRST_RESET_LATE, 0, false, false}};
+                         {"first_reset_late", S_FIRST_RESET_LATE, 0, false, false},
+                         {"first_reset_warp", S_FIRST_RESET_WARP, 0, false, false}};
   if (hopper) {
     c.push_back({"two_stage", S_TWO_STAGE, 0, false, false});
     c.push_back({"self_reset_pdl", S_SELF_RESET_PDL, 0, false, false});
@@ -852,8 +885,9 @@ static int profile(const Dev& d, Timer& tm, const std::string& spec, const std::
       else if (x[0] == 'c') { if ((int)v != c.cluster) got = -100; }
     }
     if (got != 3 || !pick_any(c.strat, 4, c.T, c.U) || c.grid == 0 || (c.cluster && c.grid % c.cluster)) {
-      std::fprintf(stderr, "tail_probe: --profile '%s': want NAME:tT.uU.gGRID[.cC] with T in 256/512/1024, "
-                   "U in 1/2/4/8, GRID > 0 (a multiple of C for clusterC), as the table's config column\n",
+      std::fprintf(stderr, "tail_probe: --profile '%s': want NAME:tT.uU.gGRID[.cC] with T in 256/512/1024 "
+                   "(256/512 for first_reset_warp), U in 1/2/4/8, GRID > 0 (a multiple of C for clusterC), "
+                   "as the table's config column\n",
                    spec.c_str());
       return 2;
     }
@@ -1024,9 +1058,11 @@ int main(int argc, char** argv) {
             Config c;
             c.cand = k.name; c.strat = k.strat; c.T = T; c.U = U; c.cluster = k.cluster;
             c.coop = k.coop; c.memset = k.memset;
+            const KFn fn = pick_any(k.strat, eb, T, U);
+            if (!fn) continue;  // T + 32 threads (first_reset_warp at T = 1024): more than a block can have
             const u64 natural = std::max<u64>(1, (vectors + (u64)T * U - 1) / ((u64)T * U));
             int occ = 0;
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pick_any(k.strat, eb, T, U), T, 0));
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, block_threads(k.strat, T), 0));
             std::vector<u64> grids;
             for (int cap : caps) grids.push_back(cap ? std::min<u64>(natural, (u64)cap * d.sms) : natural);
             if (k.cluster) grids.push_back(k.cluster);  // a single cluster
@@ -1128,7 +1164,7 @@ int main(int argc, char** argv) {
     if (r.cand == "read") read_us[r.dtype + std::to_string(r.bytes)] = r.us;
   const char* order[] = {"empty", "read", "read_best", "te_shape", "atomic", "two_stage", "one_pass",
                          "self_reset", "self_reset_red", "self_reset_pdl", "cluster2", "cluster4", "cluster8", "cluster16",
-                         "spin", "spin_coop", "first_reset", "first_reset_late"};
+                         "spin", "spin_coop", "first_reset", "first_reset_late", "first_reset_warp"};
   const char* csv_dir = std::getenv("OUT");
   FILE* csv = nullptr;
   if (csv_dir && *csv_dir) {
