@@ -124,7 +124,8 @@ _on_new_context = []
 
 def context(device=0, nan="propagate"):
     """The package's context of (device ordinal, NaN mode), created on first use and kept for the
-    life of the process (work in flight and captured CUDA graphs may use it up to exit).
+    life of the process (work in flight and captured CUDA graphs may use it up to exit). The two NaN
+    modes of a device share one database load, kernel cache and set of stream slots (siblings).
 
     The user database is the library's default ($AMAX_TUNE_DB, else
     ~/.local/share/amax-tune/tuning.db), the system database :func:`system_db_path`. Raises
@@ -141,7 +142,13 @@ def context_of(device, nan_mode):
     with _lock:
         c = _contexts.get(key)
         if c is None:
-            c = _C.Context(device, nan_mode, None, system_db_path(), None)
+            # The other NaN mode's context of the device, where there is one, lends its state: one
+            # database load, kernel cache and set of stream slots per device.
+            other = _contexts.get(device * 2 + 1 - nan_mode)
+            if other is not None:
+                c = other.sibling(nan_mode)
+            else:
+                c = _C.Context(device, nan_mode, None, system_db_path(), None)
             for hook in _on_new_context:
                 hook(c)
             _C._keep_forever(c)

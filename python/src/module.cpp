@@ -254,6 +254,15 @@ class Context {
   Context& operator=(const Context&) = delete;
   ~Context() { amax_context_destroy(ctx_); }
 
+  // amax_context_create_sibling: a context of `nan_mode` sharing this one's databases, kernels and
+  // stream slots (its own workspaces and allocator, unset).
+  std::unique_ptr<Context> sibling(int nan_mode) const {
+    std::unique_ptr<Context> s(new Context(device_, nan_mode));
+    check(amax_context_create_sibling(ctx_, static_cast<amax_nan_mode_t>(nan_mode), &s->ctx_),
+          "amax_context_create_sibling");
+    return s;
+  }
+
   int device() const { return device_; }
   int nan_mode() const { return nan_mode_; }
 
@@ -526,6 +535,8 @@ class Context {
   // The list of this thread's multi-tensor call, reused (no allocation per call once grown).
   static thread_local std::vector<amax_tensor_t> t_list;
 
+  Context(int device, int nan_mode) : device_(device), nan_mode_(nan_mode) {}
+
   amax_context_t ctx_ = nullptr;
   int device_;
   int nan_mode_;
@@ -613,6 +624,9 @@ and dtypes (codes, or one code for every tensor), each a list or tuple of ints, 
            py::arg("system_db") = py::none(), py::arg("kernel_cache_dir") = py::none())
       .def_property_readonly("device", &Context::device)
       .def_property_readonly("nan_mode", &Context::nan_mode)
+      .def("sibling", &Context::sibling, py::arg("nan_mode"),
+           "A Context of nan_mode on the same device sharing this one's databases, kernel cache and stream "
+           "slots (amax_context_create_sibling); its workspace allocator is unset.")
       .def("workspace_size", &Context::workspace_size, py::arg("dtype"), py::arg("n"),
            "amax_workspace_size: bytes of workspace for (dtype code, n), never 0")
       .def("compute", &Context::compute, py::arg("input"), py::arg("dtype"), py::arg("n"), py::arg("output"),

@@ -25,6 +25,12 @@ std::uint64_t next_context_id() {
 
 void clear_last_error() noexcept { g_last_error.clear(); }
 
+NanMode nan_mode_of(amax_nan_mode_t m, const char* name) {
+  if (m != AMAX_NAN_PROPAGATE && m != AMAX_NAN_IGNORE)
+    fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("{} is {} (expected 0 or 1)", name, static_cast<int>(m)));
+  return m == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
+}
+
 amax_status_t status_of_current_exception() {
   try {
     throw;
@@ -72,20 +78,18 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
       fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.struct_size is {}, expected {} (call "
                                                      "amax_context_options_init)", o->struct_size,
                                                      sizeof(amax_context_options_t)));
-    if (o->nan_mode != AMAX_NAN_PROPAGATE && o->nan_mode != AMAX_NAN_IGNORE)
-      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.nan_mode is {} (expected 0 or 1)", static_cast<int>(o->nan_mode)));
+    const NanMode nan_mode = nan_mode_of(o->nan_mode, "options.nan_mode");
     if (o->device < 0) fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("options.device is {}", o->device));
     Vendor vendor{};
     if (!first_available_vendor(vendor, o->device))
       fail(AMAX_STATUS_NO_DEVICE, fmt::format("no GPU device {} (NVIDIA: {}; AMD: {})", o->device,
                                               no_device_reason(Vendor::nvidia), no_device_reason(Vendor::amd)));
-    auto c = std::make_unique<amax_context>();
+    auto c = std::make_shared<ContextState>();
     c->backend = make_backend(vendor, o->device);
     c->compiler = make_compiler(vendor);
     c->arch = ArchInfo::parse(c->backend->device().arch);
     c->cu = static_cast<std::uint32_t>(c->backend->device().cu_count);
     c->check_pointers = device_count(vendor) > 1;
-    c->nan_mode = o->nan_mode == AMAX_NAN_IGNORE ? NanMode::ignore : NanMode::propagate;
     const std::filesystem::path cache = o->kernel_cache_dir ? o->kernel_cache_dir : BinaryCache::default_dir();
     std::shared_ptr<const Bundle> bundle;
     if (const auto path = default_bundle_path()) {
@@ -104,10 +108,26 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
     c->slot_words = spin_unsupported_reason(c->arch) ? kSpinFirstWord : kSlotWords;
-    c->slots = DeviceBuffer(*c->backend, 4 * c->slot_words * amax_context::kSlots);
-    c->backend->memset32_async(c->slots.get(), 0, c->slot_words * amax_context::kSlots, nullptr);
+    c->slots = DeviceBuffer(*c->backend, 4 * c->slot_words * ContextState::kSlots);
+    c->backend->memset32_async(c->slots.get(), 0, c->slot_words * ContextState::kSlots, nullptr);
     c->backend->synchronize(nullptr);
-    *out = c.release();
+    auto ctx = std::make_unique<amax_context>();
+    ctx->state = std::move(c);
+    ctx->nan_mode = nan_mode;
+    *out = ctx.release();
+  });
+}
+
+AMAX_API amax_status_t amax_context_create_sibling(amax_context_t base, amax_nan_mode_t nan_mode,
+                                                   amax_context_t* out) {
+  return guarded([&] {
+    need(base, "base context");
+    need(out, "context (out-parameter)");
+    *out = nullptr;
+    auto ctx = std::make_unique<amax_context>();
+    ctx->nan_mode = nan_mode_of(nan_mode, "nan_mode");
+    ctx->state = base->state;
+    *out = ctx.release();
   });
 }
 

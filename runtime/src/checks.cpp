@@ -23,13 +23,13 @@ void need(const void* p, const char* name) {
 }
 
 namespace {
-std::string this_device(const amax_context& c) {
+std::string this_device(const ContextState& c) {
   const DeviceInfo& d = c.backend->device();
   return fmt::format("device {} ({}, {})", d.ordinal, d.name, d.arch);
 }
 }  // namespace
 
-void need_own_stream(amax_context& c, StreamHandle s) {
+void need_own_stream(ContextState& c, StreamHandle s) {
   const StreamOwner o = c.backend->stream_owner(s);
   const int own = c.backend->device().ordinal;
   if (o.device >= 0 && o.device != own)
@@ -43,7 +43,7 @@ void need_own_stream(amax_context& c, StreamHandle s) {
                                                s, o.device, this_device(c)));
 }
 
-void need_own_memory(amax_context& c, const void* p, const char* name) {
+void need_own_memory(ContextState& c, const void* p, const char* name) {
   if (!c.check_pointers) return;
   const int d = c.backend->memory_device(p);
   if (d >= 0 && d != c.backend->device().ordinal)

@@ -85,26 +85,24 @@ struct Plan : Decision<KernelConfig> {
 
 std::uint64_t next_context_id();
 
-}  // namespace amax::capi
-
-struct amax_context {
-  /// Unique over the process's contexts (never reused, unlike addresses): what prepared multi-tensor
-  /// lists are keyed by.
-  const std::uint64_t id = amax::capi::next_context_id();
+/// What the contexts made from one amax_context_create share (amax_context_create_sibling): the
+/// device, its JIT compiler and kernel cache, the dispatch tables, the plan caches, the compile
+/// failures and the stream slots. Everything but the NaN mode, which the kernels take per launch.
+/// Thread-safe as a context is (amax_tune.h, "Threads and streams").
+struct ContextState {
   std::unique_ptr<amax::Backend> backend;
   std::shared_ptr<const amax::JitCompiler> compiler;
   std::unique_ptr<amax::KernelCache> kernels;
   amax::ArchInfo arch;
-  amax::NanMode nan_mode = amax::NanMode::propagate;
   std::uint32_t cu = 1;
   bool check_pointers = true;  // false where the process sees one GPU: no other device's memory exists
   std::string user_db, system_db;
   std::unique_ptr<amax::DispatchTables> tables;
 
-  amax::PlanCache<amax::capi::Plan> plans;        // amax_compute's
-  amax::PlanCache<amax::capi::Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
+  amax::PlanCache<Plan> plans;        // amax_compute's
+  amax::PlanCache<Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
   std::mutex fallback_mu;                                         // guards fallback_plans
-  std::vector<std::unique_ptr<amax::capi::Plan>> fallback_plans;  // default plans replacing failed variants
+  std::vector<std::unique_ptr<Plan>> fallback_plans;                 // default plans replacing failed variants
   amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
   // Stream slots of one_pass, self_reset, first_reset and spin: slot_words zeroed words per stream
@@ -117,15 +115,27 @@ struct amax_context {
   std::array<std::atomic<std::uintptr_t>, kSlots> slot_keys{};
 
   // ---- plans (plans.cpp) ----
-  std::unique_ptr<amax::capi::Plan> make_plan(amax::DType d, std::uint64_t n, amax::Epilogue epilogue) const;
+  std::unique_ptr<Plan> make_plan(amax::DType d, std::uint64_t n, amax::Epilogue epilogue) const;
   /// The variant that replaces `chosen` when it fails to compile (plans.cpp).
   amax::KernelConfig fallback_for(const amax::KernelConfig& chosen, amax::DType d, std::uint64_t n) const;
-  amax::capi::Plan& plan(amax::DType d, std::uint64_t n, amax::Epilogue e = amax::Epilogue::amax);
+  Plan& plan(amax::DType d, std::uint64_t n, amax::Epilogue e = amax::Epilogue::amax);
   /// The plan to launch for p, with its kernel loaded (plans.cpp).
-  const amax::capi::Plan& ready(amax::capi::Plan& p, amax::DType d, std::uint64_t n, amax::StreamHandle stream);
+  const Plan& ready(Plan& p, amax::DType d, std::uint64_t n, amax::StreamHandle stream);
 
   /// This stream's slot of slot_words words (stream_slots.cpp).
   std::uint32_t* slot_for(amax::StreamHandle s);
+};
+
+}  // namespace amax::capi
+
+/// A handle of the C API: a NaN mode over a shared ContextState (one per amax_context_create; a
+/// sibling shares its creator's).
+struct amax_context {
+  /// Unique over the process's contexts (never reused, unlike addresses): what prepared multi-tensor
+  /// lists are keyed by (their packed launches hold the NaN mode).
+  const std::uint64_t id = amax::capi::next_context_id();
+  std::shared_ptr<amax::capi::ContextState> state;
+  amax::NanMode nan_mode = amax::NanMode::propagate;
 };
 
 namespace amax::capi {
@@ -137,7 +147,7 @@ namespace amax::capi {
 /// the tables hold amax-only winners), and a forced variant as forced unless it cannot carry the
 /// epilogue (KernelConfig::validate, e.g. first_reset), which fused_variant then maps too.
 template <class Config>
-Decision<Config> decide(const amax_context& c, DType d, const typename DispatchRow<Config>::Query& query,
+Decision<Config> decide(const ContextState& c, DType d, const typename DispatchRow<Config>::Query& query,
                         Epilogue epilogue);
 
 /// The first step of getting either family's kernel for a call on `stream`: the kernel already
@@ -145,7 +155,7 @@ Decision<Config> decide(const amax_context& c, DType d, const typename DispatchR
 /// is not a stream operation), else during capture AMAX_STATUS_NOT_PRELOADED with `message()`.
 /// nullptr: not captured and not loaded (the caller loads it: load_or_fall_back).
 template <class Find, class Bundled, class Message>
-auto loaded_or_capture_check(amax_context& c, StreamHandle stream, Find&& find, Bundled&& bundled, Message&& message)
+auto loaded_or_capture_check(ContextState& c, StreamHandle stream, Find&& find, Bundled&& bundled, Message&& message)
     -> decltype(find()) {
   auto k = find();
   if (k || !c.backend->is_capturing(stream)) return k;
@@ -153,13 +163,15 @@ auto loaded_or_capture_check(amax_context& c, StreamHandle stream, Find&& find, 
   fail(AMAX_STATUS_NOT_PRELOADED, message());
 }
 
-// ---- argument checks (checks.cpp) ----
+// ---- argument checks (checks.cpp; nan_mode_of: c_api.cpp) ----
+/// The NaN mode `m`, or INVALID_ARGUMENT naming the argument `name` and its value.
+NanMode nan_mode_of(amax_nan_mode_t m, const char* name);
 DType need_dtype(amax_dtype_t d);
 void need(const void* p, const char* name);
 // The wrong-device checks of amax_compute (amax_tune.h "Several GPUs"): a stream or a pointer of
 // another device or context is refused before anything is enqueued.
-void need_own_stream(amax_context& c, StreamHandle s);
-void need_own_memory(amax_context& c, const void* p, const char* name);
+void need_own_stream(ContextState& c, StreamHandle s);
+void need_own_memory(ContextState& c, const void* p, const char* name);
 void need_aligned_output(const float* p, const char* name);
 // The rule of amax_scale_options_t, validated (amax_tune.h, amax_scale_options_check).
 ScaleRule scale_rule_of(const amax_scale_options_t* o);
@@ -182,18 +194,18 @@ void check(const std::optional<MultiListError>& e);
 /// Validates the list (pointers too when `check_pointers`) and sorts it into one group per dtype,
 /// each with its variant (with `epilogue`), launches and workspace. Reuses `m`'s storage. Throws
 /// Failure naming the first bad tensor's index and value.
-void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
+void group_multi(ContextState& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
                  MultiCall& m);
 
 /// The loaded kernel of the group of dtype `d`: loaded on first use (loaded_or_capture_check, then
 /// the kernel cache); when its variant fails to compile, the built-in default by the rule of both
 /// families (load_or_fall_back; use_multi_fallback rewrites the group for it).
-const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream);
+const LoadedMultiKernel& ready_multi(ContextState& c, MultiCall& m, DType d, StreamHandle stream);
 
 /// Runs group `d` of `m` as the built-in multi-tensor default (with its epilogue) because its
 /// chosen variant failed to compile: source default, the reason for amax_multi_explain, its
 /// launches split again.
-void use_multi_fallback(amax_context& c, MultiCall& m, DType d);
+void use_multi_fallback(ContextState& c, MultiCall& m, DType d);
 
 /// This thread's MultiCall, reused by every multi-tensor call of the thread.
 MultiCall& thread_call();

@@ -17,7 +17,7 @@ using namespace amax::capi;
 namespace {
 
 // amax_preload and amax_preload_scale: the kernels of the built-in defaults and of every (dtype, size).
-void preload(amax_context& c, const amax_dtype_t* dtypes, size_t num_dtypes, const uint64_t* sizes, size_t num_sizes,
+void preload(ContextState& c, const amax_dtype_t* dtypes, size_t num_dtypes, const uint64_t* sizes, size_t num_sizes,
              Epilogue e) {
   if (num_dtypes) need(dtypes, "dtypes");
   if (num_sizes) need(sizes, "sizes");
@@ -34,7 +34,7 @@ void preload(amax_context& c, const amax_dtype_t* dtypes, size_t num_dtypes, con
 }
 
 /// amax_multi_preload and amax_multi_preload_scale: the chosen and the default kernels of each group.
-void preload_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e) {
+void preload_multi(ContextState& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e) {
   MultiCall& t_call = thread_call();
   group_multi(c, tensors, count, false, e, t_call);
   for (const DTypeInfo& di : all_dtypes()) {
@@ -60,8 +60,9 @@ std::string fused_note(const KernelConfig& amax_only, const KernelConfig& fused)
 }
 
 // amax_explain (Epilogue::amax) and amax_explain_scale: the plan of (dtype, n) and where it came from.
-void explain(amax_context_t c, amax_dtype_t dtype, uint64_t n, Epilogue epilogue, amax_explanation_t* e) {
-  need(c, "context");
+void explain(amax_context_t ctx, amax_dtype_t dtype, uint64_t n, Epilogue epilogue, amax_explanation_t* e) {
+  need(ctx, "context");
+  ContextState* c = ctx->state.get();
   need(e, "explanation (out-parameter)");
   const DType d = need_dtype(dtype);
   std::memset(e, 0, sizeof *e);
@@ -125,7 +126,7 @@ AMAX_API amax_status_t amax_preload(amax_context_t c, const amax_dtype_t* dtypes
                                     const uint64_t* sizes, size_t num_sizes) {
   return guarded([&] {
     need(c, "context");
-    preload(*c, dtypes, num_dtypes, sizes, num_sizes, Epilogue::amax);
+    preload(*c->state, dtypes, num_dtypes, sizes, num_sizes, Epilogue::amax);
   });
 }
 
@@ -133,7 +134,7 @@ AMAX_API amax_status_t amax_preload_scale(amax_context_t c, const amax_dtype_t* 
                                           const uint64_t* sizes, size_t num_sizes) {
   return guarded([&] {
     need(c, "context");
-    preload(*c, dtypes, num_dtypes, sizes, num_sizes, Epilogue::scale);
+    preload(*c->state, dtypes, num_dtypes, sizes, num_sizes, Epilogue::scale);
   });
 }
 
@@ -148,14 +149,14 @@ AMAX_API amax_status_t amax_explain_scale(amax_context_t c, amax_dtype_t dtype, 
 AMAX_API amax_status_t amax_multi_preload(amax_context_t c, const amax_tensor_t* tensors, size_t count) {
   return guarded([&] {
     need(c, "context");
-    preload_multi(*c, tensors, count, Epilogue::amax);
+    preload_multi(*c->state, tensors, count, Epilogue::amax);
   });
 }
 
 AMAX_API amax_status_t amax_multi_preload_scale(amax_context_t c, const amax_tensor_t* tensors, size_t count) {
   return guarded([&] {
     need(c, "context");
-    preload_multi(*c, tensors, count, Epilogue::scale);
+    preload_multi(*c->state, tensors, count, Epilogue::scale);
   });
 }
 
@@ -166,7 +167,7 @@ AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t*
     need(e, "explanation (out-parameter)");
     const DType d = need_dtype(dtype);
     MultiCall& t_call = thread_call();
-    group_multi(*c, tensors, count, false, Epilogue::amax, t_call);
+    group_multi(*c->state, tensors, count, false, Epilogue::amax, t_call);
     std::memset(e, 0, sizeof *e);
     const MultiGroup& x = t_call.groups[index(d)];
     const GroupShape& shape = t_call.list.shapes[index(d)];
@@ -189,7 +190,7 @@ AMAX_API amax_status_t amax_multi_explain(amax_context_t c, const amax_tensor_t*
             ? fmt::format("{} database {}: winner for {} x {} B tensors ({} B in all, the largest {} B; this list: {} "
                           "tensors, {} B, the largest {} B; nearest group bucket), {}: {:.2f} us, {:.0f} GB/s",
                           x.source == AMAX_SOURCE_USER_DB ? "user" : "system",
-                          x.source == AMAX_SOURCE_USER_DB ? c->user_db : c->system_db, x.entry->shape.tensors,
+                          x.source == AMAX_SOURCE_USER_DB ? c->state->user_db : c->state->system_db, x.entry->shape.tensors,
                           x.entry->shape.largest_bytes, x.entry->shape.total_bytes, x.entry->shape.largest_bytes,
                           shape.tensors, shape.total_bytes, shape.largest_bytes, x.entry->where, x.entry->median_us,
                           x.entry->gbps)

@@ -16,7 +16,7 @@ void check(const std::optional<MultiListError>& e) {
   if (e) fail(e->status, e->message);
 }
 
-void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
+void group_multi(ContextState& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
                  MultiCall& m) {
   check(sort_multi_list(t, count, check_pointers, m.list));
   for (const DTypeInfo& di : all_dtypes()) {
@@ -41,7 +41,7 @@ void group_multi(amax_context& c, const amax_tensor_t* t, std::size_t count, boo
   }
 }
 
-void use_multi_fallback(amax_context& c, MultiCall& m, DType d) {
+void use_multi_fallback(ContextState& c, MultiCall& m, DType d) {
   MultiGroup& x = m.groups[index(d)];
   MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
   def.epilogue = x.config.epilogue;
@@ -52,7 +52,7 @@ void use_multi_fallback(amax_context& c, MultiCall& m, DType d) {
   x.launches = split_multi_launches(m.list.tensors[index(d)], def, d, c.cu, x.capacity);
 }
 
-const LoadedMultiKernel& ready_multi(amax_context& c, MultiCall& m, DType d, StreamHandle stream) {
+const LoadedMultiKernel& ready_multi(ContextState& c, MultiCall& m, DType d, StreamHandle stream) {
   MultiGroup& x = m.groups[index(d)];
   if (const LoadedMultiKernel* k = loaded_or_capture_check(
           c, stream, [&] { return c.kernels->find(x.config, d, x.capacity); },
@@ -93,7 +93,7 @@ AMAX_API amax_status_t amax_multi_workspace_size(amax_context_t c, const amax_te
     need(c, "context");
     need(bytes, "bytes (out-parameter)");
     MultiCall& t_call = thread_call();
-    group_multi(*c, tensors, count, false, Epilogue::amax, t_call);
+    group_multi(*c->state, tensors, count, false, Epilogue::amax, t_call);
     std::uint64_t b = 4;
     for (const MultiGroup& x : t_call.groups)
       if (!x.launches.empty()) b = std::max(b, x.workspace_bytes);

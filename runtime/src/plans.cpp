@@ -19,7 +19,7 @@ using namespace amax::capi;
 namespace amax::capi {
 
 template <class Config>
-Decision<Config> decide(const amax_context& c, DType d, const typename DispatchRow<Config>::Query& q, Epilogue e) {
+Decision<Config> decide(const ContextState& c, DType d, const typename DispatchRow<Config>::Query& q, Epilogue e) {
   Choice<Config> choice = c.tables->choose(d, q);
   Decision<Config> out{choice.config, static_cast<amax_source_t>(choice.source), choice.entry, std::move(choice.why)};
   out.config.epilogue = e;  // also over a forced label's
@@ -29,12 +29,12 @@ Decision<Config> decide(const amax_context& c, DType d, const typename DispatchR
   }
   return out;
 }
-template Decision<KernelConfig> decide(const amax_context&, DType, const std::uint64_t&, Epilogue);
-template Decision<MultiConfig> decide(const amax_context&, DType, const GroupShape&, Epilogue);
+template Decision<KernelConfig> decide(const ContextState&, DType, const std::uint64_t&, Epilogue);
+template Decision<MultiConfig> decide(const ContextState&, DType, const GroupShape&, Epilogue);
 
 }  // namespace amax::capi
 
-std::unique_ptr<Plan> amax_context::make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
+std::unique_ptr<Plan> ContextState::make_plan(DType d, std::uint64_t n, Epilogue epilogue) const {
   auto p = std::make_unique<Plan>();
   static_cast<Decision<KernelConfig>&>(*p) = decide<KernelConfig>(*this, d, n, epilogue);
   p->shape = launch_shape(p->config, n, cu);
@@ -47,7 +47,7 @@ std::unique_ptr<Plan> amax_context::make_plan(DType d, std::uint64_t n, Epilogue
 // family, but never one that needs more workspace than `chosen` (a workspace-free variant such
 // as self_reset or atomic falls back to the default's shape with the atomic strategy, which
 // needs none), so amax_workspace_size reports what the chosen variant needs (at least 4 bytes).
-KernelConfig amax_context::fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
+KernelConfig ContextState::fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
   KernelConfig def = builtin_default(arch, d, n);
   def.epilogue = chosen.epilogue;
   if (launch_shape(def, n, cu).workspace_bytes > launch_shape(chosen, n, cu).workspace_bytes)
@@ -55,7 +55,7 @@ KernelConfig amax_context::fallback_for(const KernelConfig& chosen, DType d, std
   return def;
 }
 
-Plan& amax_context::plan(DType d, std::uint64_t n, Epilogue e) {
+Plan& ContextState::plan(DType d, std::uint64_t n, Epilogue e) {
   return (e == Epilogue::amax ? plans : scale_plans).get(d, n, [&] { return make_plan(d, n, e); });
 }
 
@@ -63,7 +63,7 @@ Plan& amax_context::plan(DType d, std::uint64_t n, Epilogue e) {
 // (loaded_or_capture_check, then the kernel cache), or, when p's variant fails to compile, a plan
 // of the built-in default that replaces it (load_or_fall_back, the rule of both families).
 // Thread-safe: plans are immutable once published.
-const Plan& amax_context::ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
+const Plan& ContextState::ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
   if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
   if (p.kernel.load(std::memory_order_acquire)) return p;
   const LoadedKernel* k = loaded_or_capture_check(
@@ -100,12 +100,13 @@ namespace {
 
 // The body of amax_compute and amax_and_scale (scale: the fused call's outputs and rule), after
 // the output pointers were checked: everything else is checked before anything is enqueued.
-void enqueue(amax_context& c, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
+void enqueue(const amax_context& ctx, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
              std::size_t workspace_bytes, StreamHandle stream, const ScaleArgs* scale) {
+  ContextState& c = *ctx.state;
   need_own_stream(c, stream);
   need_own_memory(c, output, scale ? "amax_out" : "output");
   if (n == 0) {  // +0.0 (and the rule's scale for it), no kernel
-    launch_amax(*c.backend, LoadedKernel{}, LaunchShape{}, input, 0, output, workspace, nullptr, c.nan_mode, stream,
+    launch_amax(*c.backend, LoadedKernel{}, LaunchShape{}, input, 0, output, workspace, nullptr, ctx.nan_mode, stream,
                 scale);
     return;
   }
@@ -127,7 +128,7 @@ void enqueue(amax_context& c, const void* input, DType d, std::uint64_t n, float
   const LaunchShape shape =
       p.config.strategy == Strategy::spin ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
   std::uint32_t* slot = shape.uses_slot ? c.slot_for(stream) : nullptr;
-  launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, c.nan_mode, stream, scale);
+  launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, ctx.nan_mode, stream, scale);
 }
 
 }  // namespace
@@ -139,7 +140,7 @@ AMAX_API amax_status_t amax_workspace_size(amax_context_t c, amax_dtype_t dtype,
     need(c, "context");
     need(bytes, "bytes (out-parameter)");
     const DType d = need_dtype(dtype);
-    *bytes = n == 0 ? 4 : c->plan(d, n).workspace_bytes;
+    *bytes = n == 0 ? 4 : c->state->plan(d, n).workspace_bytes;
   });
 }
 
@@ -171,8 +172,8 @@ AMAX_API amax_status_t amax_and_scale(amax_context_t c, const void* input, amax_
       fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("amax_out {}, scale_out {} and scale_inv_out {} must be three "
                                                      "distinct fp32 words", static_cast<void*>(amax_out),
                                                      static_cast<void*>(scale_out), static_cast<void*>(scale_inv_out)));
-    need_own_memory(*c, scale_out, "scale_out");
-    need_own_memory(*c, scale_inv_out, "scale_inv_out");
+    need_own_memory(*c->state, scale_out, "scale_out");
+    need_own_memory(*c->state, scale_inv_out, "scale_inv_out");
     const ScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,
                        (rule.force_pow2 ? kRuleForcePow2 : 0u) | (rule.nan_propagates ? kRuleNanPropagates : 0u)};
     enqueue(*c, input, d, n, amax_out, workspace, workspace_bytes, stream, &sa);

@@ -54,8 +54,9 @@ PreparedList* find_prepared(std::uint64_t context_id, Epilogue e, const amax_ten
 /// Readies the kernels of the list that group_multi just sorted into the thread's MultiCall (ready_multi), packs
 /// its launches and keeps it prepared, dropping the least recently used lists beyond
 /// kPreparedLists or kPreparedBytes.
-PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::size_t count, Epilogue e,
+PreparedList& prepare_list(const amax_context& ctx, const amax_tensor_t* tensors, std::size_t count, Epilogue e,
                            StreamHandle stream) {
+  ContextState& c = *ctx.state;
   MultiCall& t_call = thread_call();
   auto p = std::make_unique<PreparedList>();
   for (const DTypeInfo& di : all_dtypes()) {
@@ -67,7 +68,7 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
       p->slot = p->slot || l.spanning;
       p->args[i].emplace_back();
       pack_multi_args(p->args[i].back(), x.capacity, t_call.list.tensors[i], l, x.config, di.dtype, nullptr,
-                      nullptr, nullptr, c.nan_mode, nullptr);
+                      nullptr, nullptr, ctx.nan_mode, nullptr);
       p->bytes += p->args[i].back().size();
     }
     // What its launches need: its kernels are loaded (a variant that failed to compile is already
@@ -77,7 +78,7 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
     p->need_ws = std::max(p->need_ws, multi_workspace_bytes(x.launches));
   }
   p->groups = t_call.groups;
-  p->context_id = c.id;
+  p->context_id = ctx.id;
   p->epilogue = e;
   p->list.assign(tensors, tensors + count);
   p->bytes += count * sizeof(amax_tensor_t);
@@ -98,13 +99,14 @@ PreparedList& prepare_list(amax_context& c, const amax_tensor_t* tensors, std::s
 /// enqueues every launch of every dtype group. A list this thread enqueued before on this context
 /// is served prepared (find_prepared); only the outputs, workspace and stream are checked again
 /// (and each tensor's device where the process sees several GPUs).
-void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t count, float* output,
+void enqueue_multi(const amax_context& ctx, const amax_tensor_t* tensors, std::size_t count, float* output,
                    const MultiScaleArgs* scale, void* workspace, std::size_t workspace_bytes, void* stream) {
+  ContextState& c = *ctx.state;
   const Epilogue e = scale ? Epilogue::scale : Epilogue::amax;
   // The array itself first: the lookup reads tensors[i]. An entry the lookup matches equals one
   // of a list validated when it was prepared, so the entries need no second check.
   check(check_multi_list_array(tensors, count));
-  PreparedList* p = count ? find_prepared(c.id, e, tensors, count) : nullptr;
+  PreparedList* p = count ? find_prepared(ctx.id, e, tensors, count) : nullptr;
   MultiCall& t_call = thread_call();
   if (!p) group_multi(c, tensors, count, true, e, t_call);  // the list's own errors come first
   const char* out_name = scale ? "amax_out" : "output";
@@ -135,7 +137,7 @@ void enqueue_multi(amax_context& c, const amax_tensor_t* tensors, std::size_t co
       fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
            fmt::format("workspace of {} bytes{} is too small for this list of {} tensors: amax_multi_workspace_size "
                        "gives {} bytes", workspace_bytes, workspace ? "" : " (NULL)", count, need_ws));
-    p = &prepare_list(c, tensors, count, e, stream);
+    p = &prepare_list(ctx, tensors, count, e, stream);
   }
   if (workspace_bytes < p->need_ws || !workspace)
     fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,

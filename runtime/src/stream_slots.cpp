@@ -13,7 +13,7 @@
 using namespace amax;
 using namespace amax::capi;
 
-std::uint32_t* amax_context::slot_for(StreamHandle s) {
+std::uint32_t* ContextState::slot_for(StreamHandle s) {
   // Key: the stream handle (+1, so that the legacy stream NULL is a key too). The per-thread
   // default stream (cudaStreamPerThread / hipStreamPerThread, handle 2) is another stream in
   // every thread: keyed by the thread, with low bits 11 that no handle + 1 has.

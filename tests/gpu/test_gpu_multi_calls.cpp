@@ -247,5 +247,13 @@ TEST(GpuMulti, RepeatedListsAreServedPreparedWithTheirNewDataOutputsAndWorkspace
   // Another context (NaN ignored) with the very same list: its own preparation, its own NaN mode.
   amax_tune::Context ignore(options(AMAX_NAN_IGNORE));
   EXPECT_EQ(run_and_check(b, ignore, *a, NanMode::ignore, "the first list, NaN-ignoring context"), 0);
-  std::printf("multi: %d calls of two repeated lists, 300 others, fused and another context bit-exact\n", calls + 304);
+  // A sibling of ctx (NaN ignored; shared kernels, tables and slots): its own prepared list of the
+  // same tensors, with its own NaN mode, interleaved with ctx's.
+  amax_tune::Context sibling = ctx.sibling(AMAX_NAN_IGNORE);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(run_and_check(b, sibling, *a, NanMode::ignore, "the first list, NaN-ignoring sibling"), 0);
+    EXPECT_EQ(run_and_check(b, ctx, *a, NanMode::propagate, "the first list after the sibling's"), 0);
+  }
+  std::printf("multi: %d calls of two repeated lists, 300 others, fused, another context and a sibling "
+              "bit-exact\n", calls + 308);
 }

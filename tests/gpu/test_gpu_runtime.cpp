@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -64,6 +65,52 @@ TEST(GpuRuntime, TunedDispatchIsBitExactOverRandomSizesAndOffsets) {
     }
   }
   std::printf("tuned dispatch: %d random (dtype, n, offset, input) cases bit-exact\n", checked);
+}
+
+TEST(GpuRuntime, SiblingSharesKernelsAndSlotsWithItsOwnNanMode) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  // Sizes of one block, of a slot-using strategy (self_reset / first_reset) and of a large grid.
+  const std::uint64_t sizes[] = {1000, 1u << 20, 20000000};
+  const amax_dtype_t dt = AMAX_DTYPE_BF16;
+  std::optional<amax_tune::Context> base(std::in_place, options(AMAX_NAN_PROPAGATE));
+  base->preload({dt}, {sizes[0], sizes[1], sizes[2]});
+  amax_tune::Context ignore = base->sibling(AMAX_NAN_IGNORE);
+  for (std::uint64_t n : sizes) {  // the base's plans and loaded kernels serve the sibling
+    const amax_explanation_t e = ignore.explain(dt, n), f = base->explain(dt, n);
+    EXPECT_STREQ(e.label, f.label) << "n=" << n;
+    EXPECT_EQ(std::string(e.detail).find("not loaded yet"), std::string::npos) << "n=" << n << ": " << e.detail;
+  }
+  std::mt19937_64 rng(std::random_device{}());
+  StreamHandle s = b.create_stream();
+  DeviceBuffer in(b, sizes[2] * 2), out(b, 8), ws(b, 64u << 20);
+  for (int round = 0; round < 3; ++round)
+    for (std::uint64_t n : sizes) {
+      const auto host = make_input(round == 2 ? InputKind::all_nan : InputKind::nan_middle, DType::bf16, n, rng());
+      b.copy_to_device(in.get(), host.data(), host.size());
+      b.memset32_async(out.get(), 0x7f800000u, 2, s);
+      // Back to back on one stream: both use the stream's one shared slot.
+      base->compute(in.get(), dt, n, out.get<float>(), ws.get(), ws.bytes(), s);
+      ignore.compute(in.get(), dt, n, out.get<float>() + 1, ws.get(), ws.bytes(), s);
+      b.synchronize(s);
+      std::uint32_t got[2];
+      b.copy_to_host(got, out.get(), 8);
+      EXPECT_EQ(got[0], reference_amax_bits(host.data(), DType::bf16, n, NanMode::propagate)) << "round " << round << " n=" << n;
+      EXPECT_EQ(got[1], reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore)) << "round " << round << " n=" << n;
+    }
+  // The sibling outlives its creator; a sibling of a sibling propagates again.
+  base.reset();
+  amax_tune::Context again = ignore.sibling(AMAX_NAN_PROPAGATE);
+  const auto host = make_input(InputKind::nan_middle, DType::bf16, sizes[1], rng());
+  b.copy_to_device(in.get(), host.data(), host.size());
+  ignore.compute(in.get(), dt, sizes[1], out.get<float>(), ws.get(), ws.bytes(), s);
+  again.compute(in.get(), dt, sizes[1], out.get<float>() + 1, ws.get(), ws.bytes(), s);
+  b.synchronize(s);
+  std::uint32_t got[2];
+  b.copy_to_host(got, out.get(), 8);
+  EXPECT_EQ(got[0], reference_amax_bits(host.data(), DType::bf16, sizes[1], NanMode::ignore));
+  EXPECT_EQ(got[1], 0x7fc00000u);
+  b.destroy_stream(s);
 }
 
 TEST(GpuRuntime, GraphCapturedOnceAndReplayedThreeTimes) {

@@ -25,6 +25,9 @@ TEST(CApi, NullArgumentsGetTheirOwnStatusAndMessage) {
   amax_explanation_t e;
   EXPECT_EQ(amax_explain(nullptr, AMAX_DTYPE_FP32, 1, &e), AMAX_STATUS_NULL_POINTER);
   EXPECT_EQ(amax_context_destroy(nullptr), AMAX_STATUS_SUCCESS);
+  amax_context_t sibling = reinterpret_cast<amax_context_t>(0x1);
+  EXPECT_EQ(amax_context_create_sibling(nullptr, AMAX_NAN_IGNORE, &sibling), AMAX_STATUS_NULL_POINTER);
+  EXPECT_STREQ(amax_last_error(), "base context is NULL");
 }
 
 TEST(CApi, BadOptionsAreRejected) {

@@ -138,6 +138,17 @@ AMAX_API void amax_context_options_init(amax_context_options_t* options);
  *  DRIVER_ERROR. A damaged or missing database is not an error: it is skipped with one warning. */
 AMAX_API amax_status_t amax_context_create(const amax_context_options_t* options, amax_context_t* context);
 
+/** Creates a sibling of `base`: a context of the other (or the same) NaN mode that shares all of
+ *  base's state (device, databases' tables, kernel cache, plans, compile failures, stream slots),
+ *  so a caller of both NaN modes (PyTorch's propagate and TransformerEngine's ignore) loads the
+ *  databases and compiles each kernel once. Nothing is allocated on the device and no database is
+ *  read. Calls on a sibling behave as on a context created with the same options and `nan_mode`;
+ *  the 4096 stream slots are shared (TOO_MANY_STREAMS counts the streams of all siblings).
+ *  Contexts and siblings may be destroyed in any order: the shared state lives until the last of
+ *  them is destroyed. Thread-safe. Errors: NULL_POINTER, INVALID_ARGUMENT (nan_mode not 0 or 1). */
+AMAX_API amax_status_t amax_context_create_sibling(amax_context_t base, amax_nan_mode_t nan_mode,
+                                                   amax_context_t* sibling);
+
 /** Destroys a context (waits for nothing; do not destroy while its work is in flight). NULL is a no-op. */
 AMAX_API amax_status_t amax_context_destroy(amax_context_t context);
 

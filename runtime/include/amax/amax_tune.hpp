@@ -87,6 +87,14 @@ class Context {
   Context& operator=(const Context&) = delete;
   ~Context() { amax_context_destroy(ctx_); }
 
+  /// A context of NaN mode `nan_mode` sharing this one's state (amax_context_create_sibling): no
+  /// second database load, kernel cache or slot allocation. Either may outlive the other.
+  Context sibling(amax_nan_mode_t nan_mode) const {
+    Context s(Adopt{});
+    check(amax_context_create_sibling(ctx_, nan_mode, &s.ctx_));
+    return s;
+  }
+
   /// Workspace bytes for (dtype, n); never 0.
   std::size_t workspace_size(amax_dtype_t dtype, std::uint64_t n) const {
     std::size_t b = 0;
@@ -175,6 +183,8 @@ class Context {
   amax_context_t get() const noexcept { return ctx_; }
 
  private:
+  struct Adopt {};
+  explicit Context(Adopt) {}
   amax_context_t ctx_ = nullptr;
 };
 
