@@ -100,7 +100,7 @@ void explain(amax_context_t ctx, amax_dtype_t dtype, uint64_t n, Epilogue epilog
                          p.entry->where, p.entry->median_us, p.entry->gbps);
     if (fused) note = fused_note(p.entry->config, p.config);
   } else if (p.source == AMAX_SOURCE_OVERRIDE) {
-    detail = c->tables->forced_label<KernelConfig>() && !c->tables->forced_label<KernelConfig>()->validate(c->arch, d)
+    detail = p.why.empty() && c->tables->forced_label<KernelConfig>()  // a forced label not used says why
                  ? "forced by AMAX_TUNE_FORCE_LABEL"
                  : "forced strategy (AMAX_TUNE_FORCE_STRATEGY or NVTE_USE_ATOMIC_AMAX=1) on the built-in default";
     if (fused) detail += " (a forced variant runs fused as forced: an atomic one keeps its memset launch)";
@@ -110,6 +110,7 @@ void explain(amax_context_t ctx, amax_dtype_t dtype, uint64_t n, Epilogue epilog
                          c->system_db.empty() ? "disabled" : c->system_db, builtin_default_source(c->arch));
     if (fused) note = fused_note(builtin_default(c->arch, d, n), p.config);
   }
+  if (!replaced) detail = p.why + detail;  // why a forced label is not used, as amax_multi_explain says it
   const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
   const std::string origin =
       !k ? "code object: not loaded yet"

@@ -116,6 +116,24 @@ TEST(GpuScale, ClusteredLabelsThroughTheApiAndGraphReplay) {
   }
 }
 
+// amax_explain of a forced label: "forced by AMAX_TUNE_FORCE_LABEL" where it is valid (bf16), and
+// where it is not (fp32: 8 lanes of 4 bytes exceed the 16-byte load) the reason, then the decision
+// that serves instead, as amax_multi_explain gives it.
+TEST(GpuScale, ExplainSaysWhyAForcedLabelIsNotUsed) {
+  AMAX_REQUIRE_GPU();
+  const ArchInfo arch = ArchInfo::parse(env->backend->device().arch);
+  ForceLabel force("one_pass.t512.v8.u2.b4cu");
+  amax_tune::Context ctx(api_options());
+  const amax_explanation_t bf16 = ctx.explain(AMAX_DTYPE_BF16, 1u << 20), fp32 = ctx.explain(AMAX_DTYPE_FP32, 1u << 20);
+  EXPECT_STREQ(bf16.label, "one_pass.t512.v8.u2.b4cu");
+  EXPECT_EQ(bf16.source, AMAX_SOURCE_OVERRIDE);
+  EXPECT_NE(std::string(bf16.detail).find("; forced by AMAX_TUNE_FORCE_LABEL"), std::string::npos) << bf16.detail;
+  EXPECT_NE(fp32.source, AMAX_SOURCE_OVERRIDE);
+  EXPECT_STRNE(fp32.label, "one_pass.t512.v8.u2.b4cu");
+  const std::string want = "; AMAX_TUNE_FORCE_LABEL is not valid for " + arch.name + " fp32 (";
+  EXPECT_NE(std::string(fp32.detail).find(want), std::string::npos) << fp32.detail;
+}
+
 // Where the table's choice is atomic (memset + kernel), amax_and_scale runs self_reset of the same
 // threads, nvec and unroll with a grid of at most 4 blocks per CU and the epilogue, one launch
 // (fused_variant); other choices run as chosen, a forced atomic
