@@ -79,11 +79,18 @@
 #define AMAX_FIRST_RESET_WORD 2u
 #define AMAX_FIRST_RESET_MAX_POLLS (1u << 20)
 
+// The threads of a block: AMAX_THREADS loading threads and, for first_reset_warp, one wave more
+// (its ticket wave: threads AMAX_THREADS .. AMAX_BLOCK_THREADS - 1), which loads nothing.
+#if !defined(AMAX_MULTI) && AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP
+#define AMAX_BLOCK_THREADS (AMAX_THREADS + AMAX_WAVE_SIZE)
+#else
+#define AMAX_BLOCK_THREADS AMAX_THREADS
+#endif
 #if AMAX_THREADS % AMAX_WAVE_SIZE != 0
 #error "AMAX_THREADS must be a multiple of the wave size"
 #endif
-#if AMAX_THREADS > AMAX_WAVE_SIZE * AMAX_WAVE_SIZE
-#error "AMAX_THREADS must be at most the wave size squared (the block reduction finishes in one wave)"
+#if AMAX_BLOCK_THREADS > AMAX_WAVE_SIZE * AMAX_WAVE_SIZE
+#error "AMAX_THREADS must be at most the wave size squared, with first_reset_warp's ticket wave (the block reduction finishes in one wave)"
 #endif
 
 typedef unsigned long long amax_u64;
@@ -255,6 +262,10 @@ AMAX_DEVICE unsigned amax_thread_partial(const unsigned char* AMAX_RESTRICT in, 
 }
 
 // ---- block reduction: max of fp32 bits over the block; the result is valid in thread 0 ----
+// The fp32 bits of an amax with any NaN made the canonical quiet NaN 0x7fc00000, which is above
+// every non-NaN value, so an atomic or integer max keeps it.
+AMAX_DEVICE unsigned amax_canonical(unsigned bits) { return bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits; }
+
 AMAX_DEVICE unsigned amax_wave_reduce(unsigned v) {
 #pragma unroll
   for (int off = AMAX_WAVE_SIZE / 2; off > 0; off >>= 1) v = amax_umax(v, amax_shfl_xor(v, off));
@@ -263,13 +274,13 @@ AMAX_DEVICE unsigned amax_wave_reduce(unsigned v) {
 
 AMAX_DEVICE unsigned amax_block_reduce(unsigned v) {
   v = amax_wave_reduce(v);
-#if AMAX_THREADS > AMAX_WAVE_SIZE
-  __shared__ unsigned wave_max[AMAX_THREADS / AMAX_WAVE_SIZE];
+#if AMAX_BLOCK_THREADS > AMAX_WAVE_SIZE
+  __shared__ unsigned wave_max[AMAX_BLOCK_THREADS / AMAX_WAVE_SIZE];
   const unsigned lane = threadIdx.x % AMAX_WAVE_SIZE, wave = threadIdx.x / AMAX_WAVE_SIZE;
   if (lane == 0) wave_max[wave] = v;
   __syncthreads();
   if (wave == 0) {
-    v = lane < AMAX_THREADS / AMAX_WAVE_SIZE ? wave_max[lane] : 0u;
+    v = lane < AMAX_BLOCK_THREADS / AMAX_WAVE_SIZE ? wave_max[lane] : 0u;
     v = amax_wave_reduce(v);
   }
 #endif
@@ -311,8 +322,8 @@ AMAX_DEVICE unsigned amax_cluster_reduce(unsigned bits) {
 #define AMAX_CLUSTER_ATTR
 #endif
 
-#if !defined(AMAX_MULTI) && AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET
-// first_reset's start, by thread 0 of each block of a grid of more than one block, before its
+#if !defined(AMAX_MULTI) && (AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET || AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP)
+// first_reset's start, by thread 0 of each block (first_reset_warp: the first thread of its ticket wave) of a grid of more than one block, before its
 // loads: takes a ticket (arrival index and epoch) on the slot's 64-bit word; the first block to
 // arrive zeroes the output and publishes epoch + 1 with a release store; the last moves the word
 // to the next epoch with 0 arrivals (an add of 2^32 - gridDim.x). Launches on one stream never
@@ -334,7 +345,7 @@ AMAX_DEVICE unsigned amax_first_reset_enter(unsigned* counter, float* out) {
 // Writes the amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue, scale and
 // scale_inv from it. Called by one thread.
 AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
-  bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+  bits = amax_canonical(bits);
   *reinterpret_cast<unsigned*>(out) = bits;
 #if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
   amax_write_scale(scale_args, bits);
@@ -344,7 +355,7 @@ AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
 // The single-tensor entry points (not rendered into multi-tensor sources, which define
 // AMAX_MULTI and bring their own: amax_multi_kernels.h).
 #ifndef AMAX_MULTI
-AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_THREADS, AMAX_MIN_BLOCKS) AMAX_CLUSTER_ATTR
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_BLOCK_THREADS, AMAX_MIN_BLOCKS) AMAX_CLUSTER_ATTR
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
@@ -354,10 +365,18 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // The ticket before the loads: thread 0's warp waits for it while the block's other warps load.
   unsigned first_reset_want = 0u;
   if (threadIdx.x == 0 && gridDim.x > 1) first_reset_want = amax_first_reset_enter(counter, out);
+#elif AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP
+  // The ticket in the block's extra wave, which loads nothing: no loading wave waits for it. Its
+  // result reaches thread 0 through shared memory, ordered by the block reduction's barrier.
+  __shared__ unsigned first_reset_want_shared;
+  unsigned first_reset_want = 0u;
+  if (threadIdx.x == AMAX_THREADS && gridDim.x > 1) first_reset_want_shared = amax_first_reset_enter(counter, out);
 #endif
   const unsigned char* p = static_cast<const unsigned char*>(in);
-  unsigned bits = (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
-                                                  : amax_thread_partial<false>(p, n);
+  const bool loads = AMAX_BLOCK_THREADS == AMAX_THREADS || threadIdx.x < AMAX_THREADS;  // the ticket wave: +0.0
+  unsigned bits = !loads                           ? 0u
+                  : (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
+                                                   : amax_thread_partial<false>(p, n);
   bits = amax_block_reduce(bits);
   // The participants of the cross-block step below: the blocks, or the clusters (their first
   // blocks, holding the cluster's maximum; the other blocks are done). In the comments below a
@@ -374,7 +393,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // Canonical NaN (0x7fc00000) is above every non-NaN value, so the atomic max keeps it.
   if (threadIdx.x == 0) {
     unsigned* out_bits = reinterpret_cast<unsigned*>(out);
-    bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+    bits = amax_canonical(bits);
     amax_atomic_max(out_bits, bits);
 #if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
     // The last block to arrive (acquire-release count on counter[0], as one_pass) reads the
@@ -407,7 +426,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // zeroes the count. The next launch on the stream finds both words 0. No barrier: only thread 0
   // of each block takes part.
   if (threadIdx.x == 0) {
-    amax_atomic_max(counter + 1, bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+    amax_atomic_max(counter + 1, amax_canonical(bits));
     if (amax_arrive(counter) == parts - 1) {
       amax_write_result(out, amax_atomic_exch(counter + 1, 0u) AMAX_SCALE_ARG);
       *counter = 0u;
@@ -431,7 +450,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // folds the value; one block reduction, then thread 0 writes the output (and the epilogue).
   volatile unsigned* spin_words = counter + AMAX_SPIN_FIRST_WORD;
   if (part != 0) {
-    if (threadIdx.x == 0) spin_words[part] = (bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits) | AMAX_SPIN_FLAG;
+    if (threadIdx.x == 0) spin_words[part] = amax_canonical(bits) | AMAX_SPIN_FLAG;
     return;
   }
   unsigned v = threadIdx.x == 0 ? bits : 0u;
@@ -446,7 +465,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   v = amax_block_reduce(v);
   if (threadIdx.x == 0) amax_write_result(out, v AMAX_SCALE_ARG);
   (void)workspace;
-#elif AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET
+#elif AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET || AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP
 #if AMAX_CLUSTER > 1
 #error "first_reset runs without clusters"
 #endif
@@ -458,11 +477,14 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
   // fp32 bits (canonical NaN, as atomic) whose result is not used: the block does not wait for it.
   // The acquire orders the atomic after the zeroing.
   if (threadIdx.x == 0) {
+#if AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP
+    first_reset_want = first_reset_want_shared;
+#endif
     const unsigned* published = counter + AMAX_FIRST_RESET_WORD + 2u;
     for (unsigned polls = 0; amax_load_acquire(published) != first_reset_want && polls < AMAX_FIRST_RESET_MAX_POLLS;
          ++polls) {
     }
-    amax_atomic_max(reinterpret_cast<unsigned*>(out), bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits);
+    amax_atomic_max(reinterpret_cast<unsigned*>(out), amax_canonical(bits));
   }
   (void)workspace;
 #else  // one_pass: the last block to arrive reduces the block maxima and resets the counter

@@ -81,7 +81,7 @@ AMAX_DEVICE unsigned amax_multi_tensor_of(const amax_multi_args& a, unsigned c) 
 // Writes tensor `index`'s amax (a NaN as the canonical 0x7fc00000) and, with the scale epilogue,
 // its scale and scale_inv by amax_scale_rule. Called by one thread.
 AMAX_DEVICE void amax_multi_write(const amax_multi_args& a, unsigned index, unsigned bits) {
-  bits = bits > AMAX_FP32_INF ? AMAX_FP32_QNAN : bits;
+  bits = amax_canonical(bits);
   reinterpret_cast<unsigned*>(a.out)[index] = bits;
 #if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
   const amax_scale_bits_t r = amax_scale_rule(bits, a.max, a.epsilon, a.rule_flags);

@@ -95,12 +95,15 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
   if (threads < wave || threads % wave != 0)
     return why("threads " + std::to_string(threads) + " is not a positive multiple of the wave size " +
                std::to_string(wave) + " of " + arch.name);
-  if (threads > static_cast<std::uint32_t>(arch.max_threads_per_block))
-    return why("threads " + std::to_string(threads) + " exceeds the block limit " +
-               std::to_string(arch.max_threads_per_block) + " of " + arch.name);
-  if (threads / wave > wave)  // the block reduction finishes in one wave
-    return why("threads " + std::to_string(threads) + " exceeds wave size squared (" +
-               std::to_string(wave * wave) + ")");
+  // first_reset_warp's block holds one wave more than its loading threads.
+  const std::uint32_t block = block_threads(strategy, threads, wave);
+  const std::string block_is = block == threads ? "threads " + std::to_string(threads)
+                                                : "threads " + std::to_string(threads) + " + the ticket wave";
+  if (block > static_cast<std::uint32_t>(arch.max_threads_per_block))
+    return why(block_is + " exceeds the block limit " + std::to_string(arch.max_threads_per_block) + " of " +
+               arch.name);
+  if (block / wave > wave)  // the block reduction finishes in one wave
+    return why(block_is + " exceeds wave size squared (" + std::to_string(wave * wave) + ")");
   if (nvec == 0 || (nvec & (nvec - 1)) != 0)
     return why("nvec " + std::to_string(nvec) + " is not a power of two");
   if (nvec * elem > 16)
@@ -123,10 +126,11 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     if (auto no = spin_unsupported_reason(arch)) return why(*no);
     if (cluster > 1) return why("spin runs without clusters (its participants are the blocks)");
   }
-  if (strategy == Strategy::first_reset) {
-    if (cluster > 1) return why("first_reset runs without clusters (its participants are the blocks)");
+  if (resets_first(strategy)) {
+    const std::string name(to_string(strategy));
+    if (cluster > 1) return why(name + " runs without clusters (its participants are the blocks)");
     if (epilogue == Epilogue::scale)
-      return why("first_reset has no scale epilogue: every block ends with an atomic max on the output, so no "
+      return why(name + " has no scale epilogue: every block ends with an atomic max on the output, so no "
                  "block holds the final amax to derive the scale from (amax_and_scale runs self_reset for it)");
   }
   return std::nullopt;

@@ -61,9 +61,11 @@ std::uint32_t min_blocks_per_sm(const KernelConfig& c, DType dtype) {
   // indices, pointers and the accumulator (read off ptxas reports of these kernels). A 64 Ki-entry
   // register file per SM (every NVIDIA GPU since sm_50) shared by min_blocks blocks then caps
   // registers at 65536 / (threads x min_blocks); at most 2048 threads per SM are resident.
+  // Only NVIDIA's __launch_bounds__ reads it: the block has one 32-thread warp more for first_reset_warp.
   const std::uint32_t need = c.unroll * c.nvec * info(dtype).bytes / 4 + 24;
-  const std::uint32_t by_registers = 65536 / (c.threads * need);
-  const std::uint32_t by_threads = 2048 / c.threads;
+  const std::uint32_t block = block_threads(c.strategy, c.threads, 32);
+  const std::uint32_t by_registers = 65536 / (block * need);
+  const std::uint32_t by_threads = 2048 / block;
   return std::max<std::uint32_t>(1, std::min(by_registers, by_threads));
 }
 

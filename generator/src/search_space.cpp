@@ -58,9 +58,10 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
               if (!full && s == Strategy::spin &&
                   (t < 256 || b.kind != BlockCap::Kind::per_cu || b.value > 8))
                 continue;
-              // Pruned first_reset: threads 256-1024, unroll 1-4, max blocks 2, 4 or 8 per CU or
+              // Pruned first_reset and first_reset_warp: threads 256-1024 (first_reset_warp: up to
+              // the block limit less its ticket wave), unroll 1-4, max blocks 2, 4 or 8 per CU or
               // uncapped (the shapes that won the tail probe's sweep from 64 KiB to 16 MiB).
-              if (!full && s == Strategy::first_reset &&
+              if (!full && resets_first(s) &&
                   (t < 256 || u > 4 || b == BlockCap::per_cu(16)))
                 continue;
               if (k > 1 && (t < 256 || v * elem != 16)) continue;
@@ -83,7 +84,7 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
 KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype) {
   KernelConfig f = amax_only;
   f.epilogue = Epilogue::amax;
-  if (f.strategy == Strategy::atomic || f.strategy == Strategy::first_reset) {
+  if (f.strategy == Strategy::atomic || resets_first(f.strategy)) {
     // self_reset's cost grows with its grid (one arrival count per block, serialized on one word),
     // so its grid cap is at most kFusedSelfResetBlocksPerCu blocks per CU (search_space.hpp).
     KernelConfig s = f;
@@ -93,10 +94,10 @@ KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, 
       s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
     const bool in_space = std::find(space.begin(), space.end(), s) != space.end();
-    // first_reset has no scale epilogue at all: it becomes self_reset even outside the pruned space,
-    // at kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
-    if (f.strategy == Strategy::first_reset && !in_space) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
-    if (f.strategy == Strategy::first_reset || in_space) f = s;
+    // first_reset(_warp) has no scale epilogue at all: it becomes self_reset even outside the pruned
+    // space, at kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
+    if (resets_first(f.strategy) && !in_space) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
+    if (resets_first(f.strategy) || in_space) f = s;
   }
   f.epilogue = Epilogue::scale;
   return f;

@@ -293,7 +293,7 @@ class Explain(unittest.TestCase):
         x = torch.randn(1 << 20, device="cuda", dtype=torch.bfloat16)
         e = amax_tune.explain(x)
         self.assertIn(e.source, ("override", "user_db", "system_db", "default"))
-        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass|self_reset|spin|first_reset)\.t\d+\.v\d+\.u\d+\.b")
+        self.assertRegex(e.label, r"^(atomic|two_stage|one_pass|self_reset|spin|first_reset|first_reset_warp)\.t\d+\.v\d+\.u\d+\.b")
         self.assertEqual(e.workspace_bytes, amax_tune.context(0).workspace_size(amax_tune.DTYPE_BF16, 1 << 20))
         self.assertEqual((e.dtype, e.n), ("bf16", 1 << 20))
         self.assertIn(e.label, str(e))
@@ -317,7 +317,7 @@ class Explain(unittest.TestCase):
                 fused_cap = cap if m and int(m.group(1)) <= 4 else "4cu"
                 self.assertEqual(fused_shape, "%s.b%s.scale" % (head, fused_cap))
                 self.assertLessEqual(f.grid, a.grid)
-            elif strategy == "first_reset":
+            elif strategy in ("first_reset", "first_reset_warp"):
                 # no scale epilogue: self_reset of its shape at 4 blocks per CU (first_reset's table
                 # caps 2 per CU and uncapped are not in the pruned self_reset space)
                 self.assertEqual(fused_strategy, "self_reset")

@@ -206,7 +206,9 @@ void DispatchTables::read_environment() {
   if (const char* s = std::getenv("AMAX_TUNE_FORCE_STRATEGY"); s && *s) {
     force_strategy_ = parse_strategy(s);
     if (!force_strategy_) {
-      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected atomic, two_stage, one_pass, self_reset, spin or first_reset)", s));
+      std::string names;
+      for (const StrategyInfo& i : kStrategies) names += (names.empty() ? "" : ", ") + std::string(i.name);
+      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected {})", s, names));
     } else if (*force_strategy_ == Strategy::spin) {
       if (auto why = spin_unsupported_reason(arch_)) {
         warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY=spin ignored: {}", *why));

@@ -37,7 +37,7 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
     s.workspace_bytes = 4ull * s.parts;
   // atomic with the scale epilogue counts its participants in the slot to find the last one.
   s.uses_slot = (c.strategy == Strategy::one_pass || c.strategy == Strategy::self_reset || c.strategy == Strategy::spin ||
-                 c.strategy == Strategy::first_reset || (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
+                 resets_first(c.strategy) || (c.strategy == Strategy::atomic && c.epilogue == Epilogue::scale)) &&
                 s.parts > 1;
   s.finish_kernel = c.strategy == Strategy::two_stage && s.parts > 1;
   s.dependent_finish = s.finish_kernel;
@@ -67,6 +67,8 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
   ScaleArgs sa = scale ? *scale : ScaleArgs{};
   void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
+  const std::uint32_t block =
+      block_threads(k.config.strategy, shape.block, static_cast<std::uint32_t>(backend.device().wave_size));
   if (shape.cooperative) {
     const std::uint64_t resident =
         std::uint64_t{k.resident_per_cu} * static_cast<std::uint32_t>(std::max(1, backend.device().cu_count));
@@ -74,9 +76,9 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
       throw std::logic_error("launch_amax: spin grid of " + std::to_string(shape.grid) + " blocks exceeds the " +
                              std::to_string(resident) + " blocks of " + k.config.label() +
                              " the device holds at once (pass its resident_per_cu to launch_shape)");
-    backend.launch_cooperative(k.main, shape.grid, shape.block, stream, args);
+    backend.launch_cooperative(k.main, shape.grid, block, stream, args);
   } else {
-    backend.launch(k.main, shape.grid, shape.block, stream, args);
+    backend.launch(k.main, shape.grid, block, stream, args);
   }
   if (shape.finish_kernel) {
     unsigned parts = shape.parts;

@@ -29,5 +29,5 @@ std::uint32_t* ContextState::slot_for(StreamHandle s) {
     if (cur == key) return slots.get<std::uint32_t>() + slot_words * i;
   }
   fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset, "
-                                                 "first_reset or spin kernels of this context; create another context", kSlots));
+                                                 "first_reset(_warp) or spin kernels of this context and its siblings; create another context", kSlots));
 }

@@ -119,7 +119,7 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"--dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64'"},  // before any device query
       {"--strategies spin,spin_coop --db " + (dir / "a.db").string(),
        "unknown strategy 'spin_coop' in --strategies 'spin,spin_coop' (expected atomic, two_stage, one_pass, "
-       "self_reset, spin, first_reset)"},
+       "self_reset, spin, first_reset, first_reset_warp)"},
       {"--strategies , --db " + (dir / "a.db").string(), "unknown strategy '' in --strategies ','"},
       {"emit --arch gfx942 --dtype bf16 --label spin.t512.v8.u2.b4cu",
        "spin is not generated for AMD (gfx942): its polling is not validated on CDNA"},
@@ -421,7 +421,7 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   EXPECT_TRUE(has(r.out, "#define AMAX_EPILOGUE AMAX_EPILOGUE_SCALE\n"));
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
-  EXPECT_TRUE(has(r.out, "324 variants (69 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
+  EXPECT_TRUE(has(r.out, "348 variants (75 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
   EXPECT_TRUE(has(r.out, "left out: clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space"))
       << r.out;
   // clustered variants (issue 27): in sm_90's full space; on AMD the reason is listed
@@ -440,7 +440,7 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   EXPECT_TRUE(has(r.out, "#define AMAX_KERNEL_NAME amax_self_reset_t512_v8_u2_scale_c8_bf16\n"));
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 69);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 75);
 }
 
 TEST_F(Cli, EmitTheMultiTensorFamily) {
@@ -502,7 +502,7 @@ TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
 }
 
 // `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db: 3 dtypes x 2 shapes x
-// (5 strategies x 2 epilogues + first_reset amax-only) = 66 kernels; the multi-tensor default of 3 dtypes x 2 epilogues x 3
+// (5 strategies x 2 epilogues + first_reset and first_reset_warp amax-only) = 72 kernels; the multi-tensor default of 3 dtypes x 2 epilogues x 3
 // descriptor capacities = 18 kernels), gfx942 listed as skipped with the reason where no compiler
 // here can target it; --strict makes a skip a failure.
 TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
@@ -510,11 +510,11 @@ TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   CmdResult r = run("bundle --arch sm_90 -o " + out.string());
   if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 66 kernels (0 for database winners, 66 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 72 kernels (0 for database winners, 72 for built-in defaults")) << r.out;
   EXPECT_TRUE(has(r.out, "sm_90: 18 multi-tensor kernels (0 for database group winners, 18 for built-in multi-tensor "
                          "defaults; amax-only and scale epilogue, 192, 512, 1600 descriptors per launch), "))
       << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 84 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 90 code objects")) << r.out;
   EXPECT_TRUE(fs::exists(out / "index.json"));
   const std::string index = slurp(out / "index.json");
   EXPECT_TRUE(has(index, "\"kernel\": \"amax_multi_t512_v8_u4_bf16_k1600\"")) << index;
@@ -594,9 +594,9 @@ TEST_F(Cli, BundleUpdateKeepsOtherArchesAndFromCopiesEntries) {
   // b gets a's sm_90 entries, keeping its own sm_80 ones.
   r = run("bundle --update --from " + a.string() + " --arch sm_90 -o " + b.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 84 kernels copied from " + a.string())) << r.out;
-  EXPECT_TRUE(has(r.out, "--update: kept 84 entries of the existing bundle for other arches")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 168 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 90 kernels copied from " + a.string())) << r.out;
+  EXPECT_TRUE(has(r.out, "--update: kept 90 entries of the existing bundle for other arches")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 180 code objects")) << r.out;
   const std::string index = slurp(b / "index.json");
   EXPECT_TRUE(has(index, "\"arch\": \"sm_80\"")) << index;
   EXPECT_TRUE(has(index, "\"arch\": \"sm_90\"")) << index;
@@ -627,7 +627,7 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   if (const auto p = r.out.find(tag); p != std::string::npos) current = r.out.substr(p + tag.size(), 16);
   if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 66 kernels (0 for database winners, 66 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 72 kernels (0 for database winners, 72 for built-in defaults")) << r.out;
   // The same rows made fresh: their 48 distinct amax-only kernels and the 43 distinct kernels their
   // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its threads,
   // nvec and unroll with a grid <= 4 per CU where that is pruned) are bundled, and the defaults they

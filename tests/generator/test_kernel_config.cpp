@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "amax/kernel_config.hpp"
+#include "amax/render.hpp"
 #include "amax/search_space.hpp"
 
 using namespace amax;
@@ -132,6 +133,7 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
   EXPECT_EQ(fused("first_reset.t256.v8.u4.b4cu"), "self_reset.t256.v8.u4.b4cu.scale");
   EXPECT_EQ(fused("first_reset.t512.v8.u2.buncapped"), "self_reset.t512.v8.u2.b4cu.scale");
   EXPECT_EQ(fused("first_reset.t128.v4.u8.b16cu"), "self_reset.t128.v4.u8.b4cu.scale");
+  EXPECT_EQ(fused("first_reset_warp.t512.v8.u2.b2cu"), "self_reset.t512.v8.u2.b4cu.scale");
   // every variant of the pruned and full spaces: only strategy, epilogue and (for a mapped one, to
   // at most 4 per CU) the grid cap differ, and a mapped one is in the pruned space
   for (const ArchInfo& arch : {sm90, gfx942})
@@ -144,7 +146,7 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
           EXPECT_EQ(f.validate(arch, d), std::nullopt) << c.label();
           EXPECT_EQ(f.epilogue, Epilogue::scale);
           if (f.strategy != c.strategy) {
-            EXPECT_TRUE(c.strategy == Strategy::atomic || c.strategy == Strategy::first_reset) << c.label();
+            EXPECT_TRUE(c.strategy == Strategy::atomic || resets_first(c.strategy)) << c.label();
             EXPECT_EQ(f.strategy, Strategy::self_reset) << c.label();
             KernelConfig amax_only = f;
             amax_only.epilogue = Epilogue::amax;
@@ -323,7 +325,7 @@ TEST(DType, NamesRoundTrip) {
 }
 
 TEST(Strategy, TableGivesNamesAndParsing) {
-  ASSERT_EQ(std::size(kStrategies), 6u);
+  ASSERT_EQ(std::size(kStrategies), 7u);
   for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
     const auto& s = kStrategies[i];
     EXPECT_EQ(static_cast<std::size_t>(s.value), i);
@@ -391,6 +393,33 @@ TEST(KernelConfig, FirstResetLabelsParseValidateAndDefine) {
             "first_reset.t512.v4.u2.b4cu.scale: first_reset has no scale epilogue: every block ends with an atomic "
             "max on the output, so no block holds the final amax to derive the scale from (amax_and_scale runs "
             "self_reset for it)");
+}
+
+// first_reset_warp (issue 27): its own label and define; the block limit and the one-wave block
+// reduction count its ticket wave (512 + 32 threads fit on NVIDIA, 1024 + 32 do not; AMD's wave is
+// 64); no clusters, no scale epilogue.
+TEST(KernelConfig, FirstResetWarpCountsItsTicketWave) {
+  const KernelConfig c{Strategy::first_reset_warp, 512, 8, 2, BlockCap::per_cu(4)};
+  EXPECT_EQ(info(Strategy::first_reset_warp).macro, "AMAX_STRATEGY_FIRST_RESET_WARP");
+  EXPECT_EQ(c.label(), "first_reset_warp.t512.v8.u2.b4cu");
+  EXPECT_EQ(KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu"), c);
+  EXPECT_TRUE(resets_first(c.strategy));
+  EXPECT_EQ(block_threads(c.strategy, c.threads, 32), 544u);
+  EXPECT_EQ(block_threads(c.strategy, c.threads, 64), 576u);
+  EXPECT_EQ(block_threads(Strategy::first_reset, 512, 32), 512u);
+  for (const char* arch : {"sm_80", "sm_90", "gfx90a", "gfx942", "gfx950"})
+    EXPECT_EQ(c.validate(ArchInfo::parse(arch), DType::bf16), std::nullopt) << arch;
+  EXPECT_EQ(KernelConfig::parse("first_reset_warp.t1024.v8.u2.b4cu").validate(ArchInfo::parse("sm_90"), DType::bf16),
+            "first_reset_warp.t1024.v8.u2.b4cu: threads 1024 + the ticket wave exceeds the block limit 1024 of sm_90");
+  EXPECT_EQ(KernelConfig::parse("first_reset_warp.t1024.v8.u2.b4cu").validate(ArchInfo::parse("gfx942"), DType::bf16),
+            "first_reset_warp.t1024.v8.u2.b4cu: threads 1024 + the ticket wave exceeds the block limit 1024 of gfx942");
+  EXPECT_EQ(KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu.c2").validate(ArchInfo::parse("sm_90"), DType::bf16),
+            "first_reset_warp.t512.v8.u2.b4cu.c2: first_reset_warp runs without clusters (its participants are the "
+            "blocks)");
+  EXPECT_NE(KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu.scale").validate(ArchInfo::parse("sm_90"), DType::bf16),
+            std::nullopt);
+  // Its kernel is launch-bounded by the whole block (NVIDIA's 2048 threads per SM: 3 of 544).
+  EXPECT_EQ(min_blocks_per_sm(c, DType::bf16), 3u);
 }
 
 TEST(KernelConfigFields, CompileTimePartDropsOnlyLaunchParameters) {

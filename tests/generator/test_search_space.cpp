@@ -13,14 +13,15 @@ TEST(SearchSpace, PrunedSpaceSizes) {
   // x 5 caps = 80 each; self_reset: threads {256,512,1024} x unroll 4 x caps {4,8,16 per CU,
   // uncapped} = 48; spin (kPrunedSpin, NVIDIA only): threads {256,512,1024} x unroll 4 x caps
   // {2,4,8 per CU} = 36 from 12 kernels; first_reset: threads {256,512,1024} x unroll {1,2,4} x
-  // caps {2,4,8 per CU, uncapped} = 36 from 9 kernels.
+  // caps {2,4,8 per CU, uncapped} = 36 from 9 kernels; first_reset_warp the same but 1024 threads
+  // (no room for its ticket wave) = 24 from 6 kernels.
   static_assert(!kPrunedSpin, "the counts below are those of the pruned space without spin");
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-"})
     for (const auto& d : all_dtypes()) {
       const bool nvidia = ArchInfo::parse(arch).vendor == Vendor::nvidia;
       const auto space = enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned);
-      EXPECT_EQ(space.size(), 324u) << arch << " " << d.name;
-      EXPECT_EQ(distinct_kernels(space).size(), 69u);
+      EXPECT_EQ(space.size(), 348u) << arch << " " << d.name;
+      EXPECT_EQ(distinct_kernels(space).size(), 75u);
       std::map<Strategy, int> per;
       for (const auto& c : space) {
         EXPECT_EQ(c.nvec * d.bytes, 16u) << c.label();
@@ -33,6 +34,7 @@ TEST(SearchSpace, PrunedSpaceSizes) {
       EXPECT_EQ(per[Strategy::spin], 0);
       (void)nvidia;
       EXPECT_EQ(per[Strategy::first_reset], 36);
+      EXPECT_EQ(per[Strategy::first_reset_warp], 24);
     }
   const auto space = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::pruned);
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b16cu")), space.end());
@@ -48,23 +50,25 @@ TEST(SearchSpace, PrunedSpaceSizes) {
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t128.v8.u2.b4cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t512.v8.u8.b4cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t512.v8.u2.b16cu")), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu")), space.end());
+  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset_warp.t1024.v8.u2.b4cu")), space.end());
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
-  // NVIDIA 6 strategies (spin included), AMD 5 (no spin). NVIDIA: threads 32..1024 (6); AMD CDNA:
-  // 64..1024 (5). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4 values, caps 6 per-CU + uncapped =
+  // NVIDIA 6 strategies (spin included), AMD 5 (no spin), and first_reset_warp. NVIDIA: threads
+  // 32..1024 (6; first_reset_warp 32..512, 5); AMD CDNA: 64..1024 (5; first_reset_warp 4). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4 values, caps 6 per-CU + uncapped =
   // 7. sm_90 adds clusters 2, 4, 8 for threads 256..1024 (3) and the 16-byte nvec (1), every strategy
-  // but spin and first_reset (4) x 3 threads x 1 nvec x 4 unrolls x 7 caps x 3 clusters = 1008; sm_80
+  // but spin, first_reset and first_reset_warp (4) x 3 threads x 1 nvec x 4 unrolls x 7 caps x 3 clusters = 1008; sm_80
   // and AMD none.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 6 * 6 * 3 * 4 * 7 + 1008},
-               {"sm_90", DType::bf16, 6 * 6 * 4 * 4 * 7 + 1008},
-               {"sm_80", DType::bf16, 6 * 6 * 4 * 4 * 7},
-               {"gfx90a", DType::fp32, 5 * 5 * 3 * 4 * 7},
-               {"gfx942:sramecc+:xnack-", DType::fp16, 5 * 5 * 4 * 4 * 7}};
+  } cases[] = {{"sm_90", DType::fp32, 6 * 6 * 3 * 4 * 7 + 5 * 3 * 4 * 7 + 1008},
+               {"sm_90", DType::bf16, 6 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7 + 1008},
+               {"sm_80", DType::bf16, 6 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7},
+               {"gfx90a", DType::fp32, 5 * 5 * 3 * 4 * 7 + 4 * 3 * 4 * 7},
+               {"gfx942:sramecc+:xnack-", DType::fp16, 5 * 5 * 4 * 4 * 7 + 4 * 4 * 4 * 7}};
   for (const auto& c : cases) {
     const auto arch = ArchInfo::parse(c.arch);
     const auto space = enumerate_space(arch, c.dtype, SpaceKind::full);
@@ -207,7 +211,7 @@ TEST(RecordedExclusions, TheBuiltInTableLeavesNoPrunedKernelOutToday) {
     for (const auto& d : all_dtypes()) {
       EXPECT_TRUE(space_exclusions(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).empty()) << a << " " << d.name;
       EXPECT_EQ(enumerate_space(ArchInfo::parse(a), d.dtype, SpaceKind::pruned).size(),
-                324u)
+                348u)
           << a << " " << d.name;
     }
 }

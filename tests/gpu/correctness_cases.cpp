@@ -39,7 +39,7 @@ std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) 
   const std::uint32_t nvec = 16 / info(dtype).bytes;
   for (const StrategyInfo& s : kStrategies)
     for (std::uint32_t k : {2u, 4u, 8u})
-      if (s.value != Strategy::spin && s.value != Strategy::first_reset)  // these run without clusters
+      if (s.value != Strategy::spin && !resets_first(s.value))  // these run without clusters
       for (KernelConfig c : {KernelConfig{s.value, 256, nvec, 1, BlockCap::per_cu(4)},
                              KernelConfig{s.value, 512, nvec, 2, BlockCap::per_cu(1)},
                              KernelConfig{s.value, 1024, nvec, 8, BlockCap::uncapped()}}) {
@@ -81,7 +81,8 @@ std::vector<KernelConfig> spin_variants(const test::GpuEnv& env, DType dtype) {
 
 // Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included),
 // TransformerEngine's two fixed configs, the clustered variants where the device has clusters, the
-// spin variants where it runs spin and three first_reset shapes of the full space.
+// spin variants where it runs spin and three first_reset and three first_reset_warp shapes of the
+// full space.
 // Kernels are built in parallel (through the binary cache), then loaded.
 const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   static std::map<std::pair<const test::GpuEnv*, DType>, std::vector<Variant>> cache;
@@ -99,16 +100,18 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   configs.insert(configs.end(), clustered.begin(), clustered.end());
   const auto spins = spin_variants(env, dtype);
   configs.insert(configs.end(), spins.begin(), spins.end());
-  // first_reset shapes of the full space beside the pruned space's own: a narrow vector, 128
-  // threads uncapped (tens of thousands of blocks at the largest sizes, each taking a ticket on one
-  // word) and 8 loads in flight.
+  // first_reset and first_reset_warp shapes of the full space beside the pruned space's own: a
+  // narrow vector, 128 threads uncapped (tens of thousands of blocks at the largest sizes, each
+  // taking a ticket on one word) and 8 loads in flight (first_reset_warp: 512 threads, the largest
+  // that leave room for its ticket wave).
   const std::uint32_t nvec = 16 / info(dtype).bytes;
-  for (const KernelConfig& c : {KernelConfig{Strategy::first_reset, 64, 1, 4, BlockCap::per_cu(16)},
-                                KernelConfig{Strategy::first_reset, 128, nvec, 1, BlockCap::uncapped()},
-                                KernelConfig{Strategy::first_reset, 1024, nvec, 8, BlockCap::uncapped()}}) {
-    if (auto why = c.validate(env.arch, dtype)) throw std::logic_error(*why);
-    configs.push_back(c);
-  }
+  for (Strategy s : {Strategy::first_reset, Strategy::first_reset_warp})
+    for (const KernelConfig& c : {KernelConfig{s, 64, 1, 4, BlockCap::per_cu(16)},
+                                  KernelConfig{s, 128, nvec, 1, BlockCap::uncapped()},
+                                  KernelConfig{s, s == Strategy::first_reset ? 1024u : 512u, nvec, 8, BlockCap::uncapped()}}) {
+      if (auto why = c.validate(env.arch, dtype)) throw std::logic_error(*why);
+      configs.push_back(c);
+    }
   const auto kernels = distinct_kernels(configs);
   std::atomic<std::size_t> next{0};
   std::vector<std::optional<KernelBinary>> built(kernels.size());

@@ -139,10 +139,11 @@ inline std::vector<std::uint32_t> clusters_here(const ArchInfo& arch) {
 }
 
 // Whether strategy `s` in clusters of `cluster` runs the scale epilogue on `arch`: spin only where
-// the arch runs it (spin_unsupported_reason) and without clusters; first_reset nowhere (it has no
-// scale epilogue: fused_variant runs self_reset for it); every other strategy everywhere.
+// the arch runs it (spin_unsupported_reason) and without clusters; first_reset and first_reset_warp
+// nowhere (they have no scale epilogue: fused_variant runs self_reset for them); every other
+// strategy everywhere.
 inline bool runs_here(Strategy s, std::uint32_t cluster, const ArchInfo& arch) {
-  if (s == Strategy::first_reset) return false;
+  if (resets_first(s)) return false;
   return s != Strategy::spin || (cluster == 1 && !spin_unsupported_reason(arch));
 }
 

@@ -40,10 +40,17 @@ void PrintTo(const Target& t, std::ostream* os) { *os << t.arch; }
 
 // A spread of the pruned space: for each strategy, the smallest and largest block with the
 // fewest and most loads in flight.
+// The threads a block of `c` is launched with (first_reset_warp: one wave more than its label's).
+std::uint32_t block_of(const KernelConfig& c, const ArchInfo& arch) {
+  return block_threads(c.strategy, c.threads, static_cast<std::uint32_t>(arch.wave_size));
+}
+
 std::vector<KernelConfig> spread(const ArchInfo& arch, DType dtype) {
   std::vector<KernelConfig> out;
   for (const auto& c : distinct_kernels(enumerate_space(arch, dtype, SpaceKind::pruned)))
-    if ((c.threads == 128 || c.threads == 1024) && (c.unroll == 1 || c.unroll == 8)) out.push_back(c);
+    if ((c.threads == 128 || c.threads == 1024 || (c.strategy == Strategy::first_reset_warp && c.threads == 512)) &&
+        (c.unroll == 1 || c.unroll == 8))
+      out.push_back(c);
   return out;
 }
 
@@ -117,11 +124,11 @@ std::vector<Compiled> compile_all(const JitCompiler& compiler, const ArchInfo& a
         if (!usage.count(name)) throw std::runtime_error(name + " missing from the code object's metadata");
         r.usage = usage.at(name);
         r.target = amdgpu_target(p.binary);
-        r.problem = amdgpu_resource_problem(r.usage, arch, r.config.threads);
+        r.problem = amdgpu_resource_problem(r.usage, arch, block_of(r.config, arch));
         if (r.config.strategy == Strategy::two_stage) {
           const auto f = usage.find(finish_kernel_name(r.config, dtype));
           if (f == usage.end()) throw std::runtime_error("no finish kernel in " + name);
-          if (!r.problem) r.problem = amdgpu_resource_problem(f->second, arch, r.config.threads);
+          if (!r.problem) r.problem = amdgpu_resource_problem(f->second, arch, block_of(r.config, arch));
         }
       } catch (const std::exception& e) {
         r.error = e.what();
@@ -157,8 +164,9 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
     const auto configs = spread(arch, d.dtype);
     // atomic, two_stage, one_pass: 2 thread counts x 2 unrolls; self_reset, and spin where the
     // arch's pruned space has it (kPrunedSpin, NVIDIA): 1024 threads x 2 unrolls; first_reset
-    // (unroll 1-4): 1024 threads x unroll 1
-    ASSERT_EQ(configs.size(), spin ? 17u : 15u);
+    // (unroll 1-4): 1024 threads x unroll 1; first_reset_warp (at most 512 threads, its ticket wave
+    // beside them): 512 threads x unroll 1
+    ASSERT_EQ(configs.size(), spin ? 18u : 16u);
     for (const auto& c : configs) {
       const std::string src = render_source(c, d.dtype, t.vendor);
       CompiledProgram p;
@@ -191,7 +199,7 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
     }
   }
   print_toolchain(*compiler, arch);
-  EXPECT_EQ(compiled, 3 * (spin ? 17 : 15));  // three dtypes
+  EXPECT_EQ(compiled, 3 * (spin ? 18 : 16));  // three dtypes
   RecordProperty("compiled", compiled);
 }
 
@@ -206,7 +214,7 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
   for (const auto& d : all_dtypes())
     for (const StrategyInfo& s : kStrategies) {
       if (s.value == Strategy::spin && spin_unsupported_reason(arch)) continue;  // SpinCompiles... below
-      if (s.value == Strategy::first_reset) continue;  // no scale epilogue (validate(); fused_variant maps it)
+      if (resets_first(s.value)) continue;  // no scale epilogue (validate(); fused_variant maps it)
       const KernelConfig c{s.value, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
       ASSERT_FALSE(c.validate(arch, d.dtype)) << *c.validate(arch, d.dtype);
       CompiledProgram p;
@@ -300,8 +308,8 @@ TEST_P(JitCompile, ClusteredVariantsCompileOnSm90AndAreRefusedOnAmd) {
     for (const StrategyInfo& s : kStrategies)
       for (Epilogue e : {Epilogue::amax, Epilogue::scale})
         for (std::uint32_t k : {2u, 8u}) {
-          // spin and first_reset run without clusters (validate())
-          if (s.value == Strategy::spin || s.value == Strategy::first_reset) continue;
+          // spin, first_reset and first_reset_warp run without clusters (validate())
+          if (s.value == Strategy::spin || resets_first(s.value)) continue;
           KernelConfig c{s.value, 512, 16 / info(d).bytes, 2, BlockCap::per_cu(4), e};
           c.cluster = k;
           ASSERT_EQ(c.validate(arch, d), std::nullopt);
@@ -446,7 +454,7 @@ TEST_P(JitCompile, WholePrunedSpaceOfEveryDtypeCompilesWithinItsResources) {
       const std::string name = kernel_name(r.config, d.dtype);
       ASSERT_EQ(r.error, "") << name << " for " << arch.name;
       EXPECT_EQ(r.target, "amdgcn-amd-amdhsa--" + arch.name) << name;
-      EXPECT_EQ(r.usage.max_block, static_cast<int>(r.config.threads)) << name << ": launch bound";
+      EXPECT_EQ(r.usage.max_block, static_cast<int>(block_of(r.config, arch))) << name << ": launch bound";
       vgpr.add(r.usage.registers), agpr.add(std::max(r.usage.agprs, 0)), sgpr.add(r.usage.sgprs);
       lds.add(r.usage.shared_bytes), scratch.add(r.usage.stack_bytes), spills.add(r.usage.spill_stores);
       wave.add(r.usage.wave_size);
@@ -467,7 +475,8 @@ TEST_P(JitCompile, WholePrunedSpaceOfEveryDtypeCompilesWithinItsResources) {
                              spills.str(), wave.str(), excluded);
   }
   print_toolchain(*compiler, arch);
-  EXPECT_EQ(total, 207u) << "3 dtypes x 69 kernels (48 of atomic, two_stage, one_pass; 12 of self_reset; 9 of first_reset)";
+  EXPECT_EQ(total, 225u) << "3 dtypes x 75 kernels (48 of atomic, two_stage, one_pass; 12 of self_reset; 9 of "
+                            "first_reset; 6 of first_reset_warp)";
   RecordProperty("compiled", static_cast<int>(total));
 }
 

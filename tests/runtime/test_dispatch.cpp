@@ -313,7 +313,7 @@ TEST_F(Dispatch, EnvironmentOverrides) {
   DispatchTables bad(arch, kId);
   bad.read_environment();
   ASSERT_EQ(bad.warnings().size(), 2u);
-  EXPECT_NE(bad.warnings()[1].find("'three_stage' ignored (expected atomic, two_stage, one_pass, self_reset, spin or first_reset)"),
+  EXPECT_NE(bad.warnings()[1].find("'three_stage' ignored (expected atomic, two_stage, one_pass, self_reset, spin, first_reset, first_reset_warp)"),
             std::string::npos) << bad.warnings()[1];
   EXPECT_EQ(bad.choose(DType::fp32, 10).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");

@@ -121,8 +121,8 @@ class DispatchTables {
 
   /// Reads the environment overrides of both kernel families (the one place they are read): each
   /// family's forced label (F::kForceLabelEnv: AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_MULTI_LABEL);
-  /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (atomic|two_stage|one_pass|self_reset|spin|
-  /// first_reset) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad
+  /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (a name of kStrategies: atomic, ..., first_reset,
+  /// first_reset_warp) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad
   /// values, and spin where the arch cannot run it (spin_unsupported_reason), are ignored with one
   /// warning each ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
   void read_environment();

@@ -49,11 +49,12 @@ static_assert(kFirstResetWord % 2 == 0 && kFirstResetWord + 3 <= kSpinFirstWord 
 struct LaunchShape {
   std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched); a multiple of the
                                       ///< config's cluster
-  std::uint32_t block = 0;
+  std::uint32_t block = 0;            ///< the config's loading threads (launch_amax adds
+                                      ///< first_reset_warp's ticket wave: block_threads)
   std::uint32_t parts = 0;            ///< participants of the cross-block step: grid / cluster
                                       ///< (the blocks, or the clusters of a clustered config)
   std::uint64_t workspace_bytes = 0;  ///< 4 x parts for two_stage/one_pass when parts > 1, else 0
-  bool uses_slot = false;             ///< one_pass, self_reset, spin, first_reset or atomic with
+  bool uses_slot = false;             ///< one_pass, self_reset, spin, first_reset(_warp) or atomic with
                                       ///< the scale epilogue, with parts > 1: the stream's slot
   bool cooperative = false;           ///< spin with parts > 1: a cooperative launch
                                       ///< (Backend::launch_cooperative)
