@@ -191,7 +191,7 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
       if (t.vendor == Vendor::amd) {
         EXPECT_GT(u.sgprs, 0) << name;
         EXPECT_EQ(u.wave_size, 64) << name;
-        EXPECT_EQ(u.max_block, static_cast<int>(c.threads)) << name << ": launch bound";
+        EXPECT_EQ(u.max_block, static_cast<int>(block_of(c, arch))) << name << ": launch bound";
         EXPECT_EQ(u.stack_bytes, 0) << name << " uses scratch";
         EXPECT_EQ(amdgpu_target(p.binary), "amdgcn-amd-amdhsa--" + arch.name) << name;
       }
