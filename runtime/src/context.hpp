@@ -6,7 +6,7 @@
 //                       scale options)
 //   plans.cpp           the single-tensor plan cache and its compile fallback; amax_compute,
 //                       amax_and_scale
-//   stream_slots.cpp    the per-stream slots of one_pass, self_reset and spin
+//   stream_slots.cpp    the per-stream slots of one_pass, self_reset, first_reset(_warp) and spin
 //   multi_group.cpp     multi-tensor grouping (a list sorted into dtype groups, each with its
 //                       variant); amax_multi_workspace_size
 //   prepared_lists.cpp  the per-thread cache of prepared lists; amax_multi_compute,
@@ -105,7 +105,7 @@ struct ContextState {
   std::vector<std::unique_ptr<Plan>> fallback_plans;                 // default plans replacing failed variants
   amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
-  // Stream slots of one_pass, self_reset, first_reset and spin: slot_words zeroed words per stream
+  // Stream slots of one_pass, self_reset, first_reset(_warp) and spin: slot_words zeroed words per stream
   // (arrival count, self_reset's accumulator, first_reset's words and, where the arch runs spin,
   // spin's per-block words: kSlotWords = 4120 bytes, 16.9 MB for the 4096 slots; elsewhere
   // kSpinFirstWord = 24 bytes, 96 KiB), claimed lock-free (open addressing).

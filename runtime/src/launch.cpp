@@ -67,8 +67,10 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
   ScaleArgs sa = scale ? *scale : ScaleArgs{};
   void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
-  const std::uint32_t block =
-      block_threads(k.config.strategy, shape.block, static_cast<std::uint32_t>(backend.device().wave_size));
+  const auto wave = static_cast<std::uint32_t>(backend.device().wave_size);
+  if (wave == 0 && k.config.strategy == Strategy::first_reset_warp)
+    throw std::logic_error("launch_amax: the device reports no wave size for " + k.config.label() + "'s ticket wave");
+  const std::uint32_t block = block_threads(k.config.strategy, shape.block, wave);
   if (shape.cooperative) {
     const std::uint64_t resident =
         std::uint64_t{k.resident_per_cu} * static_cast<std::uint32_t>(std::max(1, backend.device().cu_count));

@@ -1,4 +1,4 @@
-// The stream slots of one_pass, self_reset, first_reset and spin: slot_words zeroed words of the
+// The stream slots of one_pass, self_reset, first_reset(_warp) and spin (shared by a context's siblings): slot_words zeroed words of the
 // context's device memory per stream (arrival count, self_reset's accumulator, first_reset's words,
 // spin's words where the arch runs it),
 // claimed lock-free by open addressing.

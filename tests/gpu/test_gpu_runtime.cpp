@@ -219,7 +219,7 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
 }
 
 namespace {
-// A one-launch strategy that keeps state in the stream slot (spin, first_reset: issue 27) through
+// A one-launch strategy that keeps state in the stream slot (spin, first_reset(_warp): issue 27) through
 // the C API, forced: one block (no slot), a grid of many blocks, and a large grid (spin's capped at
 // the co-resident blocks); eager calls back to back (each call must leave the slot ready for the
 // next), then graphs captured on two streams replayed back to back, both NaN modes, amax alone and
@@ -300,6 +300,13 @@ TEST(GpuRuntime, FirstResetEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
   AMAX_REQUIRE_GPU();
   const int checked = check_forced_slot_strategy(env, "first_reset", "self_reset.");
   std::printf("first_reset through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
+}
+
+// first_reset_warp: first_reset's words, taken by the block's ticket wave.
+TEST(GpuRuntime, FirstResetWarpEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
+  AMAX_REQUIRE_GPU();
+  const int checked = check_forced_slot_strategy(env, "first_reset_warp", "self_reset.");
+  std::printf("first_reset_warp through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
 }
 
 TEST(GpuRuntime, SelfResetSeveralThreadsWithTheirOwnStreamsBothNanModes) {

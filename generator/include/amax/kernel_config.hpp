@@ -47,7 +47,7 @@ namespace amax {
 /// - first_reset_warp: first_reset with the ticket taken by one extra wave of the block that loads
 ///   nothing (the block has threads + one wave), so no loading wave waits for the ticket's round
 ///   trip; that wave zeroes and publishes when its block arrives first, and contributes +0.0 to the
-///   block reduction (tail probe: `first_reset_warp`, 0.14-0.28 us faster than first_reset at
+///   block reduction (tail probe: `first_reset_warp`, 0.14-0.31 us faster than first_reset at
 ///   64 KiB-1 MiB on the H200). threads + wave at most the block limit; otherwise as first_reset.
 enum class Strategy : std::uint8_t {
   atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4, first_reset = 5, first_reset_warp = 6

@@ -32,10 +32,11 @@ enum class SpaceKind { pruned, full };
 /// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
 /// (48 variants: it serves the launch-bound sizes); no clustered variant (until one is shown to
 /// win: the pruned cluster list in search_space.cpp); first_reset with threads 256-1024, unroll
-/// 1-4 and max blocks 2, 4 or 8 per CU or uncapped (36 variants from 9 compiled sources); with
+/// 1-4 and max blocks 2, 4 or 8 per CU or uncapped (36 variants from 9 compiled sources);
+/// first_reset_warp the same without 1024 threads (24 variants from 6 compiled sources); with
 /// kPrunedSpin (off), where the arch runs spin (NVIDIA), spin with threads 256-1024, unroll 1-8 and
-/// max blocks 2, 4 or 8 per CU (36 variants from 12 compiled sources). That is 324 variants per
-/// dtype from 69 compiled sources on every arch (360 from 81 on NVIDIA with kPrunedSpin).
+/// max blocks 2, 4 or 8 per CU (36 variants from 12 compiled sources). That is 348 variants per
+/// dtype from 75 compiled sources on every arch (384 from 87 on NVIDIA with kPrunedSpin).
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
@@ -60,8 +61,8 @@ inline constexpr std::uint32_t kFusedSelfResetBlocksPerCu = 4;
 /// becomes `self_reset` of the same threads, nvec and unroll, its grid cap lowered to
 /// kFusedSelfResetBlocksPerCu blocks per CU where it allows more (an uncapped or absolute cap included), when
 /// that self_reset variant is in the pruned space of (arch, dtype) (so that the JIT tests compile it and
-/// check its resources; elsewhere atomic is kept); `first_reset`, which has no scale epilogue
-/// (KernelConfig::validate), becomes that self_reset variant always, its grid cap raised to
+/// check its resources; elsewhere atomic is kept); `first_reset` and `first_reset_warp`, which have no scale epilogue
+/// (KernelConfig::validate), become that self_reset variant always, its grid cap raised to
 /// kFusedSelfResetBlocksPerCu where a smaller one is not in the pruned self_reset space. With the epilogue, atomic already counts its blocks on the
 /// stream slot to find the last one (the template's atomic branch); self_reset is that kernel with each
 /// block's atomic max going into the slot's accumulator instead of the memset-zeroed output, so the mapping

@@ -18,20 +18,23 @@
  *
  * Streams: NULL is the legacy default stream; the per-thread default stream handle
  * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
- * so. one_pass and self_reset kernels keep their state in a context-owned slot per stream: two
- * 32-bit words, zeroed once at context creation (32 KiB for 4096 slots, one per distinct stream
- * handle seen in the context's lifetime; AMAX_STATUS_TOO_MANY_STREAMS past that). one_pass counts
- * finished blocks in the first word; self_reset counts them there and combines the block maxima by
- * atomic max in the second; the last block of either writes the output and leaves both words 0.
- * A graph captured on a stream uses that stream's slot: do not run the graph at the same time as
- * other amax work on its capture stream (two graphs captured on two different streams may run at
- * the same time). A workspace must not be shared by calls that can run at the same time. Destroy a
+ * so. one_pass, self_reset, first_reset, first_reset_warp and spin kernels keep their state in a
+ * context-owned slot per stream, zeroed once at context creation (4096 slots, one per distinct
+ * stream handle seen in the lifetime of the context and its siblings; AMAX_STATUS_TOO_MANY_STREAMS
+ * past that; 1030 words per slot where the device runs spin, 16.9 MB, else 6 words, 96 KiB).
+ * one_pass counts finished blocks in the first word; self_reset counts them there and combines the
+ * block maxima by atomic max in the second; the last block of either leaves both words 0.
+ * first_reset(_warp)'s three words carry an epoch from launch to launch. A graph captured on a
+ * stream uses that stream's slot: do not run the graph at the same time as other amax work on its
+ * capture stream, by the context or any of its siblings, in either NaN mode (two graphs captured
+ * on two different streams may run at the same time). A workspace must not be shared by calls that can run at the same time. Destroy a
  * context only when no call is running and no graph that captured its calls will run again.
  *
  * Sizes: n is a 64-bit element count (up to the device's memory); results are exact for any n.
  *
  * Several GPUs: a context serves the one device of options.device (its kernels, stream slots and
- * tables are its own); create one context per device, and use them from any threads at once.
+ * tables are its own, shared only with its siblings: amax_context_create_sibling); create one
+ * context per device, and use them from any threads at once.
  * amax_compute refuses, with AMAX_STATUS_WRONG_DEVICE and a message naming both devices, a stream
  * created on another device or in another CUDA context than the device's primary context, and
  * input, output or workspace pointers into another device's memory (managed memory and host
@@ -121,7 +124,7 @@ typedef struct amax_explanation_t {
   double expected_gbps;        /**< bytes / time at tuned_n, GB/s (0 when unknown) */
   uint32_t grid;               /**< blocks of the launch for this n */
   uint32_t launches;           /**< kernel/memset launches per call: 1 (one_pass, self_reset,
-                                    two_stage with one block) or 2 (atomic: memset + kernel;
+                                    first_reset(_warp), spin, two_stage with one block) or 2 (atomic: memset + kernel;
                                     two_stage: two kernels); n = 0: 1 memset (3 for
                                     amax_explain_scale: amax, scale, scale_inv) */
   uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */

@@ -87,7 +87,8 @@ static_assert(sizeof(ScaleArgs) == 32 && offsetof(ScaleArgs, max) == 16 && offse
 
 /// Enqueues amax of `n` elements at `in` into the fp32 at `out` on `stream`: n == 0 writes +0.0
 /// with a memset and launches nothing; atomic memsets out then launches; two_stage launches stage
-/// one and, with more than one block, the finish kernel; one_pass, self_reset and first_reset launch once; spin
+/// one and, with more than one block, the finish kernel; one_pass, self_reset and first_reset launch once
+/// (first_reset_warp too, with one more wave per block: block_threads); spin
 /// launches once, cooperatively when it has more than one block (also under graph capture, where
 /// it is expected to become a kernel node with the cooperative attribute: tests/gpu check it).
 /// workspace: at least shape.workspace_bytes bytes (any content); slot: kSlotWords 32-bit words
