@@ -56,11 +56,9 @@ std::vector<Strategy> parse_strategies(const std::string& s) {
   std::vector<Strategy> out;
   for (const std::string& item : split_list(s)) {
     auto st = parse_strategy(item);
-    if (!st) {
-      std::string names;
-      for (const StrategyInfo& i : kStrategies) names += (names.empty() ? "" : ", ") + std::string(i.name);
-      throw UsageError("unknown strategy '" + item + "' in --strategies '" + s + "' (expected " + names + ")");
-    }
+    if (!st)
+      throw UsageError("unknown strategy '" + item + "' in --strategies '" + s + "' (expected " +
+                       strategy_names() + ")");
     if (std::find(out.begin(), out.end(), *st) == out.end()) out.push_back(*st);
   }
   return out;

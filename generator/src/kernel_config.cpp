@@ -12,6 +12,11 @@ namespace amax {
 
 std::string_view to_string(Strategy s) noexcept { return detail::enum_name(kStrategies, s); }
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept { return detail::enum_parse(kStrategies, s); }
+std::string strategy_names() {
+  std::string names;
+  for (const StrategyInfo& i : kStrategies) names += (names.empty() ? "" : ", ") + std::string(i.name);
+  return names;
+}
 std::string_view to_string(Epilogue e) noexcept { return detail::enum_name(kEpilogues, e); }
 std::optional<Epilogue> parse_epilogue(std::string_view s) noexcept { return detail::enum_parse(kEpilogues, s); }
 

@@ -206,9 +206,7 @@ void DispatchTables::read_environment() {
   if (const char* s = std::getenv("AMAX_TUNE_FORCE_STRATEGY"); s && *s) {
     force_strategy_ = parse_strategy(s);
     if (!force_strategy_) {
-      std::string names;
-      for (const StrategyInfo& i : kStrategies) names += (names.empty() ? "" : ", ") + std::string(i.name);
-      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected {})", s, names));
+      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected {})", s, strategy_names()));
     } else if (*force_strategy_ == Strategy::spin) {
       if (auto why = spin_unsupported_reason(arch_)) {
         warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY=spin ignored: {}", *why));

@@ -15,7 +15,7 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   LaunchShape s;
   s.block = c.threads;
   if (n == 0) return s;
-  const std::uint64_t vectors = (n + c.nvec - 1) / c.nvec + 1;
+  const std::uint64_t vectors = (n + c.nvec - 1) / c.nvec;
   const std::uint64_t per_block = std::uint64_t{c.threads} * c.unroll;
   std::uint64_t grid = (vectors + per_block - 1) / per_block;
   grid = std::max<std::uint64_t>(1, std::min(grid, c.max_blocks.max_blocks(cu_count)));

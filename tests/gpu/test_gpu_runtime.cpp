@@ -201,7 +201,7 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
   Backend& b = *env->backend;
   ForceStrategy force("self_reset");
   amax_tune::Context ctx(options());
-  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};  // one block (no slot); 129 blocks; capped grid
+  const std::uint64_t sizes[] = {1000, 1u << 20, 50000000};  // one block (no slot); 128 blocks; capped grid
   const amax_dtype_t dtypes[] = {AMAX_DTYPE_BF16, AMAX_DTYPE_FP32};
   ctx.preload(dtypes, 2, sizes, 3);
   StreamHandle s1 = b.create_stream(), s2 = b.create_stream();

@@ -13,15 +13,15 @@ using namespace amax;
 
 TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   const KernelConfig one{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(4)};
-  // vectors = ceil(n/4)+1; per block 512 vectors; cap 4 x 132 = 528.
+  // vectors = ceil(n/4); per block 512 vectors; cap 4 x 132 = 528.
   auto s = launch_shape(one, 1000, 132);
-  EXPECT_EQ(s.grid, 1u);  // 251 vectors
+  EXPECT_EQ(s.grid, 1u);  // 250 vectors
   EXPECT_EQ(s.workspace_bytes, 0u);
   EXPECT_FALSE(s.uses_slot);
   EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(one, 1u << 20, 132);  // 262145 vectors -> 513 blocks
-  EXPECT_EQ(s.grid, 513u);
-  EXPECT_EQ(s.workspace_bytes, 513u * 4);
+  s = launch_shape(one, 1u << 20, 132);  // 262144 vectors -> 512 blocks
+  EXPECT_EQ(s.grid, 512u);
+  EXPECT_EQ(s.workspace_bytes, 512u * 4);
   EXPECT_TRUE(s.uses_slot);
   EXPECT_EQ(s.launches(), 1);
   s = launch_shape(one, 1ull << 33, 132);
@@ -41,13 +41,13 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
 
   // self_reset: one launch, the stream slot with more than one block, never a workspace.
   const KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
-  s = launch_shape(self, 1000, 132);  // 126 vectors: one block writes the result itself
+  s = launch_shape(self, 1000, 132);  // 125 vectors: one block writes the result itself
   EXPECT_EQ(s.grid, 1u);
   EXPECT_FALSE(s.uses_slot);
   EXPECT_EQ(s.workspace_bytes, 0u);
   EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(self, 1u << 20, 132);  // 131073 vectors / 1024 per block -> 129 blocks
-  EXPECT_EQ(s.grid, 129u);
+  s = launch_shape(self, 1u << 20, 132);  // 131072 vectors / 1024 per block -> 128 blocks
+  EXPECT_EQ(s.grid, 128u);
   EXPECT_TRUE(s.uses_slot);
   EXPECT_EQ(s.workspace_bytes, 0u);
   EXPECT_FALSE(s.memset_output);
@@ -71,6 +71,27 @@ TEST(LaunchShape, GridWorkspaceAndLaunchCounts) {
   s = launch_shape(atomic, 0, 132);
   EXPECT_EQ(s.grid, 0u);
   EXPECT_EQ(s.launches(), 0);  // n == 0: launch_amax only memsets the output
+}
+
+// A size that is a whole number of tiles (threads x unroll x nvec elements) takes exactly that many
+// blocks: the unaligned head and the tail are folded besides the vectors, so none needs a block of
+// its own. fp32 n = 4096 with 512 threads x 2 x 4 is one block (no cross-block step), and every size
+// one element past a whole number of tiles takes one block more.
+TEST(LaunchShape, WholeTilesTakeExactlyThatManyBlocks) {
+  for (Strategy st : all_strategies())
+    for (std::uint32_t threads : {256u, 512u})
+      for (std::uint32_t unroll : {1u, 2u, 4u})
+        for (std::uint64_t tiles : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{64}}) {
+          const KernelConfig c{st, threads, 4, unroll, BlockCap::uncapped()};
+          const std::uint64_t n = tiles * threads * unroll * 4;
+          EXPECT_EQ(launch_shape(c, n, 132, 8).grid, tiles) << c.label() << " n=" << n;
+          EXPECT_EQ(launch_shape(c, n + 1, 132, 8).grid, tiles + 1) << c.label() << " n=" << n + 1;
+          EXPECT_EQ(launch_shape(c, n - 1, 132, 8).grid, tiles) << c.label() << " n=" << n - 1;
+        }
+  const LaunchShape s = launch_shape(KernelConfig{Strategy::one_pass, 512, 4, 2, BlockCap::per_cu(2)}, 4096, 132);
+  EXPECT_EQ(s.grid, 1u);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_EQ(s.workspace_bytes, 0u);
 }
 
 // The scale epilogue changes no grid or workspace; atomic with it counts its blocks in the slot.
@@ -128,13 +149,13 @@ TEST(LaunchShape, PerCuCapsFollowTheDevicesCuCount) {
 TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
   KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
   self.cluster = 8;
-  auto s = launch_shape(self, 1000, 132);  // 126 vectors: 1 block -> one cluster of 8
+  auto s = launch_shape(self, 1000, 132);  // 125 vectors: 1 block -> one cluster of 8
   EXPECT_EQ(s.grid, 8u);
   EXPECT_EQ(s.parts, 1u);
   EXPECT_FALSE(s.uses_slot);
   EXPECT_EQ(s.workspace_bytes, 0u);
   EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(self, 1u << 20, 132);  // 131073 vectors / 1024 -> 129 blocks -> 136 = 17 clusters
+  s = launch_shape(self, (1u << 20) + 8, 132);  // 131073 vectors / 1024 -> 129 blocks -> 136 = 17 clusters
   EXPECT_EQ(s.grid, 136u);
   EXPECT_EQ(s.parts, 17u);
   EXPECT_TRUE(s.uses_slot);
@@ -143,11 +164,11 @@ TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
   EXPECT_EQ(s.grid, 528u);
   EXPECT_EQ(s.parts, 66u);
   self.cluster = 1;
-  EXPECT_EQ(launch_shape(self, 1u << 20, 132).parts, 129u);  // no cluster: the blocks
+  EXPECT_EQ(launch_shape(self, (1u << 20) + 8, 132).parts, 129u);  // no cluster: the blocks
 
   KernelConfig one{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(4)};
   one.cluster = 4;
-  s = launch_shape(one, 1u << 20, 132);  // 262145 vectors / 512 -> 513 blocks -> 516 = 129 clusters
+  s = launch_shape(one, (1u << 20) + 4, 132);  // 262145 vectors / 512 -> 513 blocks -> 516 = 129 clusters
   EXPECT_EQ(s.grid, 516u);
   EXPECT_EQ(s.parts, 129u);
   EXPECT_EQ(s.workspace_bytes, 129u * 4);
@@ -168,7 +189,7 @@ TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
 
   KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped(), Epilogue::scale};
   atomic.cluster = 2;
-  s = launch_shape(atomic, 1u << 20, 132);  // 262145 / 1024 -> 257 blocks -> 258 = 129 clusters
+  s = launch_shape(atomic, (1u << 20) + 4, 132);  // 262145 / 1024 -> 257 blocks -> 258 = 129 clusters
   EXPECT_EQ(s.grid, 258u);
   EXPECT_TRUE(s.memset_output);
   EXPECT_TRUE(s.uses_slot);  // the epilogue counts the clusters
@@ -183,7 +204,7 @@ TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
   EXPECT_EQ(kSpinMaxBlocks, 1024u);
   EXPECT_EQ(kSlotWords, 1030u);
   const KernelConfig spin{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
-  // bf16 n = 2^24: 2097153 vectors / 1024 per block -> 2049 blocks uncapped.
+  // bf16 n = 2^24: 2097152 vectors / 1024 per block -> 2048 blocks uncapped.
   auto s = launch_shape(spin, 1u << 24, 132, 4);  // 4 x 132 = 528 resident
   EXPECT_EQ(s.grid, 528u);
   EXPECT_EQ(s.parts, 528u);
@@ -198,10 +219,10 @@ TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
   EXPECT_EQ(s.grid, 1024u);
   s = launch_shape(spin, 1u << 24, 132, 16);  // 2112 resident: kSpinMaxBlocks caps
   EXPECT_EQ(s.grid, 1024u);
-  s = launch_shape(spin, 1u << 20, 132, 4);  // 131073 vectors -> 129 blocks, under both caps
-  EXPECT_EQ(s.grid, 129u);
+  s = launch_shape(spin, 1u << 20, 132, 4);  // 131072 vectors -> 128 blocks, under both caps
+  EXPECT_EQ(s.grid, 128u);
   EXPECT_TRUE(s.cooperative);
-  s = launch_shape(spin, 1000, 132, 4);  // 126 vectors: one block writes the result itself
+  s = launch_shape(spin, 1000, 132, 4);  // 125 vectors: one block writes the result itself
   EXPECT_EQ(s.grid, 1u);
   EXPECT_FALSE(s.uses_slot);
   EXPECT_FALSE(s.cooperative);
@@ -216,7 +237,7 @@ TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
   EXPECT_EQ(launch_shape(capped, 1u << 24, 132, 1).grid, 132u);
   // resident_per_cu is read for spin only.
   const KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::uncapped()};
-  EXPECT_EQ(launch_shape(self, 1u << 24, 132, 4).grid, 2049u);
+  EXPECT_EQ(launch_shape(self, 1u << 24, 132, 4).grid, 2048u);
   EXPECT_FALSE(launch_shape(self, 1u << 24, 132, 4).cooperative);
 }
 

@@ -121,6 +121,9 @@ constexpr std::array<Strategy, std::size(kStrategies)> all_strategies() noexcept
 }
 std::string_view to_string(Strategy s) noexcept;
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
+/// Every strategy's name in enum order, comma-separated ("atomic, two_stage, ..."): the accepted
+/// spellings that errors about an unknown strategy list. Thread-safe.
+std::string strategy_names();
 
 /// What the launch writes besides the reduction (DESIGN.md section 6, "Fused scale").
 /// - amax: the amax alone (amax_compute).

@@ -27,8 +27,9 @@
  * first_reset(_warp)'s three words carry an epoch from launch to launch. A graph captured on a
  * stream uses that stream's slot: do not run the graph at the same time as other amax work on its
  * capture stream, by the context or any of its siblings, in either NaN mode (two graphs captured
- * on two different streams may run at the same time). A workspace must not be shared by calls that can run at the same time. Destroy a
- * context only when no call is running and no graph that captured its calls will run again.
+ * on two different streams may run at the same time). A workspace must not be shared by calls
+ * that can run at the same time. Destroy a context only when no call is running and no graph that
+ * captured its calls will run again.
  *
  * Sizes: n is a 64-bit element count (up to the device's memory); results are exact for any n.
  *
@@ -233,7 +234,8 @@ AMAX_API amax_status_t amax_scale_options_check(const amax_scale_options_t* opti
  *  Bit-exact with the rule on the CPU (amax::reference_scale_bits) for every variant.
  *  The variant is the one amax_compute dispatches to for (dtype, n), with the scale epilogue
  *  (label ending in `.scale`), an atomic choice run as self_reset of the same shape where that
- *  variant is in the pruned space (fused_variant); amax_explain_scale names it. Bad input writes nothing and enqueues nothing.
+ *  variant is in the pruned space (fused_variant); amax_explain_scale names it. Bad input writes
+ *  nothing and enqueues nothing.
  *  Errors: those of amax_compute, and INVALID_ARGUMENT (options, as amax_scale_options_check),
  *  NULL_POINTER / MISALIGNED_POINTER naming amax_out, scale_out or scale_inv_out.
  *  Thread-safety: as amax_compute (concurrent calls need their own workspaces and outputs). */
@@ -277,9 +279,9 @@ AMAX_API amax_status_t amax_explain_scale(amax_context_t context, amax_dtype_t d
  * by the block of its launch that finishes last, through the caller's workspace and the stream's
  * slot (as one_pass), so no memset is launched. Every result follows the single-tensor contract
  * (exact, the context's NaN mode, +0.0 for n == 0). amax_multi_and_scale writes, from the same
- * launches, scale and scale_inv per tensor by amax_and_scale's rule. Under graph capture each launch's descriptors are copied
- * into the graph: no host memory outlives the call, and a replay reads whatever the tensors hold
- * then. The rules of streams, slots and workspaces are those of amax_compute. */
+ * launches, scale and scale_inv per tensor by amax_and_scale's rule. Under graph capture each
+ * launch's descriptors are copied into the graph: no host memory outlives the call, and a replay
+ * reads whatever the tensors hold then. The rules of streams, slots and workspaces are those of amax_compute. */
 
 /** Lists a thread keeps prepared per process (all contexts together; also at most 64 MiB of them):
  *  a list it enqueued before (the same pointers, counts and dtypes in the same order, on the same

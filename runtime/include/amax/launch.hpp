@@ -37,15 +37,19 @@ static_assert(kFirstResetWord % 2 == 0 && kFirstResetWord + 3 <= kSpinFirstWord 
 
 /// How one amax call on n elements is launched with a config on a device with cu_count CUs/SMs.
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
-/// ceil(n / nvec) + 1 (the unaligned head can add one), then rounded up to a multiple of the
+/// ceil(n / nvec) (the aligned body holds at most floor(n / nvec) vectors at any alignment of
+/// the input; the unaligned head and the tail, fewer than nvec elements each, are folded by the
+/// first threads besides their vectors: amax_range_partial in templates/amax_kernels.h, so a size
+/// that is a whole number of (threads x unroll x nvec) tiles takes exactly that many blocks),
+/// then rounded up to a multiple of the
 /// config's cluster (a clustered kernel launches whole clusters: the cap may be exceeded by at
 /// most cluster - 1 blocks). spin: the grid is further capped at kSpinMaxBlocks and at
 /// resident_per_cu x cu_count, the blocks of the compiled kernel the device holds at once
 /// (LoadedKernel::resident_per_cu, an occupancy query); with resident_per_cu 0 (not known: no
 /// kernel loaded yet) only at kSpinMaxBlocks, and such a shape is only for sizing (workspace,
-/// launches): launch_amax refuses a spin shape larger than its kernel's resident blocks. The shape to launch a
-/// loaded kernel k with is launch_shape(config, n, cu_count, k.resident_per_cu), `config` being the
-/// full config (k.config has its grid cap normalised away). Pure, thread-safe.
+/// launches): launch_amax refuses a spin shape larger than its kernel's resident blocks. The shape
+/// to launch a loaded kernel k with is launch_shape(config, n, cu_count, k.resident_per_cu),
+/// `config` being the full config (k.config has its grid cap normalised away). Pure, thread-safe.
 struct LaunchShape {
   std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched); a multiple of the
                                       ///< config's cluster
