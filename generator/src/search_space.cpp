@@ -90,6 +90,8 @@ KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, 
     KernelConfig s = f;
     s.strategy = Strategy::self_reset;
     const BlockCap& cap = s.max_blocks;
+    if (f.strategy == Strategy::atomic && cap.kind != BlockCap::Kind::per_cu)
+      s.unroll = std::max(s.unroll, kFusedSelfResetUnroll);
     if (cap.kind != BlockCap::Kind::per_cu || cap.value > kFusedSelfResetBlocksPerCu)
       s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);

@@ -238,8 +238,8 @@ Thread-safe (each call holds the GIL while it enqueues)."""
 def explain(x=None, *, dtype=None, n=None, device=None, nan="propagate", scale=False):
     """Which variant serves ``amax(x)`` and why: an :class:`Explanation`; with ``scale=True``, the
     fused variant ``amax_and_scale(x)`` runs (amax_explain_scale: label ending in ``.scale``; an
-    ``atomic`` table choice runs as ``self_reset`` of the same shape, one launch; ``preload(...,
-    scale=True)`` loads it).
+    ``atomic`` table choice runs as ``self_reset`` of its threads and vector width, one launch;
+    ``preload(..., scale=True)`` loads it).
 
     Either a tensor (or array) ``x``, or ``dtype`` ("fp32", "fp16", "bf16" or a torch dtype), ``n``
     (elements) and ``device`` (ordinal, default torch's current device, else 0). Raises as

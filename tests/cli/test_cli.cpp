@@ -629,8 +629,8 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
   EXPECT_TRUE(has(r.out, "sm_90: 72 kernels (0 for database winners, 72 for built-in defaults")) << r.out;
   // The same rows made fresh: their 48 distinct amax-only kernels and the 43 distinct kernels their
-  // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its threads,
-  // nvec and unroll with a grid <= 4 per CU where that is pruned) are bundled, and the defaults they
+  // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its threads
+  // and nvec with a grid <= 4 per CU where that is pruned) are bundled, and the defaults they
   // lack. (This part runs only when the templates differ from the shipped rows', so it is checked when a
   // template changes: the counts follow data/system-db.jsonl.)
   std::string fresh = text;

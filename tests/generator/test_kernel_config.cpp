@@ -103,8 +103,8 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
 
 // amax_and_scale's variant for a table choice: the scale epilogue on the same variant, except
 // that atomic (memset + kernel) runs as self_reset of the same threads, nvec and unroll (one
-// launch) with a grid of at most 4 blocks per CU, where that self_reset variant is in the pruned
-// space; elsewhere atomic is kept.
+// launch) with a grid of at most 4 blocks per CU (an uncapped or absolute atomic: unroll at least
+// 8), where that self_reset variant is in the pruned space; elsewhere atomic is kept.
 TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThePrunedSpace) {
   const ArchInfo sm90 = ArchInfo::parse("sm_90"), gfx942 = ArchInfo::parse("gfx942");
   auto fused = [&](const char* label, const ArchInfo& a = ArchInfo::parse("sm_90")) {
@@ -112,14 +112,16 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
   };
   EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu"), "self_reset.t256.v8.u2.b4cu.scale");
   // a larger grid cap (per CU, uncapped or absolute) lowered to 4 blocks per CU
-  EXPECT_EQ(fused("atomic.t512.v8.u4.buncapped"), "self_reset.t512.v8.u4.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u4.buncapped"), "self_reset.t512.v8.u8.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u8.buncapped"), "self_reset.t512.v8.u8.b4cu.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b8cu"), "self_reset.t256.v8.u2.b4cu.scale");
-  EXPECT_EQ(fused("atomic.t512.v8.u2.b65535"), "self_reset.t512.v8.u2.b4cu.scale");
+  EXPECT_EQ(fused("atomic.t512.v8.u2.b65535"), "self_reset.t512.v8.u8.b4cu.scale");
   EXPECT_EQ(fused("atomic.t1024.v8.u8.b16cu", gfx942), "self_reset.t1024.v8.u8.b4cu.scale");
   // outside the pruned self_reset space (threads < 256, 2 blocks per CU, nvec not 16 bytes):
   // atomic kept, with its own grid cap
   EXPECT_EQ(fused("atomic.t128.v8.u2.b4cu"), "atomic.t128.v8.u2.b4cu.scale");
   EXPECT_EQ(fused("atomic.t128.v8.u2.b16cu"), "atomic.t128.v8.u2.b16cu.scale");
+  EXPECT_EQ(fused("atomic.t128.v8.u2.buncapped"), "atomic.t128.v8.u2.buncapped.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b2cu"), "atomic.t256.v8.u2.b2cu.scale");
   EXPECT_EQ(fused("atomic.t256.v4.u2.b4cu"), "atomic.t256.v4.u2.b4cu.scale");
   // the other strategies: the epilogue only
@@ -127,8 +129,8 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
   EXPECT_EQ(fused("one_pass.t1024.v8.u8.b2cu"), "one_pass.t1024.v8.u8.b2cu.scale");
   EXPECT_EQ(fused("self_reset.t512.v8.u2.b16cu"), "self_reset.t512.v8.u2.b16cu.scale");
   EXPECT_EQ(fused("atomic.t256.v8.u2.b4cu.scale"), "self_reset.t256.v8.u2.b4cu.scale");  // already fused
-  // first_reset has no scale epilogue: self_reset of its shape, capped at 4 per CU, in or outside
-  // the pruned space
+  // first_reset has no scale epilogue: self_reset of its shape (its own unroll, uncapped too),
+  // capped at 4 per CU, in or outside the pruned space
   EXPECT_EQ(fused("first_reset.t512.v8.u2.b2cu"), "self_reset.t512.v8.u2.b4cu.scale");
   EXPECT_EQ(fused("first_reset.t256.v8.u4.b4cu"), "self_reset.t256.v8.u4.b4cu.scale");
   EXPECT_EQ(fused("first_reset.t512.v8.u2.buncapped"), "self_reset.t512.v8.u2.b4cu.scale");
@@ -166,6 +168,11 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
             ++mapped;
           }
           KernelConfig back = f;
+          if (f.strategy != c.strategy) {
+            const bool raised = c.strategy == Strategy::atomic && c.max_blocks.kind != BlockCap::Kind::per_cu;
+            EXPECT_EQ(f.unroll, raised ? std::max(c.unroll, kFusedSelfResetUnroll) : c.unroll) << c.label();
+            back.unroll = c.unroll;
+          }
           back.strategy = c.strategy;
           back.epilogue = c.epilogue;
           back.max_blocks = c.max_blocks;

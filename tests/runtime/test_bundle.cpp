@@ -376,7 +376,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
         continue;
       }
       // as amax_compute runs it, and as amax_and_scale does (fused_variant: an atomic winner as
-      // self_reset of the same shape with the epilogue)
+      // self_reset of its threads and nvec with the epilogue)
       const KernelConfig c = KernelConfig::parse(r.winner.label);
       for (const KernelConfig& k : {c, fused_variant(c, arch, r.key.dtype)})
         EXPECT_NE(b->find(k, r.key.dtype, arch), nullptr)

@@ -56,9 +56,19 @@ inline constexpr bool kPrunedSpin = false;
 /// us behind the atomic winner.
 inline constexpr std::uint32_t kFusedSelfResetBlocksPerCu = 4;
 
+/// The least unroll of the self_reset variant that fused_variant runs for an atomic table choice
+/// without a per-CU grid cap (uncapped or absolute: the shape of one tile per block that wins at the
+/// largest sizes). Capped at kFusedSelfResetBlocksPerCu it becomes a grid-stride loop, which keeps
+/// the read rate with more loads in flight per thread. H200, 2026-12-03 14:49 UTC, amax_and_scale
+/// cold, fp32 (docs/results/2026-12-03-exact-tiles.md): the winner atomic.t512.v4.u4.buncapped run
+/// as self_reset.t512.v4.u4.b4cu took 246.66 us at n = 2^28 and 974.05 us at 2^30, as
+/// self_reset.t512.v4.u8.b4cu 239.30 and 941.70 us (the amax alone: 236.35 and 931.81 us).
+inline constexpr std::uint32_t kFusedSelfResetUnroll = 8;
+
 /// The variant amax_and_scale runs on `arch` for `dtype` where amax_compute's table (a tuned winner or the
 /// built-in default) chooses `amax_only`: the same variant with the scale epilogue, except that `atomic`
-/// becomes `self_reset` of the same threads, nvec and unroll, its grid cap lowered to
+/// becomes `self_reset` of the same threads, nvec and unroll (an uncapped or absolute atomic: unroll at
+/// least kFusedSelfResetUnroll), its grid cap lowered to
 /// kFusedSelfResetBlocksPerCu blocks per CU where it allows more (an uncapped or absolute cap included), when
 /// that self_reset variant is in the pruned space of (arch, dtype) (so that the JIT tests compile it and
 /// check its resources; elsewhere atomic is kept); `first_reset` and `first_reset_warp`, which have no scale epilogue

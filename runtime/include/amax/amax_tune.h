@@ -233,9 +233,9 @@ AMAX_API amax_status_t amax_scale_options_check(const amax_scale_options_t* opti
  *  n == 0 writes amax +0.0 and the rule's scale and scale_inv for it with memsets.
  *  Bit-exact with the rule on the CPU (amax::reference_scale_bits) for every variant.
  *  The variant is the one amax_compute dispatches to for (dtype, n), with the scale epilogue
- *  (label ending in `.scale`), an atomic choice run as self_reset of the same shape where that
- *  variant is in the pruned space (fused_variant); amax_explain_scale names it. Bad input writes
- *  nothing and enqueues nothing.
+ *  (label ending in `.scale`), an atomic choice run as self_reset of its threads and vector width
+ *  where that variant is in the pruned space (fused_variant in search_space.hpp sets its unroll
+ *  and grid cap); amax_explain_scale names it. Bad input writes nothing and enqueues nothing.
  *  Errors: those of amax_compute, and INVALID_ARGUMENT (options, as amax_scale_options_check),
  *  NULL_POINTER / MISALIGNED_POINTER naming amax_out, scale_out or scale_inv_out.
  *  Thread-safety: as amax_compute (concurrent calls need their own workspaces and outputs). */
@@ -258,9 +258,9 @@ AMAX_API amax_status_t amax_explain(amax_context_t context, amax_dtype_t dtype, 
 /** amax_explain for amax_and_scale: the fused variant it runs for (dtype, n) (label ending in
  *  ".scale"), its launches and grid, and the entry it derives from. The fused call runs amax_compute's
  *  choice with the scale epilogue, except that an `atomic` choice (memset + kernel) runs as
- *  `self_reset` of the same shape (one launch; the detail then says so); forced variants run as
- *  forced. expected_us / expected_gbps are the amax-only entry's. Errors and thread-safety as
- *  amax_explain. */
+ *  `self_reset` of its threads and vector width (one launch; the detail then says so); forced
+ *  variants run as forced. expected_us / expected_gbps are the amax-only entry's. Errors and
+ *  thread-safety as amax_explain. */
 AMAX_API amax_status_t amax_explain_scale(amax_context_t context, amax_dtype_t dtype, uint64_t n,
                                           amax_explanation_t* explanation);
 
