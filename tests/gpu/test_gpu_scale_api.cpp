@@ -1,6 +1,8 @@
 // The fused scale epilogue through the public API on the GPU (label `gpu`): every strategy forced,
 // clustered labels, n = 0, graph capture replayed with new data, the atomic choice run as one
 // self_reset launch, bad input writing nothing.
+#include <algorithm>
+
 #include "scale_cases.hpp"
 
 namespace {
@@ -135,8 +137,8 @@ TEST(GpuScale, ExplainSaysWhyAForcedLabelIsNotUsed) {
 }
 
 // Where the table's choice is atomic (memset + kernel), amax_and_scale runs self_reset of the same
-// threads, nvec and unroll with a grid of at most 4 blocks per CU and the epilogue, one launch
-// (fused_variant); other choices run as chosen, a forced atomic
+// threads and nvec with a grid of at most 4 blocks per CU (an uncapped atomic: unroll at least 8)
+// and the epilogue, one launch (fused_variant); other choices run as chosen, a forced atomic
 // stays atomic. The built-in default of a large n is atomic on NVIDIA. Bit-exact direct, over
 // repeated calls (the stream slot's words come back to zero) and from a graph replayed with new data.
 TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
@@ -149,9 +151,14 @@ TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
     GTEST_SKIP() << "the built-in default of " << arch.name << " for bf16 n=" << n << " is " << def.label()
                  << ", not atomic";
   const std::string label = def.label();
-  // atomic.t512.v8.u4.buncapped -> self_reset.t512.v8.u4.b4cu.scale (the grid cap lowered to 4 per CU)
-  const std::size_t shape = std::strlen("atomic");
-  const std::string want = "self_reset" + label.substr(shape, label.rfind('.') - shape) + ".b4cu.scale";
+  // atomic.t512.v8.u4.buncapped -> self_reset.t512.v8.u8.b4cu.scale (the grid cap lowered to 4 per
+  // CU, the unroll raised to 8)
+  ASSERT_NE(def.max_blocks.kind, BlockCap::Kind::per_cu) << label;
+  const std::string want = "self_reset.t" + std::to_string(def.threads) + ".v" + std::to_string(def.nvec) + ".u" +
+                           std::to_string(std::max(def.unroll, 8u)) + ".b4cu.scale";
+  // its grid: ceil(vectors / (threads x 8)) under the cap of 4 per CU
+  const std::uint64_t vectors = (n + def.nvec - 1) / def.nvec, per_block = std::uint64_t{def.threads} * std::max(def.unroll, 8u);
+  const std::uint64_t want_grid = std::min<std::uint64_t>(4ull * b.device().cu_count, (vectors + per_block - 1) / per_block);
   {
     amax_tune::Context ctx(api_options());
     const amax_explanation_t amax_only = ctx.explain(AMAX_DTYPE_BF16, n);
@@ -160,7 +167,7 @@ TEST(GpuScale, AtomicChoiceRunsFusedAsOneLaunchSelfReset) {
     const amax_explanation_t fused = ctx.explain_scale(AMAX_DTYPE_BF16, n);
     EXPECT_EQ(std::string(fused.label), want);
     EXPECT_EQ(fused.launches, 1u);
-    EXPECT_EQ(fused.grid, amax_only.grid);
+    EXPECT_EQ(fused.grid, want_grid);
     EXPECT_EQ(fused.source, AMAX_SOURCE_DEFAULT);
     EXPECT_NE(std::string(fused.detail).find("fused as " + want + " (the amax-only " + label + " without its memset launch)"),
               std::string::npos)
