@@ -97,8 +97,9 @@ void each_fresh(const Rows& rows, const db::Provenance& current, std::size_t* st
 // default's shape, and the atomic variant a failed compile falls back to (amax_context's
 // fallback_for). A winner is shipped as amax_compute runs it and as amax_and_scale runs it
 // (fused_variant: with the scale epilogue, an atomic winner as self_reset); a default with both
-// epilogues (a forced strategy keeps its own). One per compiled kernel (max_blocks is a launch
-// parameter, not compiled in).
+// epilogues (a forced strategy keeps its own) and as amax_and_scale runs it (fused_variant: an
+// uncapped atomic default as self_reset with unroll 8). One per compiled kernel (max_blocks is a
+// launch parameter, not compiled in).
 std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb, const db::Provenance& current,
                                       std::size_t* winners, std::size_t* stale, std::set<std::string>* stale_why) {
   std::vector<BundleKernel> out;
@@ -116,7 +117,8 @@ std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* 
                });
   *winners = out.size();
   for (const auto& d : all_dtypes())
-    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30})
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30}) {
+      add_one(fused_variant(builtin_default(arch, d.dtype, n), arch, d.dtype), d.dtype);
       for (const Strategy s : all_strategies()) {
         KernelConfig c = builtin_default(arch, d.dtype, n);
         c.strategy = s;
@@ -125,6 +127,7 @@ std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* 
           add_one(c, d.dtype);
         }
       }
+    }
   return out;
 }
 

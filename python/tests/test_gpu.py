@@ -305,7 +305,8 @@ class Explain(unittest.TestCase):
     def test_explain_scale(self):
         # amax_and_scale's variant (fused_variant in generator/src/search_space.cpp): the amax-only
         # choice with the scale epilogue; an atomic choice runs as self_reset (one launch) with its
-        # grid cap lowered to at most 4 blocks per CU where that variant is in the pruned space
+        # grid cap lowered to at most 4 blocks per CU (an uncapped or absolute one: unroll at least 8,
+        # kFusedSelfResetUnroll) where that variant is in the pruned space
         for n in (1000, 1 << 21, (1 << 22) + 5):
             x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
             a, f = amax_tune.explain(x), amax_tune.explain(x, scale=True)
@@ -315,6 +316,9 @@ class Explain(unittest.TestCase):
                 head, cap = shape.rsplit(".b", 1)
                 m = re.fullmatch(r"(\d+)cu", cap)
                 fused_cap = cap if m and int(m.group(1)) <= 4 else "4cu"
+                if not m:
+                    threads, nvec, unroll = head.split(".")
+                    head = "%s.%s.u%d" % (threads, nvec, max(int(unroll[1:]), 8))
                 self.assertEqual(fused_shape, "%s.b%s.scale" % (head, fused_cap))
                 self.assertLessEqual(f.grid, a.grid)
             elif strategy in ("first_reset", "first_reset_warp"):

@@ -1029,7 +1029,7 @@ int main(int argc, char** argv) {
     const char* dname = eb == 2 ? "bf16" : "fp32";
     for (u64 bytes : sizes) {
       const u64 n = bytes / eb;
-      const u64 vectors = (n * eb + 15) / 16 + 1;  // the runtime's launch_shape: ceil(n / nvec) + 1
+      const u64 vectors = (n * eb + 15) / 16;  // the runtime's launch_shape: ceil(n / nvec)
       const CheckData cd = make_check(eb, bytes, rng);
       // All configurations of every candidate, deduplicated by (candidate, kernel, grid).
       std::vector<Config> cfgs;

@@ -137,7 +137,8 @@ TEST(KernelConfig, FusedVariantKeepsTheShapeAndTurnsAtomicIntoSelfResetInsideThe
   EXPECT_EQ(fused("first_reset.t128.v4.u8.b16cu"), "self_reset.t128.v4.u8.b4cu.scale");
   EXPECT_EQ(fused("first_reset_warp.t512.v8.u2.b2cu"), "self_reset.t512.v8.u2.b4cu.scale");
   // every variant of the pruned and full spaces: only strategy, epilogue and (for a mapped one, to
-  // at most 4 per CU) the grid cap differ, and a mapped one is in the pruned space
+  // at most 4 per CU) the grid cap differ, and the unroll of an uncapped or absolute atomic; a
+  // mapped one is in the pruned space
   for (const ArchInfo& arch : {sm90, gfx942})
     for (DType d : {DType::fp32, DType::bf16}) {
       const auto pruned = enumerate_space(arch, d, SpaceKind::pruned);

@@ -350,9 +350,11 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
     EXPECT_EQ(report.find(a + ": skipped"), std::string::npos) << report;
     // The built-in default of each dtype at both of its shapes, with every strategy the arch runs
     // (the default itself, self_reset and the others AMAX_TUNE_FORCE_STRATEGY selects, the atomic
-    // fallback; spin on NVIDIA only).
+    // fallback; spin on NVIDIA only), and as amax_and_scale runs it (fused_variant).
     for (const auto& d : all_dtypes())
-      for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30})
+      for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30}) {
+        const KernelConfig fused = fused_variant(builtin_default(arch, d.dtype, n), arch, d.dtype);
+        EXPECT_NE(b->find(fused, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << fused.label();
         for (const Strategy s : all_strategies()) {
           if (s == Strategy::spin && spin_unsupported_reason(arch)) continue;  // never run there: not bundled
           KernelConfig c = builtin_default(arch, d.dtype, n);
@@ -363,6 +365,7 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
             EXPECT_NE(b->find(c, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << c.label();
           }
         }
+      }
     // Every winner the system database ships for the arch that the runtime would use (fresh for
     // the bundle's compiler, this build's templates and tool version) is in it; stale ones are
     // left out and reported.

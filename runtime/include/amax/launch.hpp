@@ -39,8 +39,8 @@ static_assert(kFirstResetWord % 2 == 0 && kFirstResetWord + 3 <= kSpinFirstWord 
 /// grid = ceil(vectors / (threads x unroll)) clamped to [1, the config's cap], where vectors =
 /// ceil(n / nvec) (the aligned body holds at most floor(n / nvec) vectors at any alignment of
 /// the input; the unaligned head and the tail, fewer than nvec elements each, are folded by the
-/// first threads besides their vectors: amax_range_partial in templates/amax_kernels.h, so a size
-/// that is a whole number of (threads x unroll x nvec) tiles takes exactly that many blocks),
+/// first threads besides their vectors: amax_range_partial in templates/amax_kernels.h, so below
+/// the cap a size that is a whole number of (threads x unroll x nvec) tiles takes that many blocks),
 /// then rounded up to a multiple of the
 /// config's cluster (a clustered kernel launches whole clusters: the cap may be exceeded by at
 /// most cluster - 1 blocks). spin: the grid is further capped at kSpinMaxBlocks and at
