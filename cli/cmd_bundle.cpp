@@ -118,9 +118,10 @@ std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* 
   *winners = out.size();
   for (const auto& d : all_dtypes())
     for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30}) {
-      add_one(fused_variant(builtin_default(arch, d.dtype, n), arch, d.dtype), d.dtype);
+      const KernelConfig def = builtin_default(arch, d.dtype, n);
+      add_one(fused_variant(def, arch, d.dtype), d.dtype);
       for (const Strategy s : all_strategies()) {
-        KernelConfig c = builtin_default(arch, d.dtype, n);
+        KernelConfig c = def;
         c.strategy = s;
         for (const auto& e : kEpilogues) {
           c.epilogue = e.value;
