@@ -18,7 +18,9 @@
 
 namespace amax::cli {
 
-std::filesystem::path default_db_path() { return default_user_db_path(); }
+std::filesystem::path db_path_or_default(const std::string& given) {
+  return given.empty() ? default_user_db_path() : std::filesystem::path(given);
+}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -142,7 +144,7 @@ std::uint64_t parse_count(std::string s) {
 
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   auto bad = [&](const std::string& item, const std::string& why) {
-    return std::invalid_argument("invalid size '" + item + "' in --sizes '" + text + "': " + why +
+    return UsageError("invalid size '" + item + "' in --sizes '" + text + "': " + why +
                                  " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
   };
   std::vector<std::uint64_t> out;
@@ -158,8 +160,7 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
         if (v == 0) throw bad(item, "sizes must be at least 1");
         out.push_back(v);
       }
-    } catch (const std::invalid_argument& e) {
-      if (std::string(e.what()).starts_with("invalid size")) throw;
+    } catch (const std::invalid_argument& e) {  // parse_count's reason
       throw bad(item, e.what());
     }
   }

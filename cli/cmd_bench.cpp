@@ -138,11 +138,7 @@ struct BenchCommand<SingleFamily> {
   static void run(const Args& a, const std::string& command) {
     bench::BenchOptions o;
     o.dtypes = parse_dtypes(a.dtypes);
-    try {
-      if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
+    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
     if (a.regime != "both" && a.regime != "cold" && a.regime != "warm")
       throw UsageError("--regime must be cold, warm or both, got '" + a.regime + "'");
     set_bench_common(o, a);

@@ -6,21 +6,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "amax/bundle.hpp"
+#include "amax/compile_pool.hpp"
 #include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
@@ -194,23 +193,9 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, cons
       ::_exit(kChildCannotTarget);
     }
     try {
-      std::atomic<std::size_t> next{1};
-      std::mutex mu;
-      std::string first_error;
-      auto work = [&] {
-        for (std::size_t i; (i = next++) < kernels.size();) {
-          try {
-            built[i] = build(compiler, arch, kernels[i]);
-          } catch (const std::exception& e) {
-            std::lock_guard lock(mu);
-            if (first_error.empty()) first_error = e.what();
-          }
-        }
-      };
-      std::vector<std::thread> pool;
-      for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i) pool.emplace_back(work);
-      for (auto& t : pool) t.join();
-      if (!first_error.empty()) throw std::runtime_error(first_error);
+      tune::run_compile_pool(
+          kernels.size() - 1, 0, [&](std::size_t i) { built[i + 1] = build(compiler, arch, kernels[i + 1]); },
+          std::chrono::milliseconds(10), [](std::size_t) {});
       BundleWriter writer(sub);
       std::uint64_t bytes = 0, multi_bytes = 0;
       std::size_t multi = 0;
@@ -225,16 +210,14 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, cons
       }
       writer.finish(std::string(generator_version()));
       const std::size_t single = kernels.size() - multi;
-      std::string capacities;
-      for (const std::uint32_t k : multi_capacities(arch))
-        capacities += (capacities.empty() ? "" : ", ") + std::to_string(k);
       std::cout << fmt::format("{}: {} kernels ({} for database winners, {} for built-in defaults; amax-only and "
                                "scale epilogue), {} bytes, {}\n",
                                arch.name, single, winners, single - winners, bytes, compiler.version());
       std::cout << fmt::format("{}: {} multi-tensor kernels ({} for database group winners, {} for built-in "
                                "multi-tensor defaults; amax-only and scale epilogue, {} descriptors per launch), {} "
                                "bytes\n",
-                               arch.name, multi, multi_winners, multi - multi_winners, capacities, multi_bytes);
+                               arch.name, multi, multi_winners, multi - multi_winners, fmt::join(multi_capacities(arch), ", "),
+                               multi_bytes);
       std::cout.flush();
       ::_exit(kChildOk);
     } catch (const std::exception& e) {
@@ -328,10 +311,8 @@ int run_bundle(const BundleOptions& o) {
           ++n, bytes += e.size, used.insert(e.compiler);
         }
       if (n == 0) throw std::runtime_error(fmt::format("--from {} holds no entries for {}", o.from, arch.name));
-      std::string compilers_used;
-      for (const auto& c : used) compilers_used += (compilers_used.empty() ? "" : ", ") + c;
       std::cout << fmt::format("{}: {} kernels copied from {}, {} bytes, {}\n", arch.name, n, o.from, bytes,
-                               compilers_used);
+                               fmt::join(used, ", "));
       built.insert(arch.name);
       continue;
     }
@@ -351,11 +332,9 @@ int run_bundle(const BundleOptions& o) {
     const auto report_stale = [&](std::size_t n, const std::set<std::string>& why, const char* what,
                                   const std::string& hash) {
       if (!n) return;
-      std::string fields;
-      for (const auto& f : why) fields += (fields.empty() ? "" : ", ") + f;
       std::cout << fmt::format("{}: {} stale database {} not bundled ({} differs from this build's: {}, "
                                "template hash {}, tool {}); the runtime does not use them: re-tune\n",
-                               arch.name, n, what, fields, compiler->version(), hash, generator_version());
+                               arch.name, n, what, fmt::join(why, ", "), compiler->version(), hash, generator_version());
     };
     report_stale(stale, stale_why, "winners", template_hash());
     report_stale(multi_stale, multi_stale_why, "group winners", multi_template_hash());

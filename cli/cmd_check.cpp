@@ -57,13 +57,9 @@ int run_check(const CheckArgs& a) {
   tune::CheckOptions o;
   // Every argument is checked before the database or the device is touched.
   if (!a.dtypes.empty()) o.dtypes = parse_dtypes(a.dtypes);
-  try {
-    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
   if (a.device < 0) throw UsageError(fmt::format("--device must be a device ordinal >= 0, got {}", a.device));
-  o.db_path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  o.db_path = db_path_or_default(a.db);
   o.against = a.against;
   o.device = a.device;
   o.progress = !a.quiet;

@@ -44,7 +44,7 @@ std::string default_line(const ArchInfo& arch, const std::optional<DType>& only)
 }
 
 int run_show(const DbArgs& a) {
-  auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  auto path = db_path_or_default(a.db);
   // --arch gfx942 lists every gfx942 target ID (gfx942:sramecc+:xnack-, ...); features narrow it.
   std::optional<ArchInfo> want;
   if (a.arch_given) want = parse_user_arch(a.arch);
@@ -73,28 +73,20 @@ int run_show(const DbArgs& a) {
     path = sys;
   }
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
-  std::vector<db::WinnerRow> rows;
-  for (auto& r : db.winners<SingleFamily>(f)) {
-    if (want) {
-      try {
-        if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
-      } catch (const std::invalid_argument&) {
-        continue;  // a row whose arch does not parse serves no device
-      }
-    }
-    rows.push_back(std::move(r));
-  }
-  std::vector<db::GroupWinnerRow> groups;  // multi-tensor winners, filtered alike
-  for (auto& r : db.winners<MultiFamily>(f)) {
-    if (want) {
-      try {
-        if (!want->accepts(ArchInfo::parse(r.key.arch))) continue;
-      } catch (const std::invalid_argument&) {
-        continue;
-      }
-    }
-    groups.push_back(std::move(r));
-  }
+  // The rows of --arch (all without it); a row whose arch does not parse serves no device.
+  auto shown = [&](auto rows) {
+    if (want)
+      std::erase_if(rows, [&](const auto& r) {
+        try {
+          return !want->accepts(ArchInfo::parse(r.key.arch));
+        } catch (const std::invalid_argument&) {
+          return true;
+        }
+      });
+    return rows;
+  };
+  const auto rows = shown(db.winners<SingleFamily>(f));
+  const auto groups = shown(db.winners<MultiFamily>(f));  // multi-tensor winners, filtered alike
   if (a.integrity) {  // the full check (open ran only PRAGMA quick_check); its rows, then the counts
     const auto problems = db.integrity_check();
     for (const auto& line : problems) std::cout << line << "\n";
@@ -132,7 +124,7 @@ int run_export(const DbArgs& a) {
   if (a.format != "json" && a.format != "csv" && a.format != "text")
     throw UsageError("unknown --format '" + a.format + "' (expected json, csv or text)");
   if (a.groups && a.format != "csv") throw UsageError("--groups selects the CSV table; json and text hold every table");
-  const auto path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  const auto path = db_path_or_default(a.db);
   if (!a.out.empty() && a.out != "-") refuse_same_file(a.out, path, "the database being exported");
   auto db = db::TuningDb::open(path, db::OpenMode::ReadOnly);
   auto write = [&](std::ostream& os) {

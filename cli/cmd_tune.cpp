@@ -18,7 +18,6 @@
 #include "amax/db/merge.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/kernel_config.hpp"
-#include "amax/paths.hpp"
 #include "amax/render.hpp"
 #include "amax/tuner.hpp"
 #include "commands.hpp"
@@ -136,6 +135,21 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                     r.multi_kernels_cached);
 }
 
+// What the JSON holds of a tuned key or group alike: its winner, ceiling, tie set and variant counts.
+void add_result(nlohmann::json& e, const tune::KeyResult& k) {
+  const auto& w = k.variants[k.winner];
+  e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us}, {"spread_us", w.stats.spread_us},
+                 {"samples", w.stats.samples}, {"gbps", tune::gbps(k.bytes(), w.stats.median_us)},
+                 {"launches", w.launches}, {"host_us", w.host_us}};
+  e["ceiling_us"] = k.ceiling.median_us;
+  e["tie_set"] = nlohmann::json::array();
+  for (std::size_t i : k.tie_set) e["tie_set"].push_back(k.variants[i].label());
+  int failed = 0;
+  for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
+  e["variants"] = k.variants.size();
+  e["failed_variants"] = failed;
+}
+
 nlohmann::json to_json(const tune::TuneReport& r) {
   nlohmann::json j;
   j["device"] = {{"name", r.device.name}, {"arch", r.device.arch}, {"cu_count", r.device.cu_count},
@@ -155,28 +169,17 @@ nlohmann::json to_json(const tune::TuneReport& r) {
       e["winner"] = {{"label", k.stored->winner.label}, {"median_us", k.stored->winner.median_us},
                      {"gbps", k.stored->winner.gbps}};
     } else if (k.winner >= 0) {
-      const auto& w = k.variants[k.winner];
-      e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us},
-                     {"spread_us", w.stats.spread_us}, {"samples", w.stats.samples},
-                     {"gbps", tune::gbps(k.bytes(), w.stats.median_us)}, {"launches", w.launches},
-                     {"host_us", w.host_us}};
-      e["ceiling_us"] = k.ceiling.median_us;
+      add_result(e, k);
       auto add = [&](const char* name, const tune::VariantResult* v) {
         if (v) e["baselines"][name] = {{"label", v->label()}, {"median_us", v->stats.median_us}};
       };
       for (const auto& b : tune::transformer_engine_baselines(k.dtype))
         add(("te_" + std::string(to_string(b.strategy))).c_str(), k.find(b.label()));
       for (const StrategyInfo& s : kStrategies) add(("best_" + std::string(s.name)).c_str(), k.best(s.value));
-      int failed = 0;
-      for (const auto& v : k.variants) failed += v.status != db::TrialStatus::ok;
-      e["tie_set"] = nlohmann::json::array();
-      for (std::size_t i : k.tie_set) e["tie_set"].push_back(k.variants[i].label());
       e["confirmation"] = k.confirmation == tune::Confirmation::pooled   ? "pooled"
                           : k.confirmation == tune::Confirmation::agreed ? "agreed"
                                                                          : "none";
       e["confirmation_note"] = k.confirmation_note;
-      e["variants"] = k.variants.size();
-      e["failed_variants"] = failed;
     }
     j["keys"].push_back(std::move(e));
   }
@@ -187,20 +190,10 @@ nlohmann::json to_json(const tune::TuneReport& r) {
     nlohmann::json e{{"group", g.spec.name()}, {"tensors", g.spec.tensors}, {"n", g.spec.n},
                      {"dtype", to_string(g.spec.dtype)}, {"bytes", g.spec.bytes()}, {"resumed", g.resumed}};
     if (!g.resumed && g.winner >= 0) {
-      const auto& w = g.variants[g.winner];
-      e["winner"] = {{"label", w.label()}, {"median_us", w.stats.median_us}, {"spread_us", w.stats.spread_us},
-                     {"samples", w.stats.samples}, {"gbps", tune::gbps(g.bytes(), w.stats.median_us)},
-                     {"launches", w.launches}, {"host_us", w.host_us}};
-      e["ceiling_us"] = g.ceiling.median_us;
+      add_result(e, g);
       const auto& base = g.variants[g.baseline];
       if (base.status == db::TrialStatus::ok && base.stats.samples)
         e["builtin_default"] = {{"label", base.label()}, {"median_us", base.stats.median_us}};
-      e["tie_set"] = nlohmann::json::array();
-      for (std::size_t i : g.tie_set) e["tie_set"].push_back(g.variants[i].label());
-      int failed = 0;
-      for (const auto& v : g.variants) failed += v.status != db::TrialStatus::ok;
-      e["variants"] = g.variants.size();
-      e["failed_variants"] = failed;
     }
     j["groups"].push_back(std::move(e));
   }
@@ -212,13 +205,9 @@ int run_tune(const TuneArgs& a) {
   // Every argument is checked before the device is asked for anything.
   o.dtypes = parse_dtypes(a.dtypes);
   if (!a.strategies.empty()) o.strategies = parse_strategies(a.strategies);
-  try {
-    if (a.sizes_given && a.sizes.empty()) throw std::invalid_argument("--sizes is empty");
-    if (a.sizes == "none") o.tune_sizes = false;
-    else if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  if (a.sizes_given && a.sizes.empty()) throw UsageError("--sizes is empty");
+  if (a.sizes == "none") o.tune_sizes = false;
+  else if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
   if (a.groups == "none") o.groups = std::vector<tune::GroupSpec>{};
   else if (a.groups_given) o.groups = parse_multi_groups(a.groups);
   if (!o.tune_sizes && o.groups && o.groups->empty())
@@ -240,7 +229,7 @@ int run_tune(const TuneArgs& a) {
     if (a.db_in_memory) throw UsageError("--db-in-memory is for one device: a node tune merges its results into --db");
     NodeTuneRequest req;
     req.devices = devices;
-    req.db = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+    req.db = db_path_or_default(a.db);
     if (const std::string why = db::TuningDb::write_problem(req.db); !why.empty())
       throw std::runtime_error(fmt::format("cannot tune into the tuning database {}: {}; nothing was tuned. Make it "
                                            "writable or name another database with --db FILE (or $AMAX_TUNE_DB)",
@@ -267,7 +256,7 @@ int run_tune(const TuneArgs& a) {
   } else {
     o.arch = arch->name;
   }
-  o.db_path = a.db.empty() ? default_db_path() : std::filesystem::path(a.db);
+  o.db_path = db_path_or_default(a.db);
   o.jobs = a.jobs;
   o.time_budget_s = a.budget;
   o.retune = a.retune;

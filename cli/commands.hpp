@@ -42,8 +42,9 @@ void add_check(CLI::App& app);
 void add_bundle(CLI::App& app);
 /// `amax-tune show | export | import | merge`.
 void add_db_commands(CLI::App& app);
-/// $AMAX_TUNE_DB, else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
-std::filesystem::path default_db_path();
+/// The database a command reads or writes: @p given (its --db) when not empty, else $AMAX_TUNE_DB,
+/// else $XDG_DATA_HOME/amax-tune/tuning.db, else ~/.local/share/amax-tune/tuning.db.
+std::filesystem::path db_path_or_default(const std::string& given);
 /// Splits a comma-separated list into its items, each without the spaces and tabs around it
 /// ("1M, 4M" -> "1M", "4M"; "" -> one empty item). Every list option goes through it.
 std::vector<std::string> split_list(const std::string& text);
@@ -59,8 +60,7 @@ std::vector<DType> parse_dtypes(const std::string& list);
 /// UsageError naming the bad item (an empty one included) and listing the strategies.
 std::vector<Strategy> parse_strategies(const std::string& list);
 /// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,
-/// 1G = 2^30) or a range A..B of the powers of two from A to B. Errors: std::invalid_argument
-/// naming the bad item.
+/// 1G = 2^30) or a range A..B of the powers of two from A to B. UsageError naming the bad item.
 std::vector<std::uint64_t> parse_sizes(const std::string& text);
 /// Why the directory `dir` cannot receive output files, found without creating anything: "" when
 /// it exists and can be written, or does not exist and its nearest existing ancestor can be

@@ -4,7 +4,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "amax/db/error.hpp"
 #include "amax/render.hpp"
 #include "commands.hpp"
 
@@ -26,18 +25,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand finished; carries its exit code
     return e.get_exit_code();
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {  // bad arguments: one format and exit code for all of them
     std::cerr << "amax-tune: error: " << e.what() << " (see amax-tune --help)\n";
     return amax::cli::kExitUsage;
-  } catch (const amax::db::DbError& e) {
-    std::cerr << "amax-tune: error: " << e.what() << "\n";
-    return amax::cli::kExitFailed;
   } catch (const amax::cli::UsageError& e) {
     std::cerr << "amax-tune: error: " << e.what() << "\n";
     return amax::cli::kExitUsage;

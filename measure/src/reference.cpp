@@ -55,7 +55,6 @@ constexpr std::array<InputKind, 15> kKinds{
 
 struct Format {
   int exp_bits, mant_bits;
-  int bits() const { return 1 + exp_bits + mant_bits; }
   std::uint32_t make(std::uint32_t sign, std::uint32_t exp, std::uint32_t mant) const {
     return (sign << (exp_bits + mant_bits)) | (exp << mant_bits) | mant;
   }

@@ -26,7 +26,7 @@ namespace {
   X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuGetErrorName)           \
   X(cuGetErrorString) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)               \
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                   \
-  X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy)                  \
+  X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamDestroy)                                       \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventDestroy)               \
   X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)             \
@@ -259,10 +259,6 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     const ScopedContext current(ctx_);
     AMAX_CU(cuMemcpyDtoH(dst, ptr(src), bytes), "cuMemcpyDtoH");
-  }
-  void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) override {
-    const ScopedContext current(ctx_);
-    AMAX_CU(cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, static_cast<CUstream>(s)), "cuMemcpyDtoDAsync");
   }
   StreamOwner stream_owner(StreamHandle s) override {
     const auto handle = reinterpret_cast<std::uintptr_t>(s);

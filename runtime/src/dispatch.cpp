@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "amax/db/nearest.hpp"
 #include "amax/db/tuning_db.hpp"
@@ -160,10 +161,8 @@ std::size_t DispatchTables::load_family(Source which, const std::string& path, c
     warn(fmt::format("{} database {}: {} {}entries for {} are invalid and are skipped (first: {})", what, path, invalid,
                      R::kWhat, arch_.name, first_invalid));
   if (stale) {
-    std::string fields;
-    for (const auto& f : stale_fields) fields += (fields.empty() ? "" : ", ") + f;
     warn(fmt::format("{} database {}: {} {}entries were made with another {} and are not used; re-tune them with "
-                     "`amax-tune --stale-only`", what, path, stale, R::kWhat, fields));
+                     "`amax-tune --stale-only`", what, path, stale, R::kWhat, fmt::join(stale_fields, ", ")));
   }
   return kept;
 }

@@ -6,8 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "amax/dtype_c.hpp"
-#include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "context.hpp"
 

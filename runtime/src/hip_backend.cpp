@@ -170,11 +170,6 @@ class HipBackend final : public Backend {
     const ScopedDevice current(ordinal_);
     check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost), "hipMemcpy");
   }
-  void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) override {
-    const ScopedDevice current(ordinal_);
-    check(hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, static_cast<hipStream_t>(s)),
-          "hipMemcpyAsync");
-  }
   StreamOwner stream_owner(StreamHandle s) override {
     const auto handle = reinterpret_cast<std::uintptr_t>(s);
     if (handle <= 2) return {ordinal_, true};  // NULL, hipStreamLegacy, hipStreamPerThread

@@ -6,7 +6,6 @@
 #include "amax/family.hpp"
 #include "amax/hash.hpp"
 #include "amax/log.hpp"
-#include "amax/render.hpp"
 
 namespace amax {
 

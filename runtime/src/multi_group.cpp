@@ -1,7 +1,6 @@
 // Multi-tensor grouping: a list validated and sorted into one group per dtype, each with its variant
 // (override, user database, system database, built-in default), launches and workspace; the
 // group's kernel loaded, with the built-in default when the chosen variant fails to compile.
-#include "amax/log.hpp"
 
 #include <algorithm>
 

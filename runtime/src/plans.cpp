@@ -1,6 +1,5 @@
 // The single-tensor plan cache (one immutable Plan per dtype and size bucket, per epilogue) and its
 // compile fallback, and the calls over it: amax_workspace_size, amax_compute, amax_and_scale.
-#include "amax/log.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "amax/render.hpp"
 #include "amax/search_space.hpp"
 #include "context.hpp"
 

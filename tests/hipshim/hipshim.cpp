@@ -23,7 +23,7 @@ namespace {
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)       \
   X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuModuleUnload) \
   X(cuLaunchKernel) X(cuMemsetD32Async) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) \
-  X(cuMemcpyDtoD) X(cuMemcpy) X(cuMemcpyAsync) X(cuStreamCreate) X(cuStreamDestroy)                \
+  X(cuMemcpyDtoD) X(cuMemcpy) X(cuStreamCreate) X(cuStreamDestroy)                                 \
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)  \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                 \
@@ -271,11 +271,6 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kin
     case hipMemcpyDeviceToDevice: return tr(drv().cuMemcpyDtoD(dp(dst), dp(src), bytes));
     default: return tr(drv().cuMemcpy(dp(dst), dp(src), bytes));
   }
-}
-
-hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind, hipStream_t s) {
-  SHIM_CTX();
-  return tr(drv().cuMemcpyAsync(dp(dst), dp(src), bytes, cs(s)));  // kind inferred (unified addressing)
 }
 
 hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned int flags) {

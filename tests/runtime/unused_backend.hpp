@@ -24,7 +24,6 @@ class UnusedBackend : public Backend {
   void release_mapped_host(void*) noexcept override {}
   void copy_to_device(void*, const void*, std::size_t) override { unused(); }
   void copy_to_host(void*, const void*, std::size_t) override { unused(); }
-  void copy_device_async(void*, const void*, std::size_t, StreamHandle) override { unused(); }
   StreamOwner stream_owner(StreamHandle) override { unused(); }
   int memory_device(const void*) noexcept override { return -1; }
   StreamHandle create_stream() override { unused(); }

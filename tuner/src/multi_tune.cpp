@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "amax/record.hpp"
-#include "amax/reference.hpp"
 
 namespace amax::tune {
 

@@ -384,7 +384,7 @@ TuningDb TuningDb::rebuild(const fs::path& path, fs::path* moved_to, const OpenO
   if (moved_to) moved_to->clear();
   std::error_code ec;
   if (fs::exists(fs::symlink_status(path, ec))) {
-    const std::string stamp = detail::compact_utc_stamp();
+    const std::string stamp = detail::utc_stamp("%Y%m%dT%H%M%SZ");
     fs::path dest = detail::sibling(path, ".corrupt-" + stamp);
     for (int i = 1; fs::exists(fs::symlink_status(dest, ec)); ++i) {
       dest = detail::sibling(path, ".corrupt-" + stamp + "." + std::to_string(i));

@@ -1,6 +1,6 @@
 #include <amax/db/provenance.hpp>
 
-#include <ctime>
+#include "util.hpp"
 
 namespace amax::db {
 
@@ -47,13 +47,6 @@ std::string describe_device(const Provenance& p) {
   return "'" + p.device_name + "' (" + p.arch + ", " + std::to_string(p.cu_count) + " CUs)";
 }
 
-std::string utc_timestamp_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string utc_timestamp_now() { return detail::utc_stamp("%Y-%m-%dT%H:%M:%SZ"); }
 
 }  // namespace amax::db

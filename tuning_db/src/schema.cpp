@@ -169,13 +169,8 @@ std::vector<std::string> added_columns(int k) {
   return out;
 }
 
-/// Hand-written statements of version k beyond the above (none so far).
-std::vector<std::string> extra_statements(int /*k*/) { return {}; }
-
 std::vector<std::string> migration_statements(int to) {
-  std::vector<std::string> out = to == 1 ? v1_statements() : to == kProvenanceTableSchema ? v4_statements() : added_columns(to);
-  for (auto& s : extra_statements(to)) out.push_back(std::move(s));
-  return out;
+  return to == 1 ? v1_statements() : to == kProvenanceTableSchema ? v4_statements() : added_columns(to);
 }
 
 std::int64_t count_rows(SQLite::Database& db, std::string_view table) {
@@ -201,14 +196,6 @@ void apply_migration(SQLite::Database& db, int to) {
   v.bind(1, to);
   v.exec();
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
-}
-
-std::vector<std::string> schema_statements(int version) {
-  std::vector<std::string> out;
-  for (int k = 1; k <= version; ++k) {
-    for (auto& s : migration_statements(k)) out.push_back(std::move(s));
-  }
-  return out;
 }
 
 }  // namespace amax::db::detail

@@ -29,13 +29,9 @@ FileState inspect(SQLite::Database& db);
 /// Applies the migration to version @p to and stores schema_version = to. 1 creates meta, trials
 /// and winners; 4 moves the provenance into its own table (trials and winners rebuilt with a
 /// provenance_id) and creates group_trials and group_winners; every other k adds the columns whose
-/// fields have since_schema == k, plus any extra statements of version k. Call inside a write
+/// fields have since_schema == k. Call inside a write
 /// transaction, in order. @throws SQLite::Exception (SQLITE_CORRUPT when the migration to 4 would
 /// lose a row).
 void apply_migration(SQLite::Database& db, int to);
-
-/// The statements that create a schema of version @p version from scratch (for documentation
-/// and tests; apply_migration(1..version) produces the same tables).
-std::vector<std::string> schema_statements(int version);
 
 }  // namespace amax::db::detail

@@ -153,12 +153,12 @@ std::string file_uri(const std::filesystem::path& p, std::string_view query) {
   return uri;
 }
 
-std::string compact_utc_stamp() {
+std::string utc_stamp(const char* format) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
 

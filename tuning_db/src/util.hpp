@@ -80,8 +80,8 @@ void remove_companions(const std::filesystem::path& p);
 /// "file:" URI for @p p with percent-encoding and the given query ("immutable=1").
 std::string file_uri(const std::filesystem::path& p, std::string_view query);
 
-/// Compact UTC stamp for file names, e.g. "20261130T025100Z".
-std::string compact_utc_stamp();
+/// The current UTC time formatted by strftime(@p format) ("%Y%m%dT%H%M%SZ": "20261130T025100Z").
+std::string utc_stamp(const char* format);
 
 /// Whether @p s is valid UTF-8; if not, @p bad_offset receives the first bad byte's offset.
 bool valid_utf8(std::string_view s, std::size_t* bad_offset = nullptr) noexcept;

@@ -14,9 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "amax/backend.hpp"
 #include "amax/bench.hpp"
-#include "amax/measure.hpp"
 #include "amax/workload.hpp"
 
 namespace amax::bench {

@@ -11,7 +11,6 @@
 #include "amax/backend.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/kernel_cache.hpp"
-#include "amax/launch.hpp"
 
 namespace amax::tune {
 

@@ -78,11 +78,8 @@ class Runner {
   std::vector<std::vector<double>> interleaved(std::vector<Timed>& entries, std::uint64_t bytes, int rounds,
                                                InterleaveOrder order = {});
 
-  const TimingProtocol& protocol() const noexcept { return protocol_; }
   /// Waits for the runner's stream. Errors: BackendError (for example a lost context).
   void synchronize() { b_.synchronize(stream_); }
-  /// The protocol as recorded with every measurement (TimingProtocol::describe()).
-  std::string describe() const { return protocol_.describe(); }
 
  private:
   Backend& b_;

@@ -129,7 +129,6 @@ class Backend {
   /// sees them.
   virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;     ///< synchronous
-  virtual void copy_device_async(void* dst, const void* src, std::size_t bytes, StreamHandle s) = 0;
 
   /// Who owns `s`. The special handles (nullptr = legacy default stream, CU_STREAM_LEGACY = 1,
   /// CU_STREAM_PER_THREAD / hipStreamPerThread = 2) resolve to the current context, which every

@@ -55,7 +55,6 @@ class BinaryCache {
   static std::filesystem::path default_dir();
 
   bool enabled() const noexcept { return !dir_.empty(); }
-  const std::filesystem::path& dir() const noexcept { return dir_; }
   std::filesystem::path path_of(const BinaryKey& key) const;
   /// The name store() tries for its temporary file at `attempt` (0, 1, ...; an own leftover at
   /// one name moves it to the next): `<entry>.tmp.<pid>.<attempt>`. Predictable on purpose (the

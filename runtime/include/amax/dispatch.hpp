@@ -150,7 +150,6 @@ class DispatchTables {
   /// The family's forced label (read_environment), if any.
   template <class Config>
   const std::optional<Config>& forced_label() const noexcept { return family<Config>().forced; }
-  const std::optional<Strategy>& forced_strategy() const noexcept { return force_strategy_; }
   /// The warnings issued so far (also logged with spdlog), for tests and `explain`.
   const std::vector<std::string>& warnings() const noexcept { return warnings_; }
 

@@ -117,11 +117,8 @@ class KernelCache {
   template <class Config>
   const Loaded<Config>* find(const Config& config, DType dtype, std::uint32_t capacity = 0) const noexcept;
 
-  Backend& backend() noexcept { return backend_; }
   const JitCompiler& compiler() const noexcept { return *compiler_; }
   const BinaryCache& binaries() const noexcept { return binaries_; }
-  const Bundle* bundle() const noexcept { return bundle_.get(); }
-  const ArchInfo& arch() const noexcept { return arch_; }
 
  private:
   /// The verified code object of the bundle entry named `kernel` for this device (*entry: the

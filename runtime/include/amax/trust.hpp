@@ -73,7 +73,6 @@ class TrustedDir {
   const std::string& reason() const noexcept { return reason_; }
   /// The descriptor of the checked directory (-1 when not ok()), for openat/renameat/unlinkat.
   int fd() const noexcept { return fd_; }
-  const std::filesystem::path& path() const noexcept { return path_; }
 
   /// The whole content of the file `name` in this directory if it passes the rule. nullopt with
   /// *why empty when there is no such file; nullopt with *why set when it is refused (a symbolic

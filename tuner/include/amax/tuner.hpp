@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "amax/backend.hpp"
-#include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/measure.hpp"
 #include "amax/multi_tune.hpp"

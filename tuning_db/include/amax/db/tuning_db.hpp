@@ -5,7 +5,6 @@
 #include <amax/db/family.hpp>
 #include <amax/db/group.hpp>
 #include <amax/db/key.hpp>
-#include <amax/db/nearest.hpp>
 #include <amax/db/provenance.hpp>
 #include <amax/db/trial.hpp>
 #include <amax/db/winner.hpp>
