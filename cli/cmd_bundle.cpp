@@ -174,8 +174,9 @@ constexpr int kChildOk = 0, kChildFailed = 1, kChildCannotTarget = 3;
 // in a child process: a compiler that crashes (hipRTC's comgr aborts on targets it does not know)
 // takes only the child down. The first kernel is compiled alone: when it fails, the compiler
 // cannot target the arch (kChildCannotTarget, its error printed); the rest in parallel on every
-// hardware thread. Prints the arch's summary line. Returns "" on success, "skip: <why>" when the
-// compiler cannot target the arch, else why the child failed (an error).
+// hardware thread (run_compile_pool: the first failure stops the compiles and is printed). Prints
+// the arch's summary line. Returns "" on success, "skip: <why>" when the compiler cannot target
+// the arch, else why the child failed (an error).
 std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, const std::vector<BundleKernel>& kernels,
                          std::size_t winners, std::size_t multi_winners, const std::filesystem::path& sub) {
   std::cout.flush();

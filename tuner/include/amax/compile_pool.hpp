@@ -1,6 +1,6 @@
 #pragma once
-// The tuner's compile pool: JIT compilations (and disk-cache reads) of many kernels on worker
-// threads, with the calling thread free to report progress while they run.
+// The compile pool of the tuner and of `amax-tune bundle`: JIT compilations (and disk-cache reads)
+// of many kernels on worker threads, with the calling thread free to report progress while they run.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
