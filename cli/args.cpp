@@ -145,7 +145,7 @@ std::uint64_t parse_count(std::string s) {
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   auto bad = [&](const std::string& item, const std::string& why) {
     return UsageError("invalid size '" + item + "' in --sizes '" + text + "': " + why +
-                                 " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
+                      " (examples: 1048576, 2^20, 1M, 4k, 2^10..2^30)");
   };
   std::vector<std::uint64_t> out;
   for (const std::string& item : split_list(text)) {

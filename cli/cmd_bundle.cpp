@@ -217,8 +217,8 @@ std::string compile_arch(const JitCompiler& compiler, const ArchInfo& arch, cons
       std::cout << fmt::format("{}: {} multi-tensor kernels ({} for database group winners, {} for built-in "
                                "multi-tensor defaults; amax-only and scale epilogue, {} descriptors per launch), {} "
                                "bytes\n",
-                               arch.name, multi, multi_winners, multi - multi_winners, fmt::join(multi_capacities(arch), ", "),
-                               multi_bytes);
+                               arch.name, multi, multi_winners, multi - multi_winners,
+                               fmt::join(multi_capacities(arch), ", "), multi_bytes);
       std::cout.flush();
       ::_exit(kChildOk);
     } catch (const std::exception& e) {
@@ -335,7 +335,8 @@ int run_bundle(const BundleOptions& o) {
       if (!n) return;
       std::cout << fmt::format("{}: {} stale database {} not bundled ({} differs from this build's: {}, "
                                "template hash {}, tool {}); the runtime does not use them: re-tune\n",
-                               arch.name, n, what, fmt::join(why, ", "), compiler->version(), hash, generator_version());
+                               arch.name, n, what, fmt::join(why, ", "), compiler->version(), hash,
+                               generator_version());
     };
     report_stale(stale, stale_why, "winners", template_hash());
     report_stale(multi_stale, multi_stale_why, "group winners", multi_template_hash());
