@@ -2,7 +2,9 @@
 ``python3 python/tests/test_gpu.py`` / ``python3 -m pytest python/tests/test_gpu.py``).
 
 Needs torch with a CUDA (or ROCm) device; exits 77 (CTest: skipped) without them when run as a
-script. Every result is compared bit for bit (``.view(torch.int32)``) with torch on the same
+script. Beside a torch older than amax_tune.TORCH_MIN (Debian 12's 1.13) the package's torch calls
+are unavailable (its documented rule): their suites skip naming the package's reason, and RawPointers
+tests what the package offers there, Context on the device pointers of torch's tensors. Every result is compared bit for bit (``.view(torch.int32)``) with torch on the same
 tensor: ``torch.amax(x.abs())`` for nan="propagate" (a NaN result must be the library's
 0x7fc00000), and the NaN-free maximum (NaNs replaced by +0.0, so all-NaN gives +0.0) for
 nan="ignore". CuPy and JAX inputs are tested where those are importable.
@@ -21,11 +23,16 @@ try:
     import torch
 except ImportError as e:
     torch = None
-    SKIP = "torch is not importable (%s)" % e
+    NO_DEVICE = "torch is not importable (%s)" % e
 else:
-    SKIP = None if torch.cuda.is_available() else "torch sees no CUDA device"
+    NO_DEVICE = None if torch.cuda.is_available() else "torch sees no CUDA device"
 
 import amax_tune
+
+#: why the suites of the package's torch calls skip: no device, or the package's own reason why its torch
+#: layer is not loaded (e.g. "torch 1.13.0 is older than 2.4, the oldest amax_tune supports")
+SKIP = NO_DEVICE or (None if amax_tune._torch is not None else
+                     "the package's torch calls are unavailable: %s" % amax_tune._torch_missing)
 
 NAN_BITS = 0x7FC00000
 DTYPES = [] if torch is None else [torch.float32, torch.float16, torch.bfloat16]
@@ -268,6 +275,29 @@ class Errors(unittest.TestCase):
         if torch.cuda.device_count() > 1:
             with self.assertRaisesRegex(ValueError, r"out is on device 'cuda:1' but x is on 'cuda:0'"):
                 amax_tune.amax(x, out=torch.empty(1, device="cuda:1"))
+
+
+@unittest.skipIf(NO_DEVICE, NO_DEVICE)
+class RawPointers(unittest.TestCase):
+    """Context on the device pointers of torch's tensors with the caller's workspace: what the package
+    offers beside any torch, also one older than TORCH_MIN (torch only allocates and computes references)."""
+
+    def test_bit_exact_with_the_callers_workspace(self):
+        codes = {torch.float32: amax_tune.DTYPE_FP32, torch.float16: amax_tune.DTYPE_FP16,
+                 torch.bfloat16: amax_tune.DTYPE_BF16}
+        out = torch.empty((), device="cuda")
+        stream = torch.cuda.current_stream()
+        for nan in ("propagate", "ignore"):
+            ctx = amax_tune.context(0, nan=nan)
+            for dtype, code in codes.items():
+                for kind in ("random", "max_in_vector", "negative_zero", "nan_middle", "all_nan", "denormals"):
+                    for n in (1, 33, 4097, 1_000_003):
+                        x = make_input(kind, dtype, n, seed=5)
+                        ws = torch.empty(ctx.workspace_size(code, n), dtype=torch.uint8, device="cuda")
+                        ctx.compute_with_workspace(x.data_ptr(), code, n, out.data_ptr(), ws.data_ptr(), ws.numel(),
+                                                   stream.cuda_stream)
+                        stream.synchronize()
+                        self.assertEqual(bits(out), reference_bits(x, nan), (nan, dtype, kind, n))
 
     def test_c_status_becomes_error(self):
         ctx = amax_tune.context(0)
@@ -1067,9 +1097,8 @@ def te_scaling_reference(xs, m, eps=0.0, pow2=False):
 class Float8DropIns(MultiCase):
     """amax_tune.float8 against each recipe's formula computed by torch on the GPU, bit for bit."""
 
-    # (read when the class is defined, also where torch is missing and the suite skips)
-    F8 = [] if torch is None else [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
-                                   torch.float8_e5m2fnuz]
+    # (read when the class is defined, also where the suite skips: no torch, or one without float8 dtypes)
+    F8 = [] if SKIP else [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]
 
     def weights(self, dtype, seed, specials=True):
         """Weights of transformer shapes (smaller), plus the rule's cases: all zeros, +Inf, NaN, denormals."""
@@ -1197,7 +1226,7 @@ class TorchFields(MultiCase):
 
 
 if __name__ == "__main__":
-    if SKIP:
-        print("SKIP: %s" % SKIP)
+    if NO_DEVICE:
+        print("SKIP: %s" % NO_DEVICE)
         sys.exit(77)
     unittest.main(verbosity=2)
