@@ -21,7 +21,7 @@ queue holds behind a closed gate (te_torch: several per weight) has no GPU time 
 and the sample is dropped.
 
 usage: PYTHONPATH=BUILD/python python3 python/bench/bench_float8.py [--rounds 7] [--dtype bfloat16]
-       [--models 8b,70b,405b] [--gate-dir DIR | --no-gpu-time]
+       [--models 8b,70b,405b] [--quick] [--gate-dir DIR | --no-gpu-time]
 """
 import argparse
 import math
@@ -79,7 +79,10 @@ def main():
     ap.add_argument("--gate-dir", help="directory of the _amax_gate module (default: BUILD/python/bench beside the "
                     "imported amax_tune package)")
     ap.add_argument("--no-gpu-time", action="store_true", help="no gated calls: host-inclusive times only")
+    ap.add_argument("--quick", action="store_true", help="2 rounds, Llama 3 8B only (a smoke test)")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.models = 2, "8b"
     if not torch.cuda.is_available():
         sys.exit("bench_float8: torch sees no CUDA device")
     gate = None if args.no_gpu_time else load_gate(args.gate_dir, "bench_float8")

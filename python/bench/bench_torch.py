@@ -59,6 +59,8 @@ FIELDS = ["kind", "dtype", "n", "tensors", "bytes", "contender", "median_us", "q
 GROUPS = [(500, 4096, torch.float32), (4096, 16384, torch.bfloat16), (64, 1 << 20, torch.bfloat16),
           (128, 1 << 20, torch.bfloat16), (512, 65536, torch.bfloat16), (8, 16 << 20, torch.bfloat16),
           (64, 4096, torch.float32)]
+#: the groups of --quick: the two of GROUPS of 64 tensors each
+QUICK_GROUPS = [(64, 4096, torch.float32), (64, 1 << 20, torch.bfloat16)]
 
 
 def contenders(out):
@@ -217,9 +219,9 @@ def host_breakdown(xs):
 
 
 def bench_groups(args, l2, rows):
-    """The groups section: returns the table's lines' data."""
+    """The groups section (QUICK_GROUPS with --quick, else GROUPS): returns the table's lines' data."""
     table = []
-    for count, n, dtype in GROUPS:
+    for count, n, dtype in QUICK_GROUPS if args.quick else GROUPS:
         label = "%dx%s:%s" % (count, elements(n), dtype_name(dtype))
         free, _ = torch.cuda.mem_get_info()
         copies = group_copies(count, n, dtype, l2, free // 2)
@@ -283,7 +285,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--region-gib", type=float, default=4.0, help="size of the region inputs rotate over")
     ap.add_argument("--max-exp", type=int, default=28, help="largest size: 2^max_exp elements")
-    ap.add_argument("--quick", action="store_true", help="3 rounds, sizes to 2^22 (a smoke test)")
+    ap.add_argument("--quick", action="store_true", help="3 rounds, sizes to 2^22, two groups (a smoke test)")
     ap.add_argument("--groups", action=argparse.BooleanOptionalAction, default=True,
                     help="the groups section: amax_multi against torch._foreach_norm and a loop of amax (default on)")
     ap.add_argument("--only-groups", action="store_true", help="the groups section alone")

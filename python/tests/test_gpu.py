@@ -4,10 +4,10 @@
 Needs torch with a CUDA (or ROCm) device; exits 77 (CTest: skipped) without them when run as a
 script. Beside a torch older than amax_tune.TORCH_MIN (Debian 12's 1.13) the package's torch calls
 are unavailable (its documented rule): their suites skip naming the package's reason, and RawPointers
-tests what the package offers there, Context on the device pointers of torch's tensors. Every result is compared bit for bit (``.view(torch.int32)``) with torch on the same
-tensor: ``torch.amax(x.abs())`` for nan="propagate" (a NaN result must be the library's
-0x7fc00000), and the NaN-free maximum (NaNs replaced by +0.0, so all-NaN gives +0.0) for
-nan="ignore". CuPy and JAX inputs are tested where those are importable.
+tests what the package offers there, Context on the device pointers of torch's tensors. Every result
+is compared bit for bit (``.view(torch.int32)``) with torch on the same tensor: ``torch.amax(x.abs())``
+for nan="propagate" (a NaN result must be the library's 0x7fc00000), and the NaN-free maximum (NaNs
+replaced by +0.0, so all-NaN gives +0.0) for nan="ignore". CuPy and JAX inputs are tested where those are importable.
 """
 import math
 import os
