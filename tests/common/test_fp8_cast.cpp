@@ -33,7 +33,8 @@ struct SlowCast {
   Fp8Format f;
   std::vector<double> values;  // values[c] = fp8_to_double(c), c = 0 .. max_code
   explicit SlowCast(Fp8Format fmt) : f(fmt) {
-    for (unsigned c = 0; c <= encoding(f).max_code; ++c) values.push_back(fp8_to_double(static_cast<std::uint8_t>(c), f));
+    for (unsigned c = 0; c <= encoding(f).max_code; ++c)
+      values.push_back(fp8_to_double(static_cast<std::uint8_t>(c), f));
   }
   std::uint8_t operator()(std::uint32_t x_bits, CastRule r) const {
     const Fp8Encoding e = encoding(f);
