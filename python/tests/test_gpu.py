@@ -317,6 +317,32 @@ class RawPointers(unittest.TestCase):
         self.assertIs(cm.exception.status, amax_tune.Status.UNKNOWN_DTYPE)
 
 
+@unittest.skipIf(NO_DEVICE, NO_DEVICE)
+class SiblingOverrides(unittest.TestCase):
+    """A sibling shares its base's tables, overrides included (amax_context_create_sibling): an override
+    variable changed after the base was created applies to a new context, not to the sibling."""
+
+    def test_sibling_keeps_the_overrides_of_its_base(self):
+        names = ("AMAX_TUNE_FORCE_LABEL", "AMAX_TUNE_FORCE_STRATEGY", "NVTE_USE_ATOMIC_AMAX")
+        saved = {k: os.environ.pop(k, None) for k in names}
+        try:
+            os.environ["AMAX_TUNE_FORCE_STRATEGY"] = "atomic"
+            base = amax_tune._C.Context(0, 0, None, amax_tune.system_db_path(), None)
+            os.environ["AMAX_TUNE_FORCE_STRATEGY"] = "two_stage"
+            sibling = base.sibling(1)
+            fresh = amax_tune._C.Context(0, 1, None, amax_tune.system_db_path(), None)
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
+        for n in (4096, 1 << 20, 1 << 26):
+            for ctx, strategy in ((base, "atomic"), (sibling, "atomic"), (fresh, "two_stage")):
+                e = ctx.explain(amax_tune.DTYPE_BF16, n)
+                self.assertEqual(e["source"], 0, e)  # AMAX_SOURCE_OVERRIDE
+                self.assertEqual(e["label"].split(".")[0], strategy, (ctx.nan_mode, n, e))
+
+
 @unittest.skipIf(SKIP, SKIP)
 class Explain(unittest.TestCase):
     def test_explain(self):

@@ -107,8 +107,8 @@ struct ContextState {
 
   // Stream slots of one_pass, self_reset, first_reset(_warp) and spin: slot_words zeroed words per stream
   // (arrival count, self_reset's accumulator, first_reset's words and, where the arch runs spin,
-  // spin's per-block words: kSlotWords = 4120 bytes, 16.9 MB for the 4096 slots; elsewhere
-  // kSpinFirstWord = 24 bytes, 96 KiB), claimed lock-free (open addressing).
+  // spin's per-block words: kSlotWords, elsewhere kSpinFirstWord; the bytes: docs/api.md, held to
+  // these constants by tests/runtime/test_stream_slots_doc.cpp), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
   std::size_t slot_words = amax::kSlotWords;
   amax::DeviceBuffer slots;  // declared after backend: released before it

@@ -21,7 +21,7 @@
  * so. one_pass, self_reset, first_reset, first_reset_warp and spin kernels keep their state in a
  * context-owned slot per stream, zeroed once at context creation (4096 slots, one per distinct
  * stream handle seen in the lifetime of the context and its siblings; AMAX_STATUS_TOO_MANY_STREAMS
- * past that; 1030 words per slot where the device runs spin, 16.9 MB, else 6 words, 96 KiB).
+ * past that; their device memory: docs/api.md, "Never blocks, never allocates behind your back").
  * one_pass counts finished blocks in the first word; self_reset counts them there and combines the
  * block maxima by atomic max in the second; the last block of either leaves both words 0.
  * first_reset(_warp)'s three words carry an epoch from launch to launch. A graph captured on a
@@ -137,17 +137,22 @@ typedef struct amax_explanation_t {
 AMAX_API void amax_context_options_init(amax_context_options_t* options);
 
 /** Creates a context on a device: opens the databases (read-only), loads and validates their
- *  entries for this device's arch (one warning per bad or stale row), allocates the stream slots
- *  of one_pass and self_reset (32 KiB, zeroed once). Errors: NULL_POINTER, INVALID_ARGUMENT, NO_DEVICE,
- *  DRIVER_ERROR. A damaged or missing database is not an error: it is skipped with one warning. */
+ *  entries for this device's arch (one warning per bad or stale row), reads the override
+ *  environment variables (docs/api.md, "Lookup order"), allocates the stream slots (zeroed once;
+ *  their size: docs/api.md, "Never blocks, never allocates behind your back"). Errors: NULL_POINTER,
+ *  INVALID_ARGUMENT, NO_DEVICE, DRIVER_ERROR. A damaged or missing database is not an error: it is
+ *  skipped with one warning. */
 AMAX_API amax_status_t amax_context_create(const amax_context_options_t* options, amax_context_t* context);
 
 /** Creates a sibling of `base`: a context of the other (or the same) NaN mode that shares all of
  *  base's state (device, databases' tables, kernel cache, plans, compile failures, stream slots),
  *  so a caller of both NaN modes (PyTorch's propagate and TransformerEngine's ignore) loads the
- *  databases and compiles each kernel once. Nothing is allocated on the device and no database is
- *  read. Calls on a sibling behave as on a context created with the same options and `nan_mode`;
- *  the 4096 stream slots are shared (TOO_MANY_STREAMS counts the streams of all siblings).
+ *  databases and compiles each kernel once. Nothing is allocated on the device, and no database
+ *  and no environment variable is read: calls on a sibling behave as on `base` with `nan_mode`,
+ *  whose tables hold the databases and overrides (AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_STRATEGY,
+ *  NVTE_USE_ATOMIC_AMAX, AMAX_TUNE_FORCE_MULTI_LABEL) as they were when base was created; a variable
+ *  changed since applies to a context created after the change (amax_context_create), not to a
+ *  sibling. The 4096 stream slots are shared (TOO_MANY_STREAMS counts the streams of all siblings).
  *  Contexts and siblings may be destroyed in any order: the shared state lives until the last of
  *  them is destroyed. Thread-safe. Errors: NULL_POINTER, INVALID_ARGUMENT (nan_mode not 0 or 1). */
 AMAX_API amax_status_t amax_context_create_sibling(amax_context_t base, amax_nan_mode_t nan_mode,

@@ -88,7 +88,8 @@ class Context {
   ~Context() { amax_context_destroy(ctx_); }
 
   /// A context of NaN mode `nan_mode` sharing this one's state (amax_context_create_sibling): no
-  /// second database load, kernel cache or slot allocation. Either may outlive the other.
+  /// second database load, kernel cache or slot allocation; the overrides of the environment are
+  /// this one's, read at its creation. Either may outlive the other.
   Context sibling(amax_nan_mode_t nan_mode) const {
     Context s(Adopt{});
     check(amax_context_create_sibling(ctx_, nan_mode, &s.ctx_));

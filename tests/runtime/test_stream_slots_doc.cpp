@@ -1,0 +1,30 @@
+// docs/api.md states the stream slots' device memory in one place; its numbers must be what the
+// constants give (launch.hpp's kSlotWords and kSpinFirstWord, context.hpp's kSlots), so that a
+// change of either shows here instead of in a stale sentence.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "amax/launch.hpp"
+#include "context.hpp"
+
+TEST(StreamSlots, ApiDocStatesTheirMemoryFromTheConstants) {
+  std::ifstream f(AMAX_SOURCE_DIR "/docs/api.md");
+  ASSERT_TRUE(f) << "cannot read " AMAX_SOURCE_DIR "/docs/api.md";
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string doc = std::regex_replace(text.str(), std::regex(R"(\s+)"), " ");  // wrapped lines joined
+  constexpr std::size_t slots = amax::capi::ContextState::kSlots;
+  constexpr std::size_t spin_bytes = 4 * amax::kSlotWords, plain_bytes = 4 * amax::kSpinFirstWord;
+  static_assert(plain_bytes * slots % 1024 == 0);
+  for (const std::string& want :
+       {fmt::format("one per stream for up to {} streams", slots),
+        fmt::format("{} bytes per slot, {:.1f} MB in all", spin_bytes, spin_bytes * slots / 1e6),
+        fmt::format("{} bytes per slot, {} KiB in all", plain_bytes, plain_bytes * slots / 1024)})
+    EXPECT_NE(doc.find(want), std::string::npos) << "docs/api.md does not say \"" << want << "\"";
+}
