@@ -144,8 +144,7 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
 std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch) {
   if (arch.vendor == Vendor::amd)
     return "spin is not generated for AMD (" + arch.name +
-           "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words) and "
-           "the HIP backend has no cooperative launch to guarantee co-resident blocks";
+           "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)";
   return std::nullopt;
 }
 

@@ -202,8 +202,8 @@ class CudaBackend final : public Backend {
     cfg.numAttrs = 1;
     AMAX_CU(cuLaunchKernelEx(&cfg, static_cast<CUfunction>(f), args, nullptr), "cuLaunchKernelEx");
   }
-  void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
-                          void** args) override {
+  void launch_cooperative_unchecked(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
+                                    void** args) override {
     const ScopedContext current(ctx_);
     AMAX_CU(cuLaunchCooperativeKernel(static_cast<CUfunction>(f), grid, 1, 1, block, 1, 1, 0,
                                       static_cast<CUstream>(s), args),

@@ -9,6 +9,16 @@
 #include "amax/backend.hpp"
 #include "backends.hpp"
 
+#if HIP_VERSION < 50500000
+// ROCm 5.5 added the module API's cooperative launch (symbol version hip_5.5 in libamdhip64.so.5).
+// Older headers lack it: declared here, weak, with the signature of the 5.5+ headers, so that the
+// backend builds against any ROCm 5 and uses the launch where the runtime library it runs with has it.
+extern "C" __attribute__((weak)) hipError_t hipModuleLaunchCooperativeKernel(
+    hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX,
+    unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
+    void** kernelParams);
+#endif
+
 namespace amax::detail {
 namespace {
 
@@ -126,6 +136,27 @@ class HipBackend final : public Backend {
     check(hipModuleLaunchKernel(static_cast<hipFunction_t>(f), grid, 1, 1, block, 1, 1, 0,
                                 static_cast<hipStream_t>(s), args, nullptr),
           "hipModuleLaunchKernel");
+  }
+  void launch_cooperative_unchecked(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle s,
+                                    void** args) override {
+#if HIP_VERSION < 50500000
+    if (!&hipModuleLaunchCooperativeKernel)
+      throw BackendError("hipModuleLaunchCooperativeKernel", static_cast<int>(hipErrorNotSupported),
+                         "hipModuleLaunchCooperativeKernel is missing from the loaded libamdhip64 (ROCm 5.5 added "
+                         "it; this one is older), so there is no cooperative launch");
+#endif
+    const ScopedDevice current(ordinal_);
+    check(hipModuleLaunchCooperativeKernel(static_cast<hipFunction_t>(f), grid, 1, 1, block, 1, 1, 0,
+                                           static_cast<hipStream_t>(s), args),
+          "hipModuleLaunchCooperativeKernel");
+  }
+  std::uint32_t max_active_blocks_per_cu(FunctionHandle f, std::uint32_t block) override {
+    const ScopedDevice current(ordinal_);
+    int n = 0;
+    check(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&n, static_cast<hipFunction_t>(f),
+                                                             static_cast<int>(block), 0),
+          "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor");
+    return n > 0 ? static_cast<std::uint32_t>(n) : 0u;
   }
   void memset32_async(void* dst, std::uint32_t value, std::size_t count, StreamHandle s) override {
     const ScopedDevice current(ordinal_);

@@ -372,8 +372,7 @@ TEST(KernelConfig, SpinLabelsParseValidateAndDefine) {
   for (const char* amd : {"gfx90a", "gfx942", "gfx950"})
     EXPECT_EQ(c.validate(ArchInfo::parse(amd), DType::bf16),
               std::string("spin.t512.v8.u2.b4cu: spin is not generated for AMD (") + amd +
-                  "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words) and "
-                  "the HIP backend has no cooperative launch to guarantee co-resident blocks");
+                  "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)");
   EXPECT_EQ(spin_unsupported_reason(ArchInfo::parse("sm_90")), std::nullopt);
   const KernelConfig c8 = KernelConfig::parse("spin.t512.v8.u2.b4cu.c8");
   EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16),

@@ -117,8 +117,7 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
             (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
                                       "(distributed shared memory); gfx942 (AMD) has none",
                                       "spin is not generated for AMD (gfx942): its polling is not validated on CDNA "
-                                      "(per-XCD L2 caches need system-coherent flag words) and the HIP backend has no "
-                                      "cooperative launch to guarantee co-resident blocks"}));
+                                      "(per-XCD L2 caches need system-coherent flag words)"}));
   EXPECT_EQ(space_notes(ArchInfo::parse("sm_80"), SpaceKind::full),
             std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters need sm_90 or later "
                                      "(distributed shared memory); sm_80 has none"});

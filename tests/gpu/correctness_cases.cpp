@@ -54,14 +54,9 @@ std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) 
 // shapes of the full space whose grids at the sizes below range from one block to
 // the co-resident cap (the uncapped 128-thread shape reaches it from about 2^18 elements), with
 // 16-byte and narrower vectors.
-// Why spin is not verified through `env` (nullopt where it is): an arch without spin, or a backend
-// without cooperative launches (the HIP backend, also on an NVIDIA GPU through the HIP shim).
-std::optional<std::string> spin_not_here(const test::GpuEnv& env) {
-  if (auto why = spin_unsupported_reason(env.arch)) return why;
-  if (env.backend->vendor() != Vendor::nvidia)
-    return "the HIP backend has no cooperative launch (spin needs one), though the device is " + env.arch.name;
-  return std::nullopt;
-}
+// Why spin is not verified through `env` (nullopt where it is): an arch without spin. Through the
+// HIP shim it runs on the HIP backend's cooperative launch.
+std::optional<std::string> spin_not_here(const test::GpuEnv& env) { return spin_unsupported_reason(env.arch); }
 
 std::vector<KernelConfig> spin_variants(const test::GpuEnv& env, DType dtype) {
   std::vector<KernelConfig> out;
@@ -89,8 +84,7 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   auto& out = cache[{&env, dtype}];
   if (!out.empty()) return out;
   auto configs = enumerate_space(env.arch, dtype, SpaceKind::pruned);
-  // The pruned space's spin variants (kPrunedSpin) only where `env` runs spin: the HIP backend (the
-  // HIP shim on this NVIDIA GPU) has no cooperative launch.
+  // The pruned space's spin variants (kPrunedSpin) only where `env` runs spin.
   const auto is_spin = [](const KernelConfig& c) { return c.strategy == Strategy::spin; };
   if (spin_not_here(env)) std::erase_if(configs, is_spin);
   const auto pruned_spins = static_cast<std::size_t>(std::count_if(configs.begin(), configs.end(), is_spin));

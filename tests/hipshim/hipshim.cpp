@@ -27,7 +27,8 @@ namespace {
   X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture)      \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)  \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                 \
-  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)
+  X(cuPointerGetAttributes) X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)        \
+  X(cuLaunchCooperativeKernel) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 struct Driver {
 #define SHIM_DECLARE(fn) decltype(&::fn) fn = nullptr;
@@ -72,6 +73,7 @@ hipError_t tr(CUresult r) {
     case CUDA_ERROR_ILLEGAL_ADDRESS: return hipErrorIllegalAddress;
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return hipErrorLaunchOutOfResources;
     case CUDA_ERROR_LAUNCH_FAILED: return hipErrorLaunchFailure;
+    case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: return hipErrorCooperativeLaunchTooLarge;
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return hipErrorStreamCaptureUnsupported;
     case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: return hipErrorStreamCaptureInvalidated;
     case CUDA_ERROR_STREAM_CAPTURE_MERGE: return hipErrorStreamCaptureMerge;
@@ -222,6 +224,21 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
   SHIM_CTX();
   return tr(drv().cuLaunchKernel(reinterpret_cast<CUfunction>(f), gx, gy, gz, bx, by, bz, shared, cs(s),
                                  args, extra));
+}
+
+// ROCm 5.5+ (the HIP backend declares it itself where the headers are older, as these 5.2 ones).
+hipError_t hipModuleLaunchCooperativeKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                            unsigned by, unsigned bz, unsigned shared, hipStream_t s, void** args) {
+  SHIM_CTX();
+  return tr(drv().cuLaunchCooperativeKernel(reinterpret_cast<CUfunction>(f), gx, gy, gz, bx, by, bz, shared, cs(s),
+                                            args));
+}
+
+hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, hipFunction_t f, int block_size,
+                                                             size_t dynamic_shared) {
+  SHIM_CTX();
+  return tr(drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<CUfunction>(f), block_size,
+                                                              dynamic_shared));
 }
 
 hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value, size_t count, hipStream_t s) {
@@ -383,6 +400,7 @@ const char* hipGetErrorName(hipError_t e) {
     SHIM_NAME(hipErrorNoBinaryForGpu) SHIM_NAME(hipErrorInvalidKernelFile) SHIM_NAME(hipErrorInvalidSource)
     SHIM_NAME(hipErrorInvalidHandle) SHIM_NAME(hipErrorNotFound) SHIM_NAME(hipErrorNotReady)
     SHIM_NAME(hipErrorIllegalAddress) SHIM_NAME(hipErrorLaunchOutOfResources) SHIM_NAME(hipErrorLaunchFailure)
+    SHIM_NAME(hipErrorCooperativeLaunchTooLarge)
     SHIM_NAME(hipErrorStreamCaptureUnsupported) SHIM_NAME(hipErrorStreamCaptureInvalidated)
     SHIM_NAME(hipErrorStreamCaptureMerge) SHIM_NAME(hipErrorStreamCaptureUnmatched)
     SHIM_NAME(hipErrorStreamCaptureUnjoined) SHIM_NAME(hipErrorStreamCaptureIsolation)
@@ -406,6 +424,7 @@ const char* hipGetErrorString(hipError_t e) {
     case hipErrorInvalidHandle: return "invalid resource handle";
     case hipErrorNotReady: return "device not ready";
     case hipErrorLaunchFailure: return "unspecified launch failure";
+    case hipErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
     default: return "the HIP shim has no message for this code";
   }
 }

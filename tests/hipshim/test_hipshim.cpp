@@ -12,6 +12,7 @@
 
 #include "amax/reference.hpp"
 #include "amax/search_space.hpp"
+#include "cooperative_cases.hpp"
 #include "correctness_cases.hpp"
 
 namespace amax::detail {  // defined in hip_backend.cpp (declared in backends.hpp only where AMAX_HAVE_HIP)
@@ -78,6 +79,18 @@ TEST(HipShim, SpecialValuesBothNanModes) {
 TEST(HipShim, Bf16AboveTwoToThe31Elements) {
   REQUIRE_SHIM();
   test::bf16_above_two_to_the_31_elements(env);
+}
+
+// hipModuleLaunchCooperativeKernel and hipModuleOccupancyMaxActiveBlocksPerMultiprocessor, through
+// Backend::launch_cooperative's residency check.
+TEST(HipShim, CooperativeGridBarrierAtTheResidentLimit) {
+  REQUIRE_SHIM();
+  test::grid_barrier_at_the_resident_limit(env);
+}
+
+TEST(HipShim, CooperativeGridOneBlockPastTheResidentLimitRefused) {
+  REQUIRE_SHIM();
+  test::grid_one_block_past_the_resident_limit_refused(env);
 }
 
 // begin_capture / end_capture / launch_graph: one capture (atomic: memset + kernel; two_stage:

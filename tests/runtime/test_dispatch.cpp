@@ -303,8 +303,7 @@ TEST_F(Dispatch, EnvironmentOverrides) {
   ASSERT_EQ(amd.warnings().size(), 1u);
   EXPECT_EQ(amd.warnings()[0],
             "AMAX_TUNE_FORCE_STRATEGY=spin ignored: spin is not generated for AMD (gfx942): its polling is not "
-            "validated on CDNA (per-XCD L2 caches need system-coherent flag words) and the HIP backend has no "
-            "cooperative launch to guarantee co-resident blocks");
+            "validated on CDNA (per-XCD L2 caches need system-coherent flag words)");
   EXPECT_EQ(amd.choose(DType::bf16, 1u << 24).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");
 

@@ -242,7 +242,8 @@ TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
 }
 
 namespace {
-// Records the launches launch_amax makes; every other call is unexpected.
+// Records the launches launch_amax makes and answers the occupancy query with per_cu (the block size
+// each query asked about in queried_blocks); every other call is unexpected.
 class LaunchRecordingBackend final : public test::UnusedBackend {
  public:
   struct Launch {
@@ -250,6 +251,8 @@ class LaunchRecordingBackend final : public test::UnusedBackend {
     std::uint32_t grid, block;
   };
   std::vector<Launch> launches;
+  std::uint32_t per_cu = 4;
+  std::vector<std::uint32_t> queried_blocks;
   LaunchRecordingBackend() : UnusedBackend("LaunchRecordingBackend") {
     info_.arch = "sm_90";
     info_.name = "NVIDIA H200 (no device: test backend)";
@@ -260,9 +263,15 @@ class LaunchRecordingBackend final : public test::UnusedBackend {
   void launch(FunctionHandle, std::uint32_t grid, std::uint32_t block, StreamHandle, void**) override {
     launches.push_back({false, grid, block});
   }
-  void launch_cooperative(FunctionHandle, std::uint32_t grid, std::uint32_t block, StreamHandle, void**) override {
+  void launch_cooperative_unchecked(FunctionHandle, std::uint32_t grid, std::uint32_t block, StreamHandle,
+                                    void**) override {
     launches.push_back({true, grid, block});
   }
+  std::uint32_t max_active_blocks_per_cu(FunctionHandle, std::uint32_t block) override {
+    queried_blocks.push_back(block);
+    return per_cu;
+  }
+  void set_cu_count(int cus) { info_.cu_count = cus; }
   bool is_capturing(StreamHandle) override { return false; }
 };
 }  // namespace
@@ -299,4 +308,64 @@ TEST(LaunchAmax, SpinLaunchesCooperativelyAndRefusesAGridOverTheResidentBlocks) 
               "holds at once (pass its resident_per_cu to launch_shape)");
   }
   EXPECT_EQ(b.launches.size(), 2u);
+}
+
+// Backend::launch_cooperative's refusal, the one check both vendors' cooperative launches go through:
+// the grid against the occupancy query (asked for the launch's block size) x the CU count, exactly
+// at the limit and one past it, with no occupancy, and with a product past 2^32.
+TEST(BackendLaunchCooperative, LaunchesUpToTheResidentBlocksAndRefusesOneMoreNamingBothNumbers) {
+  LaunchRecordingBackend b;
+  b.launch_cooperative(nullptr, 528, 512, nullptr, nullptr);  // 4 per CU x 132 CUs
+  b.launch_cooperative(nullptr, 1, 512, nullptr, nullptr);
+  ASSERT_EQ(b.launches.size(), 2u);
+  EXPECT_TRUE(b.launches[0].cooperative);
+  EXPECT_EQ(b.launches[0].grid, 528u);
+  EXPECT_EQ(b.launches[0].block, 512u);
+  EXPECT_EQ(b.launches[1].grid, 1u);
+  EXPECT_EQ(b.queried_blocks, (std::vector<std::uint32_t>{512, 512}));
+  auto refusal = [&b](std::uint32_t grid, std::uint32_t block) -> std::string {
+    try {
+      b.launch_cooperative(nullptr, grid, block, nullptr, nullptr);
+    } catch (const BackendError& e) {
+      EXPECT_EQ(e.call(), "launch_cooperative");
+      EXPECT_EQ(e.code(), 0);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(refusal(529, 512),
+            "launch_cooperative: a grid of 529 blocks of 512 threads exceeds the 528 blocks the device holds at once "
+            "(4 per CU x 132 CUs)");
+  b.per_cu = 0;  // a block of this size does not fit on a CU at all
+  EXPECT_EQ(refusal(1, 1024),
+            "launch_cooperative: a grid of 1 blocks of 1024 threads exceeds the 0 blocks the device holds at once "
+            "(0 per CU x 132 CUs)");
+  b.set_cu_count(0);
+  b.per_cu = 8;
+  EXPECT_EQ(refusal(1, 64),
+            "launch_cooperative: a grid of 1 blocks of 64 threads exceeds the 0 blocks the device holds at once "
+            "(8 per CU x 0 CUs)");
+  EXPECT_EQ(b.launches.size(), 2u);  // nothing launched by a refusal
+  b.set_cu_count(304);
+  b.per_cu = 0xffffffffu;  // resident blocks past 2^32: every grid fits
+  b.launch_cooperative(nullptr, 0xffffffffu, 64, nullptr, nullptr);
+  ASSERT_EQ(b.launches.size(), 3u);
+  EXPECT_EQ(b.launches[2].grid, 0xffffffffu);
+}
+
+// A backend without a cooperative launch of its own refuses after the check passes.
+TEST(BackendLaunchCooperative, BackendWithoutOneSaysSo) {
+  class OccupancyOnly final : public test::UnusedBackend {
+   public:
+    OccupancyOnly() : UnusedBackend("OccupancyOnly") { info_.cu_count = 2; }
+    Vendor vendor() const noexcept override { return Vendor::amd; }
+    std::uint32_t max_active_blocks_per_cu(FunctionHandle, std::uint32_t) override { return 1; }
+  } b;
+  try {
+    b.launch_cooperative(nullptr, 2, 256, nullptr, nullptr);
+    FAIL() << "no error";
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.call(), "launch_cooperative");
+    EXPECT_EQ(std::string(e.what()), "this backend has no cooperative launch");
+  }
 }

@@ -229,8 +229,7 @@ struct KernelConfig {
 /// Why `arch` cannot run the spin strategy, or nullopt where it can (NVIDIA). On AMD it is left
 /// out: its polling has not been run on a CDNA GPU (on gfx942/gfx950 the XCDs have L2 caches of
 /// their own, so the flag words need system-coherent loads and stores, which the template does not
-/// emit there), and the HIP backend has no cooperative launch, which spin needs so that its
-/// polling block cannot wait on a block that is never scheduled. Pure, thread-safe.
+/// emit there). Pure, thread-safe.
 std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch);
 
 /// Why `arch` cannot run thread-block clusters (KernelConfig::cluster > 1), or nullopt where it

@@ -89,20 +89,22 @@ class Backend {
                                 void** args) {
     launch(f, grid, block, stream, args);
   }
-  /// As launch(), as a cooperative launch (CUDA: cuLaunchCooperativeKernel): every block of the
-  /// grid is resident at once, so blocks may wait on each other (spin's polling). The grid must not
-  /// exceed max_active_blocks_per_cu(f, block) x the CU count (the driver refuses it otherwise).
-  /// Under stream capture it is expected to become a kernel node with the cooperative attribute
-  /// (tests/gpu check it). Errors: BackendError (also from a backend without cooperative launches:
-  /// this default, HIP).
-  virtual void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
-                                  void** args) {
-    (void)f, (void)grid, (void)block, (void)stream, (void)args;
-    throw BackendError("launch_cooperative", 0, "this backend has no cooperative launch");
-  }
+  /// As launch(), as a cooperative launch (CUDA: cuLaunchCooperativeKernel; HIP:
+  /// hipModuleLaunchCooperativeKernel, ROCm 5.5+): every block of the grid is resident at once, so
+  /// blocks may wait on each other (spin's polling, a grid-wide barrier). One occupancy query per
+  /// call first: a grid larger than max_active_blocks_per_cu(f, block) x the CU count is refused
+  /// here, on both vendors and also while `stream` is being captured (HIP's capture path checks
+  /// nothing, and such a grid would wait forever on replay). Under stream capture it becomes a kernel
+  /// node with the cooperative attribute (tests/gpu check it on CUDA). Errors: BackendError with
+  /// call() "launch_cooperative" naming the grid, the resident blocks and their two factors when the
+  /// grid is too large; BackendError from the query or the launch, also where the backend or runtime
+  /// has no cooperative launch (HIP before ROCm 5.5).
+  void launch_cooperative(FunctionHandle f, std::uint32_t grid, std::uint32_t block, StreamHandle stream,
+                          void** args);
   /// Blocks of `f` launched with `block` threads (no dynamic shared memory) that one CU/SM holds at
-  /// once (CUDA: cuOccupancyMaxActiveBlocksPerMultiprocessor). Errors: BackendError (also from a
-  /// backend without the query: this default, HIP).
+  /// once (CUDA: cuOccupancyMaxActiveBlocksPerMultiprocessor; HIP:
+  /// hipModuleOccupancyMaxActiveBlocksPerMultiprocessor). Errors: BackendError (also from a backend
+  /// without the query: this default).
   virtual std::uint32_t max_active_blocks_per_cu(FunctionHandle f, std::uint32_t block) {
     (void)f, (void)block;
     throw BackendError("max_active_blocks_per_cu", 0, "this backend has no occupancy query");
@@ -159,6 +161,15 @@ class Backend {
   virtual GraphExecHandle end_capture(StreamHandle s) = 0;
   virtual void launch_graph(GraphExecHandle g, StreamHandle s) = 0;
   virtual void destroy_graph(GraphExecHandle g) noexcept = 0;
+
+ protected:
+  /// The vendor's cooperative launch, called by launch_cooperative() once the grid is known to be
+  /// resident. This default (a backend without one) throws BackendError.
+  virtual void launch_cooperative_unchecked(FunctionHandle f, std::uint32_t grid, std::uint32_t block,
+                                            StreamHandle stream, void** args) {
+    (void)f, (void)grid, (void)block, (void)stream, (void)args;
+    throw BackendError("launch_cooperative", 0, "this backend has no cooperative launch");
+  }
 };
 
 /// Number of devices of `vendor` visible to this process; 0 when the build lacks that backend,
