@@ -133,6 +133,7 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                     "{} compiled, {} cached; multi-tensor {} compiled, {} cached)\n",
                     r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached, r.multi_kernels_compiled,
                     r.multi_kernels_cached);
+  os << tune::summary_line(r.times, r.wall_s, r.compile_s) << "\n";
 }
 
 // What the JSON holds of a tuned key or group alike: its winner, ceiling, tie set and variant counts.
@@ -158,6 +159,7 @@ nlohmann::json to_json(const tune::TuneReport& r) {
   j["timing_protocol"] = r.protocol;
   j["wall_s"] = r.wall_s;
   j["compile_s"] = r.compile_s;
+  j["times"] = tune::to_json(r.times, r.wall_s, r.compile_s);
   j["kernels_compiled"] = r.kernels_compiled;
   j["kernels_cached"] = r.kernels_cached;
   j["not_done"] = r.not_done;

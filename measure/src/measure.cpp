@@ -109,9 +109,25 @@ void Gate::release() noexcept {
 
 bool Gate::timed_out() const noexcept { return static_cast<volatile unsigned*>(words_.host())[1] != 0u; }
 
+TimingSpent& TimingSpent::operator+=(const TimingSpent& o) {
+  batches += o.batches;
+  calls += o.calls;
+  gpu_s += o.gpu_s;
+  enqueue_s += o.enqueue_s;
+  wall_s += o.wall_s;
+  gate_timeouts += o.gate_timeouts;
+  return *this;
+}
+
+TimingSpent TimingSpent::since(const TimingSpent& e) const {
+  return {batches - e.batches, calls - e.calls,          gpu_s - e.gpu_s,
+          enqueue_s - e.enqueue_s, wall_s - e.wall_s, gate_timeouts - e.gate_timeouts};
+}
+
 BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm, int batch,
                         int batches, const std::function<void(const void*)>& call, Gate* gate) {
   using Clock = std::chrono::steady_clock;
+  const auto w0 = Clock::now();
   EventHandle start = b.create_event(), stop = b.create_event();
   BatchTimes out;
   try {
@@ -135,14 +151,20 @@ BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, st
         if (gate) gate->release();
         const double ms = b.elapsed_ms(start, stop);
         if (gate && gate->timed_out()) {
+          ++out.spent.gate_timeouts;
           if (calls == 1)  // one call that cannot be queued behind the gate: halving cannot help
             throw GateTimeout(fmt::format("the timing gate timed out ({:g} ms) while the host enqueued one call: "
                                           "the call enqueues more work than the stream queues while it is held",
                                           gate->timeout_ms()));
           continue;
         }
+        const double enqueue_s = std::chrono::duration<double>(t1 - t0).count();
         out.us.push_back(1000.0 * ms / calls);
-        out.host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+        out.host_us.push_back(1e6 * enqueue_s / calls);
+        ++out.spent.batches;
+        out.spent.calls += calls;
+        out.spent.gpu_s += ms / 1000.0;
+        out.spent.enqueue_s += enqueue_s;
         break;
       }
     }
@@ -153,6 +175,7 @@ BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, st
   }
   b.destroy_event(start);
   b.destroy_event(stop);
+  out.spent.wall_s = std::chrono::duration<double>(Clock::now() - w0).count();
   return out;
 }
 

@@ -16,15 +16,20 @@ Runner::Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, Timin
   if (protocol.gated && !gate) throw std::invalid_argument("Runner: a gated timing protocol needs a Gate");
 }
 
+BatchTimes Runner::run(Timed& t, std::uint64_t bytes, int batch, int batches) {
+  BatchTimes r = time_batches(b_, stream_, inputs_, bytes, protocol_.warm_cache, batch, batches, t.call, gate_);
+  t.spent += r.spent;
+  spent_ += r.spent;
+  return r;
+}
+
 void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
-  const bool warm = protocol_.warm_cache;
-  if (t.batch == 0)
-    t.batch = batch_size(protocol_, time_batches(b_, stream_, inputs_, bytes, warm, 1, 2, t.call, gate_).us.back());
-  if (warm_up) time_batches(b_, stream_, inputs_, bytes, warm, t.batch, protocol_.warmup_batches, t.call, gate_);
+  if (t.batch == 0) t.batch = batch_size(protocol_, run(t, bytes, 1, 2).us.back());
+  if (warm_up) run(t, bytes, t.batch, protocol_.warmup_batches);
 }
 
 std::vector<double> Runner::measure(Timed& t, std::uint64_t bytes, int batches) {
-  BatchTimes r = time_batches(b_, stream_, inputs_, bytes, protocol_.warm_cache, t.batch, batches, t.call, gate_);
+  BatchTimes r = run(t, bytes, t.batch, batches);
   t.host_us.insert(t.host_us.end(), r.host_us.begin(), r.host_us.end());
   return std::move(r.us);
 }

@@ -64,6 +64,39 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
     EXPECT_GT(k.ceiling.median_us, 0);
     EXPECT_TRUE(w.finalist);
   }
+  // The time breakdown: every work item counted, the parts within the whole, and every timed batch
+  // of a variant (screen, final, confirmation) under its kind; the ceiling's under no kind.
+  const tune::TuneTimes& t = r.times;
+  EXPECT_EQ(t.keys.items, 6);
+  EXPECT_EQ(t.groups.items, static_cast<int>(r.groups.size()));
+  EXPECT_LE(t.startup_s + r.compile_s + t.keys.wall_s + t.groups.wall_s, r.wall_s);
+  EXPECT_LE(t.device_s, t.startup_s);
+  EXPECT_LE(t.load_s, r.compile_s);
+  long variant_batches = 0, kind_batches = 0;
+  std::size_t timed_variants = 0;
+  int kind_variants = 0;
+  for (const tune::FamilyTimes* f : {&t.keys, &t.groups}) {
+    double phases = 0;
+    for (const auto& p : f->phases) {
+      phases += p.wall_s;
+      EXPECT_LE(p.timed.wall_s, p.wall_s + 1e-3);
+      EXPECT_LE(p.timed.gpu_s, p.timed.wall_s);
+    }
+    EXPECT_LE(phases, f->wall_s);
+    EXPECT_GT((*f)[tune::Phase::screen].timed.batches, 0);
+    EXPECT_GT((*f)[tune::Phase::final].timed.gpu_s, 0);
+    EXPECT_GT((*f)[tune::Phase::ceiling].timed.batches, 0);
+    EXPECT_EQ((*f)[tune::Phase::verify].timed.batches, 0);
+    for (auto p : {tune::Phase::screen, tune::Phase::final, tune::Phase::confirm}) variant_batches += (*f)[p].timed.batches;
+  }
+  for (const auto& [name, k] : t.kinds) kind_batches += k.timed.batches, kind_variants += k.variants;
+  EXPECT_EQ(kind_batches, variant_batches);
+  for (const auto& k : r.keys)
+    for (const auto& var : k.variants) timed_variants += var.status == db::TrialStatus::ok;
+  for (const auto& g : r.groups)
+    for (const auto& var : g.variants) timed_variants += var.status == db::TrialStatus::ok;
+  EXPECT_EQ(static_cast<std::size_t>(kind_variants), timed_variants);
+  EXPECT_TRUE(t.kinds.count(std::string(to_string(r.keys[0].variants[r.keys[0].winner].config.strategy))));
   auto db = db::TuningDb::open(o.db_path, db::OpenMode::ReadOnly);
   const auto winners = db.winners<SingleFamily>();
   ASSERT_EQ(winners.size(), 6u);

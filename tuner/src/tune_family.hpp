@@ -117,6 +117,9 @@ struct TuneFamily<SingleFamily> {
   static constexpr const char* kPrefix = "";     ///< before name() in the not-done list and failure line
 
   static std::vector<KeyResult>& results(TuneReport& r) { return r.keys; }
+  static FamilyTimes& times(TuneReport& r) { return r.times.keys; }
+  /// The kind a variant's timing counts under in the breakdown (TuneTimes::kinds): its strategy.
+  static std::string kind(const VariantResult& v) { return std::string(to_string(v.config.strategy)); }
   static int& compiled(TuneReport& r) { return r.kernels_compiled; }
   static int& cached(TuneReport& r) { return r.kernels_cached; }
   static std::string name(const Work& w) { return fmt::format("{} n={}", to_string(w.dtype), w.n); }
@@ -239,6 +242,9 @@ struct TuneFamily<MultiFamily> {
   static constexpr const char* kPrefix = "group ";
 
   static std::vector<GroupResult>& results(TuneReport& r) { return r.groups; }
+  static FamilyTimes& times(TuneReport& r) { return r.times.groups; }
+  /// The kind a variant's timing counts under in the breakdown (TuneTimes::kinds): its combine.
+  static std::string kind(const VariantResult& v) { return fmt::format("multi.{}", to_string(v.multi->combine)); }
   static int& compiled(TuneReport& r) { return r.multi_kernels_compiled; }
   static int& cached(TuneReport& r) { return r.multi_kernels_cached; }
   static std::string name(const Work& g) { return g.name(); }

@@ -60,9 +60,11 @@ void Session::build_kernels() {
   run_compile_pool(
       nm + ns, jobs, [&](std::size_t j) { j < nm ? compile(ctx, multi.builds[j]) : compile(ctx, single.builds[j - nm]); },
       std::chrono::milliseconds(100), [&](std::size_t done) { shown.update(done); });
+  const auto tl = Clock::now();
   load(ctx, single, report_);
   reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
   load(ctx, multi, report_);
+  report_.times.load_s = seconds_since(tl);
   report_.compile_s = seconds_since(t0);
   progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
                        report_.kernels_compiled, report_.kernels_cached,
@@ -78,6 +80,8 @@ void Session::tune_all(Clock::time_point t0) {
   using Fam = TuneFamily<F>;
   FamilyRun<F>& run = family<F>();
   if (run.work.empty()) return;
+  FamilyTimes& times = Fam::times(report_);
+  const auto tf0 = Clock::now();
   const TuneContext ctx = context();
   std::uint64_t max_bytes = 0, out_words = 1, ws = 4;
   for (const auto& w : run.work) {
@@ -86,8 +90,10 @@ void Session::tune_all(Clock::time_point t0) {
     out_words = std::max(out_words, Fam::out_words(w));
     ws = std::max(ws, Fam::workspace_bytes(ctx, w));
   }
+  std::optional<PhaseTimer> region(std::in_place, times[Phase::region], nullptr);
   Lane lane(*backend_, reference_, o_.protocol, max_bytes, out_words, ws);
   Verifier verifier(ctx.backend, lane.stream);
+  region.reset();
   std::map<DType, std::map<std::string, std::string>> small;
   // ETA model from the H200 runs: a key costs about 0.35 s plus 1 s per 1.5 GB of input.
   auto cost = [](std::uint64_t bytes) { return 0.35 + static_cast<double>(bytes) / 1.5e9; };
@@ -104,9 +110,16 @@ void Session::tune_all(Clock::time_point t0) {
       break;
     }
     const DType d = Fam::result(ctx, w).dtype;
-    if (!small.count(d)) small[d] = Fam::verify_small(ctx, verifier, run.work, d);
+    if (!small.count(d)) {
+      PhaseTimer timer(times[Phase::verify], nullptr);
+      small[d] = Fam::verify_small(ctx, verifier, run.work, d);
+    }
     auto r = tune_one<F>(w, lane, verifier, small[d]);
-    Fam::record(*db_, arch_.name, r, run.current);
+    {
+      PhaseTimer timer(times[Phase::record], nullptr);
+      Fam::record(*db_, arch_.name, r, run.current);
+    }
+    ++times.items;
     cost_done += cost(r.bytes());
     const double eta = seconds_since(tf) / cost_done * (cost_total - cost_done);
     if (r.winner >= 0)
@@ -115,6 +128,7 @@ void Session::tune_all(Clock::time_point t0) {
       progress(fmt::format("[{:>3}/{}] {}{}: no variant passed verification", i + 1, count, Fam::kPrefix, Fam::name(w)));
     Fam::results(report_).push_back(std::move(r));
   }
+  times.wall_s = seconds_since(tf0);
 }
 
 template <class F>
@@ -124,6 +138,9 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
   using Fam = TuneFamily<F>;
   const TuneContext ctx = context();
   const FamilyRun<F>& run = family<F>();
+  FamilyTimes& times = Fam::times(report_);
+  const TimingSpent* timed = &lane.runner.spent();
+  std::optional<PhaseTimer> phase(std::in_place, times[Phase::verify], timed);
   auto r = Fam::result(ctx, w);
   for (const auto& c : Fam::timed_candidates(ctx, w)) {
     VariantResult v = Fam::variant(ctx, r, c);
@@ -159,18 +176,29 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
       }
   }
   FamilySource<F> source(ctx, lane, r);
+  phase.emplace(times[Phase::screen], timed);
   screen(r.variants, o_.protocol, source);
   // Final: the family's finalists re-timed in interleaved rounds so that drift affects all alike.
+  phase.emplace(times[Phase::final], timed);
   const auto fin = Fam::finalists(r, o_.protocol);
   const auto samples = final_pass(r.variants, fin, o_.protocol, source);
   // The winner: the preferred variant of the fastest one's statistical tie set, confirmed
   // against the runners-up in a second measurement.
+  phase.emplace(times[Phase::confirm], timed);
   select_winner(r, fin, samples, o_.protocol, source);
   if (r.confirmation == Confirmation::pooled) progress(fmt::format("{}: {}", Fam::name(w), r.confirmation_note));
+  phase.emplace(times[Phase::ceiling], timed);
   const std::uint64_t bytes = r.bytes();
   Timed t{[&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, lane.sink.get(), lane.stream); }};
   lane.runner.prepare(t, bytes, /*warm_up=*/false);
   r.ceiling = Stats::of(lane.runner.measure(t, bytes, o_.protocol.final_rounds));
+  phase.reset();
+  for (std::size_t i = 0; i < r.variants.size(); ++i)
+    if (const TimingSpent s = source.spent(i); s.wall_s > 0) {
+      KindTime& k = report_.times.kinds[Fam::kind(r.variants[i])];
+      ++k.variants;
+      k.timed += s;
+    }
   return r;
 }
 

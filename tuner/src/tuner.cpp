@@ -11,10 +11,12 @@ void Session::run() {
   // The database is checked first without changing it (cheap, and a problem is reported even
   // where the device is missing); it is opened for writing only once the device checks passed.
   check_db();
+  const auto td = Clock::now();
   if (device_count(vendor) <= o_.device)
     throw TuneError(fmt::format("no {} device {} to tune for --arch {}: {}", to_string(vendor), o_.device, o_.arch,
                                 device_count(vendor) == 0 ? no_device_reason(vendor) : "ordinal out of range"));
   backend_ = make_backend(vendor, o_.device);
+  report_.times.device_s = seconds_since(td);
   const DeviceInfo& dev = backend_->device();
   // `--arch gfx942` is served by a device reporting gfx942:sramecc+:xnack-; entries are keyed by
   // the device's full target ID, so xnack+ and xnack- results never mix.
@@ -38,6 +40,7 @@ void Session::run() {
   if (family<SingleFamily>().work.empty() && family<MultiFamily>().work.empty()) {
     progress("nothing to tune: every key and group already has a winner for this device and build (use --retune)");
   } else {
+    report_.times.startup_s = seconds_since(t0);
     build_kernels();
     tune_all<SingleFamily>(t0);
     tune_all<MultiFamily>(t0);

@@ -124,6 +124,23 @@ class Gate {
   MappedHostBuffer words_;  // [0]: 1 = released; [1]: 1 = timed out
 };
 
+/// What timed batches cost, summed over batches (the tune's time breakdown, tuner.hpp TuneTimes):
+/// `batches` whose time was taken and their `calls`; `gpu_s` the GPU time between their events;
+/// `enqueue_s` the host's time enqueueing them; `wall_s` the wall-clock time of the whole
+/// measurement (enqueue, waiting for the GPU, batches retried after a gate timed out);
+/// `gate_timeouts` the batches dropped because their gate timed out. Seconds.
+struct TimingSpent {
+  long batches = 0;
+  long calls = 0;
+  double gpu_s = 0;
+  double enqueue_s = 0;
+  double wall_s = 0;
+  int gate_timeouts = 0;
+  TimingSpent& operator+=(const TimingSpent& o);
+  /// The part of this total spent since `earlier` (a copy of the same total taken before).
+  TimingSpent since(const TimingSpent& earlier) const;
+};
+
 /// Per-call times of timed batches, one entry per batch, microseconds.
 struct BatchTimes {
   /// Events around the batch divided by its calls: GPU time when gated, else host-inclusive time.
@@ -131,6 +148,7 @@ struct BatchTimes {
   /// The host's enqueue cost per call: the CPU clock around the loop that enqueues the batch,
   /// divided by its calls (while a gate holds the stream, so that no launch waits for the GPU).
   std::vector<double> host_us;
+  TimingSpent spent;  ///< what the batches cost (the timed-out ones' wall time included)
 };
 
 /// Times `call` (which enqueues one operation on `stream` reading `in`) with device events:

@@ -17,7 +17,8 @@ namespace amax::tune {
 
 /// One thing to time: `call` enqueues one operation on the runner's stream reading the device
 /// pointer it is given; `batch` is its calls per batch, 0 until the runner probed it; `host_us`
-/// collects the host's enqueue cost per call of every batch the runner timed (warm-up excluded).
+/// collects the host's enqueue cost per call of every batch the runner timed (warm-up excluded);
+/// `spent` what every batch the runner ran of it cost (the probe and warm-up included).
 struct Timed {
   std::function<void(const void* in)> call;
   int batch = 0;
@@ -25,6 +26,7 @@ struct Timed {
   /// false: not timed behind the gate (measure_both leaves its GPU time empty), for a call that
   /// enqueues more launches than a stream holds while the gate holds it (kMaxGatedLaunches).
   bool gated = true;
+  TimingSpent spent;
 };
 
 /// The most launches one call may enqueue to be timed behind the gate. A held stream queues
@@ -81,12 +83,19 @@ class Runner {
   /// Waits for the runner's stream. Errors: BackendError (for example a lost context).
   void synchronize() { b_.synchronize(stream_); }
 
+  /// What every batch this runner ran cost so far (probes and warm-ups included).
+  const TimingSpent& spent() const noexcept { return spent_; }
+
  private:
+  // time_batches with this runner's stream, inputs and gate; its cost added to t.spent and spent_.
+  BatchTimes run(Timed& t, std::uint64_t bytes, int batch, int batches);
+
   Backend& b_;
   StreamHandle stream_;
   InputRegion& inputs_;
   TimingProtocol protocol_;
   Gate* gate_;
+  TimingSpent spent_;
 };
 
 /// One entry's times in both views (DESIGN.md section 5), for the benches.

@@ -12,7 +12,7 @@ namespace amax::tune {
 
 /// The search's SampleSource over a Runner: variant i is the Timed that timed(i) returns (made
 /// once per variant by the subclass), each call reading `bytes` bytes; every timed batch's host
-/// cost is kept per variant, and host_us(i) is their median. recover() waits for the runner's
+/// cost is kept per variant, and host_us(i) is their median, and what its batches cost (spent(i)). recover() waits for the runner's
 /// stream. Not thread-safe.
 class RunnerSource : public SampleSource {
  public:
@@ -22,6 +22,8 @@ class RunnerSource : public SampleSource {
   std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override;
   void recover() override { runner_.synchronize(); }
   double host_us(std::size_t i) const override;
+  /// What the batches of variant i cost so far (sample() and rounds(), probes and warm-ups included).
+  TimingSpent spent(std::size_t i) const;
 
  protected:
   /// Variant i's call, made on first use and kept (its batch size too).
@@ -31,6 +33,7 @@ class RunnerSource : public SampleSource {
   Runner& runner_;
   std::uint64_t bytes_;
   std::map<std::size_t, std::vector<double>> host_;
+  std::map<std::size_t, TimingSpent> spent_;
 };
 
 }  // namespace amax::tune

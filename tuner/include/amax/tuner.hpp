@@ -13,6 +13,7 @@
 #include "amax/multi_tune.hpp"
 #include "amax/search.hpp"
 #include "amax/search_space.hpp"
+#include "amax/tune_times.hpp"
 #include "amax/workload.hpp"
 
 namespace amax::tune {
@@ -58,7 +59,8 @@ struct TuneReport {
   std::vector<KeyResult> keys;
   std::vector<GroupResult> groups;  ///< tuned (or resumed) multi-tensor groups
   double wall_s = 0;
-  double compile_s = 0;
+  double compile_s = 0;             ///< compiling (or reading from the cache) and loading the kernels
+  TuneTimes times;                  ///< where wall_s went
   int kernels_compiled = 0;         ///< JIT-compiled in this run
   int kernels_cached = 0;           ///< read from the binary cache
   int multi_kernels_compiled = 0;   ///< multi-tensor kernels JIT-compiled in this run
