@@ -87,8 +87,9 @@ step_tune() {
   rm -rf "$AMAX_TUNE_CACHE_DIR" /tmp/amax-gpu-sh-tune*.db*
   step_cmd "tune 1 (cold kernel cache)" "$R/tune1.txt" 200 \
     $T --arch "${ARCH:-sm_90}" --db /tmp/amax-gpu-sh-tune1.db --json "$R/tune1.json" || rc=1
-  grep -E "wall time" "$R/tune1.txt"
+  grep -E "^wall time|^time: " "$R/tune1.txt"
   step_cmd "tune 2" "$R/tune2.txt" 150 $T --arch "${ARCH:-sm_90}" --db /tmp/amax-gpu-sh-tune2.db || rc=1
+  grep -E "^wall time|^time: " "$R/tune2.txt"
   $T export --format text --db /tmp/amax-gpu-sh-tune1.db -o "$R/run1.jsonl" || rc=1
   $T export --format text --db /tmp/amax-gpu-sh-tune2.db -o "$R/run2.jsonl" || rc=1
   "$PY" scripts/rerun-regret.py "$R/run1.jsonl" "$R/run2.jsonl" > "$R/rerun-regret.txt" 2>&1 && grep "within 1.05x" "$R/rerun-regret.txt"
