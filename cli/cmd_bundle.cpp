@@ -3,6 +3,7 @@
 // into a release bundle of code objects (amax/bundle.hpp), on a machine without those GPUs; or copy
 // arches' entries from a bundle another compiler made (--from), keeping the others (--update).
 // The bundle is written to a temporary directory and put in place only when the run succeeds.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,6 +168,30 @@ std::vector<char> build(const JitCompiler& compiler, const ArchInfo& arch, const
   return build_kernel(compiler, no_cache, arch, k.single, k.dtype).binary;
 }
 
+// Removes the staging directories that bundle runs into the same -o left when a signal killed them
+// before finish(): `writer`'s own staging name with the id of another process that is gone. One of a
+// live process (a run writing that bundle now) is left alone, so is anything else beside -o. Says
+// what it removed.
+void remove_stale_staging(const BundleWriter& writer) {
+  const std::filesystem::path& own = writer.staging();
+  const std::string name = own.filename().string(), pid = std::to_string(::getpid());
+  if (name.size() <= pid.size() || name.compare(name.size() - pid.size(), pid.size(), pid) != 0) return;
+  const std::string prefix = name.substr(0, name.size() - pid.size());  // ".<name>.tmp-"
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(own.parent_path(), ec)) {
+    const std::string n = e.path().filename().string(), id = n.substr(std::min(n.size(), prefix.size()));
+    if (n == name || n.compare(0, prefix.size(), prefix) != 0 || id.empty() || id.size() > 9 ||
+        id.find_first_not_of("0123456789") != std::string::npos || e.is_symlink(ec) || !e.is_directory(ec))
+      continue;
+    const pid_t other = static_cast<pid_t>(std::stol(id));
+    if (other <= 0 || ::kill(other, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to ask about
+    std::error_code rm;
+    std::filesystem::remove_all(e.path(), rm);
+    if (!rm)
+      std::cout << fmt::format("removed {}, left by bundle process {}, which is gone\n", e.path().string(), other);
+  }
+}
+
 // Child exit statuses of compile_arch.
 constexpr int kChildOk = 0, kChildFailed = 1, kChildCannotTarget = 3;
 
@@ -262,15 +287,9 @@ int run_bundle(const BundleOptions& o) {
                                            warning.empty() ? "no kernel bundle there (no index.json)" : warning));
     return b;
   };
-  std::unique_ptr<Bundle> from, existing;
-  if (!o.from.empty()) from = opened(o.from, "--from");
-  if (o.update && std::filesystem::exists(std::filesystem::path(o.out) / "index.json"))
-    existing = opened(o.out, "--update: the bundle");
-  std::unique_ptr<db::TuningDb> tdb;
-  if (!o.db.empty() && !from)
-    tdb = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, db::OpenMode::ReadOnly));
   // Writes a temporary directory, put in place by finish(); destroyed without it: removed. A -o
-  // that is not a bundle (nor absent or empty) is refused here, before any compile.
+  // that is not a bundle (nor absent or empty) is refused here, before any compile. Temporary
+  // directories of killed runs into the same -o go first, also when this run fails later.
   std::optional<BundleWriter> w;
   try {
     w.emplace(o.out);
@@ -278,6 +297,14 @@ int run_bundle(const BundleOptions& o) {
     throw UsageError(std::string(e.what()) + " (-o)");
   }
   BundleWriter& writer = *w;
+  remove_stale_staging(writer);
+  std::unique_ptr<Bundle> from, existing;
+  if (!o.from.empty()) from = opened(o.from, "--from");
+  if (o.update && std::filesystem::exists(std::filesystem::path(o.out) / "index.json"))
+    existing = opened(o.out, "--update: the bundle");
+  std::unique_ptr<db::TuningDb> tdb;
+  if (!o.db.empty() && !from)
+    tdb = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, db::OpenMode::ReadOnly));
   // Why each arch cannot be compiled here, known before any compile ("" when it may be): no
   // backend, no compiler library, a compiler too old for the processor. --strict fails on one now.
   std::map<Vendor, std::unique_ptr<JitCompiler>> compilers;

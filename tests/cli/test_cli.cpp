@@ -1,11 +1,13 @@
 // The amax-tune command line as a user meets it (CPU): exit codes and error messages for bad
 // input, the database commands on real files, emit. Runs the real binary.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -197,12 +200,13 @@ TEST_F(Cli, UnknownOptionsAndSubcommandsAreRejected) {
   EXPECT_TRUE(has(v.out, "0.1.0")) << v.out;
 }
 
+// A device ordinal that no machine has: the message, whether GPUs are present or not, and nothing
+// tuned anywhere (no database written).
 TEST_F(Cli, TuningWithoutTheDeviceSaysSo) {
-  const CmdResult r = run("--arch sm_90 --db " + (dir / "t.db").string());
-  if (r.code == 0) GTEST_SKIP() << "a GPU is present (tuning ran)";
+  const CmdResult r = run("--arch sm_90 --device 99 --db " + (dir / "t.db").string());
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_TRUE(has(r.out, "amax-tune: error: ")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90")) << r.out;
+  EXPECT_TRUE(has(r.out, "amax-tune: error: no nvidia device 99 to tune for --arch sm_90: ")) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "t.db"));
 }
 
 TEST_F(Cli, ShowExportImportMergeOnRealFiles) {
@@ -581,6 +585,49 @@ TEST_F(Cli, BundleWithACrashingCompilerFailsAndWritesNothing) {
       << r.out;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_TRUE(fs::is_empty(dir)) << "left behind in " << dir;
+}
+
+// A bundle run killed by a signal leaves its staging directory .<name>.tmp-<pid> beside -o (its
+// finish() never ran); the next run into the same -o removes it, also when that run fails, and
+// leaves a live process's one (a run writing now: here this test's id) and other names alone.
+TEST_F(Cli, BundleRemovesWhatAKilledRunLeft) {
+  const auto out = dir / "a";
+  const pid_t killed = ::fork();
+  if (killed == 0) {  // in a process group of its own, as a shell job: the signal reaches its compile child too
+    ::setpgid(0, 0);
+    const std::string o = out.string();
+    ::execl(AMAX_TUNE_EXE, AMAX_TUNE_EXE, "bundle", "--arch", "sm_90", "-o", o.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_GT(killed, 0);
+  const auto left = dir / (".a.tmp-" + std::to_string(killed));
+  bool exited = false;
+  for (int i = 0; i < 3000 && !fs::exists(left); ++i) {
+    if (::waitpid(killed, nullptr, WNOHANG) == killed) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!exited) {
+    ::kill(-killed, SIGKILL);
+    ASSERT_EQ(::waitpid(killed, nullptr, 0), killed);
+  }
+  if (!fs::exists(left)) GTEST_SKIP() << "the run ended before it could be killed (no compiler here?)";
+  const auto live = dir / (".a.tmp-" + std::to_string(::getpid())), other = dir / (".b.tmp-" + std::to_string(killed));
+  for (const auto& d : {live, other}) {
+    fs::create_directories(d);
+    std::ofstream(d / "index.json") << "{}\n";
+  }
+  const CmdResult r = run("bundle --from " + (dir / "absent").string() + " --arch sm_80 -o " + out.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r.out, "removed " + left.string() + ", left by bundle process " + std::to_string(killed) +
+                             ", which is gone"))
+      << r.out;
+  EXPECT_FALSE(fs::exists(left));
+  EXPECT_TRUE(fs::exists(live / "index.json"));
+  EXPECT_TRUE(fs::exists(other / "index.json"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 2) << "left behind in " << dir;
 }
 
 // --update keeps the other arches' entries of the bundle at -o; --from copies an arch's entries
