@@ -47,7 +47,7 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
 
 void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
-                 StreamHandle stream, const ScaleArgs* scale) {
+                 StreamHandle stream, const ScaleArgs* scale, std::uint32_t wave_size) {
   if (n == 0 || shape.grid == 0) {  // +0.0 without a zero-sized launch
     backend.memset32_async(out, 0u, 1, stream);
     if (scale) {
@@ -67,7 +67,7 @@ void launch_amax(Backend& backend, const LoadedKernel& k, const LaunchShape& sha
   unsigned flags = nan_mode == NanMode::ignore ? 1u : 0u;
   ScaleArgs sa = scale ? *scale : ScaleArgs{};
   void* args[] = {&in, &count, &out, &workspace, &slot, &flags, &sa};
-  const auto wave = static_cast<std::uint32_t>(backend.device().wave_size);
+  const auto wave = wave_size ? wave_size : static_cast<std::uint32_t>(backend.device().wave_size);
   if (wave == 0 && k.config.strategy == Strategy::first_reset_warp)
     throw std::logic_error("launch_amax: the device reports no wave size for " + k.config.label() + "'s ticket wave");
   const std::uint32_t block = block_threads(k.config.strategy, shape.block, wave);

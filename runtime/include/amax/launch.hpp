@@ -105,8 +105,10 @@ static_assert(sizeof(ScaleArgs) == 32 && offsetof(ScaleArgs, max) == 16 && offse
 /// kernel.resident_per_cu x the device's CUs (a shape not made with
 /// kernel.resident_per_cu): its
 /// polling could wait for a block that is never resident.
+/// `wave_size`: the wave the kernel was compiled for (first_reset_warp's ticket wave), 0 for the
+/// device's: a kernel rendered for another vendor's wave runs in the wave-64 model (tests/wave64).
 void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
-                 StreamHandle stream, const ScaleArgs* scale = nullptr);
+                 StreamHandle stream, const ScaleArgs* scale = nullptr, std::uint32_t wave_size = 0);
 
 }  // namespace amax
