@@ -53,13 +53,29 @@ def run(what, args, pythonpath):
 
 
 def localise(pythonpath):
-    """The timing gate's constructor alone, after torch, after torch and amax_tune: which one crashes."""
+    """Which construction of the timing gate crashes: alone, before torch, after torch, after torch and
+    amax_tune; for the last, the symbols the gate module bound outside itself and the libraries it links."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([GATE_DIR, pythonpath]))
-    for imports in ("", "import torch; torch.cuda.init(); ", "import torch, amax_tune; torch.cuda.init(); "):
-        code = imports + "import _amax_gate; print(_amax_gate.Gate(0, 1000.0).timeout_ms)"
-        p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+    gate = "import _amax_gate; g = _amax_gate.Gate(0, 1000.0); "
+    for code in (gate, gate + "import torch; torch.cuda.init(); ", "import torch; torch.cuda.init(); " + gate,
+                 "import torch, amax_tune; torch.cuda.init(); " + gate):
+        p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code + "print('gate made')"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
         print("localise: %r -> exit %d\n%s" % (code, p.returncode, p.stdout[-2000:]), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-c", code], env=dict(env, LD_DEBUG="bindings",
+                       LD_DEBUG_OUTPUT=os.path.join(tmp, "ld")), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=TIMEOUT_S)
+        linked = ("/libc.so", "/libm.so", "/libstdc++.so", "/libgcc_s.so", "/libpython", "/python3", "/libfmt.so",
+                  "/libspdlog.so", "/libcrypto.so", "/libamdhip64.so", "_amax_gate")
+        for name in os.listdir(tmp):
+            with open(os.path.join(tmp, name), errors="replace") as f:
+                outside = [line.strip() for line in f if "binding file" in line
+                           and "_amax_gate" in line.split(" to ")[0]
+                           and not any(s in line.split(" to ")[-1].split(":")[0] for s in linked)]
+            if outside:
+                print("localise: %d bindings of _amax_gate to other libraries:%s" % (
+                    len(outside), "".join("\n  " + line for line in outside[:60])), flush=True)
 
 
 def check_torch_csv(path, what):
