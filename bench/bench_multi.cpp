@@ -158,6 +158,7 @@ struct BenchFamily<MultiFamily> {
       static_assert(std::size(kMultiContenders) == 7);
       const MultiGroupSpec g{w.tensors, w.n, w.dtype};
       std::set<const void*> seen;
+      inputs_.restart();  // from the start the walk repeats after inputs_.slices(bytes) calls
       for (;;) {
         const void* in = inputs_.next(g.bytes(), false);
         if (!seen.insert(in).second) break;

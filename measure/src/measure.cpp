@@ -18,6 +18,10 @@ std::string timing_method(const TimingProtocol& p) {
                                p.gate_timeout_ms)
                  : std::string("host-inclusive: device events around batches enqueued back to back");
 }
+// How the cold regime picks each call's input (InputRegion::next), for the protocol descriptions.
+std::string cold_walk() {
+  return fmt::format("each call the next {}-byte-aligned input, walking over", kInputAlignment);
+}
 }  // namespace
 
 bool measured_in_gpu_time(const std::string& timing_protocol) noexcept {
@@ -30,13 +34,14 @@ std::string TimingProtocol::describe() const {
                      "SE), fewest launches, then least host cost, then least spread; confirmed in {} more rounds; {}",
                      timing_method(*this), batch_target_us, max_batch, warmup_batches, screen_batches, early_stop,
                      final_rounds, finalists, 100 * tie_margin, tie_z, confirm_rounds,
-                     warm_cache ? "warm L2 (same input)" : "cold (rotating over largest input + 5x last-level cache)");
+                     warm_cache ? std::string("warm L2 (same input)")
+                                : fmt::format("cold ({} largest input + 5x last-level cache)", cold_walk()));
 }
 
 std::string TimingProtocol::describe_interleaved(int rounds) const {
-  return fmt::format("{}; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} "
-                     "interleaved rounds; cold: rotating over the largest input + 5x the last-level cache; warm: same input",
-                     timing_method(*this), batch_target_us, max_batch, warmup_batches, rounds);
+  return fmt::format("{}; batches >= {:g} us (<= {} calls); warmup {} batch; median of {} interleaved rounds; "
+                     "cold: {} the largest input + 5x the last-level cache; warm: same input",
+                     timing_method(*this), batch_target_us, max_batch, warmup_batches, rounds, cold_walk());
 }
 
 double gbps(std::uint64_t bytes, double us) noexcept { return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0; }
@@ -79,12 +84,22 @@ InputRegion::InputRegion(Backend& b, std::uint64_t max_input_bytes)
   }
 }
 
+std::uint64_t next_input_offset(std::uint64_t& cursor, std::uint64_t bytes, std::uint64_t region_bytes) noexcept {
+  std::uint64_t at = (cursor + kInputAlignment - 1) / kInputAlignment * kInputAlignment;
+  if (at > region_bytes || region_bytes - at < bytes) at = 0;
+  cursor = at + bytes;
+  return at;
+}
+
 const void* InputRegion::next(std::uint64_t bytes, bool warm) {
   if (warm || bytes >= bytes_) return buf_.get();
-  const std::uint64_t stride = (bytes + 511) / 256 * 256;
-  const std::uint64_t slices = (bytes_ - bytes - 256) / stride + 1;
-  const std::uint64_t k = cursor_++ % slices;
-  return buf_.get(k * stride);
+  return buf_.get(next_input_offset(cursor_, bytes, bytes_));
+}
+
+std::uint64_t InputRegion::slices(std::uint64_t bytes) const noexcept {
+  if (bytes == 0 || bytes >= bytes_) return 1;  // every call the same address
+  const std::uint64_t stride = (bytes + kInputAlignment - 1) / kInputAlignment * kInputAlignment;
+  return (bytes_ - bytes) / stride + 1;
 }
 
 Gate::Gate(Backend& b, FunctionHandle kernel, double timeout_ms)

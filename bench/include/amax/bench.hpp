@@ -1,7 +1,8 @@
 #pragma once
 // `amax-tune bench`: every contender measured side by side in one process with one timing
 // protocol (the tuner's: device events, batches of back-to-back calls, median of interleaved
-// rounds, inputs rotated over the largest input plus 5x the L2 in the cold regime), each
+// rounds; in the cold regime every call reads the next 512-byte-aligned address after the previous
+// call's input, walking over the largest input plus 5x the L2: measure.hpp InputRegion::next), each
 // contender's result first checked bit for bit against the CPU reference on the same inputs.
 // Contenders: amax-tune (the tuned dispatch through the public API), TransformerEngine's three
 // launch sequences (te_contenders.hpp), CUB (NVIDIA builds with nvcc), the streaming read (the

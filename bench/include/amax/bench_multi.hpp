@@ -1,8 +1,9 @@
 #pragma once
 // `amax-tune bench-multi`: many tensors per call (DESIGN.md section 6) measured side by side with the
 // bench's protocol (tuner's runner: device events, batches of back-to-back calls, median of
-// interleaved rounds, cold inputs rotated over the largest group plus 5x the L2). A group is
-// `tensors` tensors of `n` elements of one dtype, laid out one after another in a rotated slice.
+// interleaved rounds, every cold call the next 512-byte-aligned address over the largest group plus
+// 5x the L2). A group is `tensors` tensors of `n` elements of one dtype, laid out one after another
+// from the call's input address.
 // Contenders: amax_multi_compute (eager: the list packed on every call, as a caller pays it); the same
 // call captured once per input slice in a CUDA graph and replayed (the GPU time without the host's
 // packing and launch calls); amax_multi_and_scale (e4m3); one amax_compute per tensor; TE's

@@ -35,7 +35,7 @@ struct TimingProtocol {
   double tie_margin = 0.01;      ///< tie rule (search.hpp TieRule): medians within this fraction tie
   double tie_z = 2.0;            ///< tie rule: ... or within this many standard errors of their difference
   int confirm_rounds = 15;       ///< interleaved rounds of the confirmation measurement; 0 = none
-  bool warm_cache = false;       ///< true: the same input every call (warm L2); false: rotate
+  bool warm_cache = false;       ///< true: the same input every call (warm L2); false: the cold walk
   /// The tuner's protocol, stored in every row's provenance (a change makes rows stale):
   /// "device events; batches >= 200 us (<= 200 calls); warmup 1; screen 3 (stop at 1.5x best); ..."
   std::string describe() const;
@@ -62,11 +62,22 @@ struct Stats {
   static Stats of(std::vector<double> per_call_us);
 };
 
+/// Where the cold walk puts each input: a multiple of this many bytes from the region's start.
+inline constexpr std::uint64_t kInputAlignment = 512;
+
+/// The cold walk over a region of `region_bytes` (InputRegion::next): the byte offset of the next
+/// input of `bytes` bytes, where the previous one ended at `cursor` (0 at the start), and `cursor`
+/// advanced to its end. Each input starts at the first kInputAlignment multiple at or after the
+/// previous input's end, or back at 0 where it would reach past the region: consecutive calls read
+/// consecutive, never overlapping addresses, every call a new one until the walk wraps.
+/// `bytes` must not exceed `region_bytes`. Thread-safe (no shared state).
+std::uint64_t next_input_offset(std::uint64_t& cursor, std::uint64_t bytes, std::uint64_t region_bytes) noexcept;
+
 /// Device memory the measurements read: a region of random data whose every 16-bit half has the
 /// exponent's top bit clear, so every element of every dtype is finite with |x| < 2 (never zero
-/// everywhere, never NaN/Inf). Timing rotates through slices of it so that no call finds its
-/// input in a cache (the region is rotation_region_bytes); verification plants values
-/// it knows into slice 0. Not thread-safe: one user at a time.
+/// everywhere, never NaN/Inf). Cold timing walks through it (next_input_offset) so that no call
+/// finds its input in a cache (the region is rotation_region_bytes); verification plants values
+/// it knows at its start. Not thread-safe: one user at a time.
 class InputRegion {
  public:
   /// Allocates and fills rotation_region_bytes(backend.device(), max_input_bytes).
@@ -74,10 +85,16 @@ class InputRegion {
   InputRegion(Backend& backend, std::uint64_t max_input_bytes);
   InputRegion(const InputRegion&) = delete;
   InputRegion& operator=(const InputRegion&) = delete;
-  /// The next slice of `bytes` bytes in rotation over the region: slices start 256-byte aligned
-  /// and do not overlap (consecutive starts lie bytes + 256 rounded up to 256 apart); with `warm`,
-  /// or when `bytes` is not smaller than the region, always the region's start.
+  /// The input of the next call of `bytes` bytes: cold, the next address of the walk over the
+  /// region (next_input_offset: sequential, kInputAlignment-aligned, a new address every call until
+  /// it wraps to the start); with `warm`, or when `bytes` is not smaller than the region, always
+  /// the region's start.
   const void* next(std::uint64_t bytes, bool warm);
+  /// Starts the walk again at the region's start: from here the cold inputs of one size repeat
+  /// after exactly slices(bytes) calls (bench-multi prepares one list per input it will see).
+  void restart() noexcept { cursor_ = 0; }
+  /// The distinct inputs of `bytes` bytes a walk from the start visits before it wraps.
+  std::uint64_t slices(std::uint64_t bytes) const noexcept;
   void* base() const noexcept { return buf_.get(); }
   std::uint64_t bytes() const noexcept { return bytes_; }
 
@@ -152,7 +169,7 @@ struct BatchTimes {
 };
 
 /// Times `call` (which enqueues one operation on `stream` reading `in`) with device events:
-/// `batches` batches of `batch` back-to-back calls, each on the next rotated input. With `gate`
+/// `batches` batches of `batch` back-to-back calls, each on the next input (InputRegion::next). With `gate`
 /// each batch is enqueued behind it (GPU time); a batch whose gate timed out (the host took longer
 /// than the gate's timeout to enqueue it) is timed again with half as many calls, at most three
 /// times, and then GateTimeout is thrown (at once for a batch of one call): a time is never taken

@@ -1,7 +1,7 @@
 #pragma once
 // The timing runner (DESIGN.md section 5): how one call is measured, for the tuner and the bench
 // alike. A call is probed for its batch size, warmed up, then timed in batches of back-to-back
-// calls between device events, each call on the next rotated input slice; under the default
+// calls between device events, each call on the next input of the cold walk; under the default
 // (gated) protocol every batch is held behind a Gate until it is fully enqueued, so the times are
 // GPU time, and the host's enqueue cost per call is recorded beside them.
 #include <cstdint>
@@ -57,7 +57,7 @@ struct InterleaveOrder {
 };
 
 /// Measures calls on one stream over one input region with one protocol. Not thread-safe (one
-/// stream, one rotation cursor); the backend, stream, region and gate must outlive it.
+/// stream, one walk over the inputs); the backend, stream, region and gate must outlive it.
 class Runner {
  public:
   /// `gate` holds each batch when protocol.gated (GPU time); it may be null only for an ungated
