@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -209,6 +210,7 @@ TEST(RenderPlots, FromTheCsvTheBenchWrites) {
       rows.push_back(row(d.dtype, n, kRocm, stream * 1.6));
       rows.push_back(row(d.dtype, n, kCub, stream * 2.0));
       rows.push_back(row(d.dtype, n, kTeScaleStep, stream * 1.5 + 4.0));
+      rows.push_back(row(d.dtype, n, kAmaxTuneScale, stream * 1.25));
       rows.push_back(row(d.dtype, n, kStreamRead, stream));
       rows.push_back(row(d.dtype, n, kEmptyLaunch, 4.0));
     }
@@ -228,18 +230,59 @@ TEST(RenderPlots, FromTheCsvTheBenchWrites) {
   const std::string svg = slurp(dir.path / "plots" / "speedup.svg");
   for (const auto& name : {kTeZero, kTeMemset, kRocm, std::string(kCub)})
     EXPECT_NE(svg.find("<!-- " + name + " -->"), std::string::npos) << name;
-  // TE's amax -> scale step is not an amax-only contender: no line in either plot.
-  EXPECT_EQ(svg.find(kTeScaleStep), std::string::npos);
+  // TE's amax -> scale step is not an amax-only contender: against amax-tune's fused amax + scale
+  // in the speedup plot, not in the streaming-read one.
+  EXPECT_NE(svg.find(std::string("<!-- ") + kTeScaleStep + " vs " + kAmaxTuneScale + " -->"), std::string::npos);
   EXPECT_EQ(slurp(dir.path / "plots" / "stream_read.svg").find(kTeScaleStep), std::string::npos);
+  EXPECT_EQ(slurp(dir.path / "plots" / "stream_read.svg").find(kAmaxTuneScale), std::string::npos);
+  // Every point drawn, in the values file: 4 sizes x 3 dtypes x (5 speedup + 5 streaming-read lines).
+  const std::string values = slurp(dir.path / "plots" / "plot_values.csv");
+  EXPECT_EQ(std::count(values.begin(), values.end(), '\n'), 1 + 4 * 3 * 10) << values;
+  // From the CSV's times (4 decimals): bf16 2^22, CUB 11.7283 us / amax-tune 6.1573 us; fp32 2^10,
+  // TE's scale step 10.0014 us / the fused amax + scale 5.0011 us; fp16 2^10, 100 x the streaming
+  // read 4.0005 us / amax-tune 4.2005 us.
+  for (const std::string& line : {std::string("speedup,bf16,8388608,CUB,1.9048\n"),
+                                 std::string("speedup,fp32,4096,") + kTeScaleStep + " vs " + kAmaxTuneScale + ",1.9998\n",
+                                 std::string("stream_read,fp16,2048,amax-tune,95.2387\n")})
+    EXPECT_NE(values.find(line), std::string::npos) << line << values;
 }
 
+// Renders docs/results/`csv` into `dir` and checks that both plots are there in both formats.
+void render_committed(const char* csv, const std::filesystem::path& dir) {
+  std::string why;
+  const auto files = render_plots(std::filesystem::path(AMAX_SOURCE_DIR "/docs/results") / csv, dir, why);
+  ASSERT_EQ(files.size(), 4u) << why;
+  for (const char* plot : {"speedup", "stream_read"}) {
+    expect_png(dir / (std::string(plot) + ".png"));
+    expect_svg(dir / (std::string(plot) + ".svg"));
+  }
+}
+
+// The full GPU-time bench of the H200 (every dtype, 21 sizes each, both regimes): the cold regime
+// by default, and the values drawn are the CSV's times divided as the plots say.
+TEST(RenderPlots, FromTheCommittedGpuTimeBenchCsv) {
+  TempDir dir;
+  render_committed("2026-12-03-exact-tiles/bench.csv", dir.path);
+  const std::string svg = slurp(dir.path / "speedup.svg");
+  EXPECT_NE(svg.find("GPU time, cold"), std::string::npos);
+  const std::string values = slurp(dir.path / "plot_values.csv");
+  // 21 sizes x 3 dtypes x (4 amax contenders + TE's scale step; amax-tune + 4 amax contenders).
+  EXPECT_EQ(std::count(values.begin(), values.end(), '\n'), 1 + 21 * 3 * 10);
+  // bf16, 4 Mi elements: amax-tune 5.4032 us, TE atomic (memset) 6.0544 us, the streaming read
+  // 4.6400 us, CUB 8.0751 us; TE's three-launch scale step 8.7171 us against amax-tune's fused amax
+  // + scale 6.4354 us.
+  for (const char* line : {"speedup,bf16,8388608,TE atomic (memset),1.1205\n",
+                           "speedup,bf16,8388608,TE amax+scale (3 launches) vs amax-tune amax+scale,1.3546\n",
+                           "stream_read,bf16,8388608,amax-tune,85.8750\n", "stream_read,bf16,8388608,CUB,57.4606\n"})
+    EXPECT_NE(values.find(line), std::string::npos) << line;
+  EXPECT_EQ(values.find("empty launch"), std::string::npos);
+  EXPECT_EQ(values.find("stream_read,fp32,4096,amax-tune amax+scale"), std::string::npos);
+}
+
+// An older bench's CSV (host-inclusive times, no host_inclusive_us column) plots alike.
 TEST(RenderPlots, FromTheCommittedBenchCsv) {
   TempDir dir;
-  std::string why;
-  const auto files = render_plots(AMAX_SOURCE_DIR "/docs/results/2026-12-02/bench.csv", dir.path, why);
-  ASSERT_EQ(files.size(), 4u) << why;
-  expect_png(dir.path / "speedup.png");
-  expect_svg(dir.path / "stream_read.svg");
+  render_committed("2026-12-02/bench.csv", dir.path);
 }
 
 TEST(RenderPlots, ACsvWithoutTheNeededColumnsIsRefused) {
