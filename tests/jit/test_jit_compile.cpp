@@ -8,6 +8,7 @@
 
 #include "amax/code_object.hpp"
 #include "amax/compiler.hpp"
+#include "target_name.hpp"
 #include "amax/kernel_cache.hpp"
 
 #include <unistd.h>
@@ -525,15 +526,7 @@ INSTANTIATE_TEST_SUITE_P(Targets, JitCompile,
                                            Target{"gfx942:xnack+", Vendor::amd, false},
                                            Target{"gfx942", Vendor::amd, false},
                                            Target{"gfx950", Vendor::amd, true}),
-                         [](const auto& info) {
-                           std::string n = std::string(info.param.vendor == Vendor::nvidia ? "nvrtc_" : "hiprtc_") +
-                                           info.param.arch;
-                           for (char& c : n)
-                             if (c == ':') c = '_';
-                             else if (c == '+') c = 'P';
-                             else if (c == '-') c = 'M';
-                           return n;
-                         });
+                         [](const auto& info) { return test::jit_target_name(info.param.arch, info.param.vendor); });
 
 TEST(CodeObject, RejectsBytesThatAreNotACodeObject) {
   if (!can_read_amdgpu_code_objects()) GTEST_SKIP() << "built without LLVM";
