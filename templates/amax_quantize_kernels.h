@@ -15,9 +15,10 @@
 //                          the FP8 format's encoding, from fp8_cast.hpp's encoding()
 //   AMAX_QUANT_FLAG_TORCHAO  the flags bit of the torchao rule (the CastRule value's bit)
 //   AMAX_QUANT_KERNEL_NAME the entry point
-// Rendering: the compile-time constants, the vendor prelude, amax_kernels.h, then this file.
+// Rendering: the compile-time constants, the vendor prelude, amax_kernels.h, amax_fp8_cast.h (the
+// cast, amax_fp8_from_fp32), then this file.
 //
-// The cast (amax_fp8_from_fp32) is integer arithmetic on the fp32 bits of the product, the same
+// The cast (amax_fp8_from_fp32, amax_fp8_cast.h) is integer arithmetic on the fp32 bits of the product, the same
 // operations as the CPU reference, so it is the same on every vendor and needs no FP8 instruction:
 // round to nearest even with an unbounded exponent, saturate to the largest finite code (rounding
 // is monotonic: this is rounding to the nearest finite value), every NaN the format's NaN code
@@ -69,34 +70,6 @@ typedef unsigned short amax_fp8_store_t;
 #else
 typedef unsigned char amax_fp8_store_t;
 #endif
-
-// ---- the cast: fp32 bits of the product -> one FP8 byte (fp8_cast.hpp's fp8_from_fp32_bits) ----
-AMAX_DEVICE unsigned amax_fp8_from_fp32(unsigned u, bool torchao) {
-  const unsigned sign = (u >> 24) & 0x80u;
-  const unsigned a = u & 0x7fffffffu;
-  if (a > AMAX_FP32_INF) return AMAX_FP8_NAN_CODE;
-#if AMAX_FP8_FNUZ
-  if (a == AMAX_FP32_INF && !torchao) return AMAX_FP8_NAN_CODE;
-#else
-  (void)torchao;
-#endif
-  // The fp32 biased exponent of the format's smallest normal 2^(1 - bias); below it the result is
-  // a count of the format's smallest denormals, shifted further.
-  const unsigned min_normal_exp = 128u - AMAX_FP8_BIAS;
-  const unsigned exp = a >> 23;
-  const unsigned exp_eff = exp == 0u ? 1u : exp;
-  const unsigned significand = (a & 0x7fffffu) | (exp == 0u ? 0u : 0x800000u);
-  unsigned shift = 23u - AMAX_FP8_MANT_BITS + (exp_eff < min_normal_exp ? min_normal_exp - exp_eff : 0u);
-  shift = shift > 31u ? 31u : shift;  // 31: a 24-bit significand plus half of 2^31 rounds to 0, as any larger shift
-  const unsigned above = exp_eff > min_normal_exp ? exp_eff - min_normal_exp : 0u;
-  const unsigned rounded = (significand + (1u << (shift - 1u)) - 1u + ((significand >> shift) & 1u)) >> shift;
-  unsigned code = (above << AMAX_FP8_MANT_BITS) + rounded;
-  code = code > AMAX_FP8_MAX_CODE ? AMAX_FP8_MAX_CODE : code;
-#if AMAX_FP8_FNUZ
-  if (code == 0u) return 0u;
-#endif
-  return code | sign;
-}
 
 // One element's exact fp32 bits from its own bits (the low 16 bits for 16-bit types), with sign.
 AMAX_DEVICE unsigned amax_elem_to_fp32_bits(unsigned e) {

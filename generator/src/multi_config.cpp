@@ -84,7 +84,7 @@ MultiArgsLayout multi_args_layout(std::uint32_t k) noexcept {
 }
 
 const std::string& multi_template_hash() {
-  static const std::string hash = detail::hash_templates({"amax_quantize_kernels.h"});
+  static const std::string hash = detail::hash_templates({"amax_fp8_cast.h", "amax_quantize_kernels.h"});
   return hash;
 }
 

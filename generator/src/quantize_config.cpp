@@ -104,6 +104,7 @@ std::string render_quantize_source(const QuantizeConfig& c, DType dtype, Fp8Form
   s += "#define AMAX_QUANT_KERNEL_NAME " + quantize_kernel_name(c, dtype, format) + "\n";
   s += vendor_prelude(vendor);
   detail::append_template(s, "amax_kernels.h");
+  detail::append_template(s, "amax_fp8_cast.h");
   detail::append_template(s, "amax_quantize_kernels.h");
   return s;
 }

@@ -110,13 +110,13 @@ std::uint32_t quantize_min_blocks_per_sm(const QuantizeConfig& config, DType dty
 inline constexpr unsigned kQuantizeFlagTorchao = 2u;
 
 /// The source of `config` for `dtype` and `format` on `vendor`: the defines (the kind's and the
-/// format's encoding among them), the vendor prelude, amax_kernels.h's helpers and
-/// amax_quantize_kernels.h. Self-contained, includes no file. The config should pass validate().
+/// format's encoding among them), the vendor prelude, amax_kernels.h's helpers, amax_fp8_cast.h
+/// and amax_quantize_kernels.h. Self-contained, includes no file. The config should pass validate().
 /// Thread-safe.
 std::string render_quantize_source(const QuantizeConfig& config, DType dtype, Fp8Format format, Vendor vendor);
 
 /// 16 hex digits: FNV-1a 64 over the templates quantize variants are rendered from (the
-/// preludes, amax_kernels.h, amax_quantize_kernels.h). Thread-safe.
+/// preludes, amax_kernels.h, amax_fp8_cast.h, amax_quantize_kernels.h). Thread-safe.
 const std::string& quantize_template_hash();
 
 }  // namespace amax

@@ -14,9 +14,10 @@ namespace amax {
 std::string_view generator_version() noexcept;
 
 /// 16 hex digits: FNV-1a 64 over the template files variants are rendered from (the preludes and
-/// amax_kernels.h; not amax_multi_kernels.h, see multi_template_hash; the tuner's reference kernels are not embedded here) as built into this binary. Changes whenever one of
-/// them changes; recorded with every tuning row so that rows made from other templates are
-/// recognised as stale. Thread-safe.
+/// amax_kernels.h; not amax_multi_kernels.h nor the quantize family's templates, see
+/// multi_template_hash and quantize_template_hash; the tuner's reference kernels are not embedded
+/// here) as built into this binary. Changes whenever one of them changes; recorded with every
+/// tuning row so that rows made from other templates are recognised as stale. Thread-safe.
 const std::string& template_hash();
 
 /// Blocks per SM that the kernel's launch bounds promise (NVIDIA): the largest count whose
