@@ -143,7 +143,7 @@ TEST(Wave64Model, EveryKernelCompilesForSm90WithNvrtc) {
   programs.push_back({"broken_wave_reduce.wave64.cu", break_wave_reduce(programs.front().source)});
   const BinaryCache cache{AMAX_WAVE64_CACHE};
   const auto t0 = std::chrono::steady_clock::now();
-  const auto binaries = compile_model(*compiler, cache, programs, std::max(2u, std::thread::hardware_concurrency()));
+  const auto binaries = compile_model(*compiler, cache, model_target(), programs, std::max(2u, std::thread::hardware_concurrency()));
   std::size_t cached = 0;
   for (std::size_t i = 0; i < programs.size(); ++i) {
     const ModelBinary& b = binaries[i];

@@ -174,11 +174,10 @@ std::vector<ModelProgram> model_programs(const ModelSet& set) {
   return out;
 }
 
-std::vector<ModelBinary> compile_model(const JitCompiler& compiler, const BinaryCache& cache,
+std::vector<ModelBinary> compile_model(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                                        std::span<const ModelProgram> programs, unsigned threads) {
   std::vector<ModelBinary> out(programs.size());
   std::atomic<std::size_t> next{0};
-  const ArchInfo arch = model_target();
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < std::max(1u, threads); ++t)
     pool.emplace_back([&] {

@@ -87,9 +87,10 @@ struct ModelBinary {
   std::string error;  ///< empty when compiled
   bool from_cache = false;
 };
-/// Compiles `programs` for model_target() through `cache` on `threads` threads (at least 1).
-/// Thread-safe; needs no GPU.
-std::vector<ModelBinary> compile_model(const JitCompiler& compiler, const BinaryCache& cache,
+/// Compiles `programs` for `arch` (an NVIDIA target of sm_70 or later: model_target() without a
+/// GPU, the device's own on one) through `cache` on `threads` threads (at least 1). Thread-safe;
+/// needs no GPU.
+std::vector<ModelBinary> compile_model(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                                        std::span<const ModelProgram> programs, unsigned threads);
 
 /// `source` with the wave reduction's offsets stopping at 16 (a template written for 32 lanes): the
