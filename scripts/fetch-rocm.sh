@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fetches the two AMD toolchains the AMD compile tests use, into ignored folders of the clone
 # (nothing is installed into the system; a rerun reuses what is there):
-#   .rocm/trixie  Debian 13's HIP 5.7.1 with hipRTC and comgr 2.6 (LLVM 17): gfx942 targets. A
-#                 program built on Debian 12 runs against it through trixie's own loader
-#                 (scripts/run-with-rocm57.sh). ~10 s, 58 MB download, 255 MB unpacked. No root.
+#   .rocm/trixie  Debian 13's HIP 5.7.1 with hipRTC and comgr 2.6 (LLVM 17): gfx942 targets, and LLVM
+#                 17's llvm-objdump (the memory-model audit's gfx942 disassembler). A program built on
+#                 Debian 12 runs against it through trixie's own loader (scripts/run-with-rocm57.sh).
+#                 ~10 s, 80 MB download, 256 MB unpacked. No root.
 #   .rocm/sid     (with --sid, instead of the prefix) a Debian sid root holding ROCm 6.4 (libhiprtc.so.6, comgr 3.0 on
 #                 LLVM 21: gfx942 and gfx950), a compiler, CMake and this project's build
 #                 dependencies, for scripts/test-rocm6.sh. debootstrap + apt, 2-4 min, ~1.9 GB, root.
@@ -30,7 +31,8 @@ security=$(printf '%s\n' $uris | grep -E '/debian-security/?$' | head -1)
 # --- ROCm 5.7 (trixie), unpacked into a private prefix; apt's own state is untouched ---
 prefix=$PWD/.rocm/trixie
 if ((want_sid)); then :
-elif [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ]; then
+elif [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ] ||
+     [ ! -e "$prefix/usr/lib/llvm-17/bin/llvm-objdump" ]; then
   work=$PWD/.rocm/trixie.apt
   rm -rf "$prefix" "$work"
   mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/dl" "$prefix"
@@ -47,13 +49,21 @@ LIST
   pkgs=(libamdhip64-5 libamd-comgr2 libllvm17t64 libhsa-runtime64-1 libhsakmt1 libc6 libstdc++6 libgcc-s1
         libnuma1 zlib1g libzstd1 libffi8 libedit2 libbsd0 libmd0 libtinfo6 libxml2 liblzma5 libz3-4
         libelf1t64 libdrm2 libdrm-amdgpu1)
-  (cd "$work/dl" && apt-get "${apt_opts[@]}" download "${pkgs[@]}" 2>&1 | grep -v -i unsandboxed || true)
-  for f in "$work/dl"/*.deb; do dpkg-deb -x "$f" "$prefix"; done
+  (cd "$work/dl" && apt-get "${apt_opts[@]}" download "${pkgs[@]}" llvm-17 2>&1 | grep -v -i unsandboxed || true)
+  for f in "$work/dl"/*.deb; do
+    case $(basename "$f") in
+      # of LLVM 17's tools only its AMDGPU disassembler (tests/runtime/check_memory_model.py)
+      llvm-17_*) dpkg-deb --fsys-tarfile "$f" | tar -x -C "$prefix" ./usr/lib/llvm-17/bin/llvm-objdump ;;
+      *) dpkg-deb -x "$f" "$prefix" ;;
+    esac
+  done
   rm -rf "$work"
 fi
-if ! ((want_sid)) && [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ]; then
+if ! ((want_sid)) && { [ ! -e "$prefix/usr/lib/x86_64-linux-gnu/libamdhip64.so.5" ] ||
+                        [ ! -e "$prefix/usr/lib/llvm-17/bin/llvm-objdump" ]; }; then
   rm -rf "$prefix"
-  echo "fetch-rocm: the ROCm 5.7 prefix is incomplete (no libamdhip64.so.5): the download from $mirror failed" >&2
+  echo "fetch-rocm: the ROCm 5.7 prefix is incomplete (no libamdhip64.so.5 or llvm-objdump):" \
+       "the download from $mirror failed" >&2
   exit 1
 fi
 ((want_sid)) || echo "fetch-rocm: ROCm 5.7 prefix $prefix: $(ls "$prefix/usr/lib/x86_64-linux-gnu" | grep -E '^lib(amdhip64|amd_comgr)\.so\.[0-9.]+$' | sort | tr '\n' ' ')"
