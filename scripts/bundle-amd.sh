@@ -9,7 +9,8 @@
 #                                   verified) from the bundle the sid root's build made
 #                                   (scripts/test-rocm6.sh, which also read its ELF notes back there)
 # then runs the bundle tests and the install test of BUILD (every arch installed beside system.db,
-# every AMD code object's ELF notes read back). Each step's report is appended to
+# every AMD code object's ELF notes read back, every gfx942/gfx950 kernel's releases and acquires
+# checked in its disassembly: bundle.amd_memory_model). Each step's report is appended to
 # BUILD/share/amax-tune/kernels.bundle.txt. Exit 1 when a toolchain is missing or a check fails.
 #   usage: [AMAX_ROCM57=PREFIX] [AMAX_ROCM_SID=DIR] scripts/bundle-amd.sh [BUILD]   (default: build)
 set -euo pipefail
@@ -39,6 +40,6 @@ from=$sid/src/build/share/amax-tune/kernels.bundle
 "$tune" bundle --update --from "$from" --arch 'gfx950:sramecc+:xnack-,gfx950' -o "$bundle" > "$report.step"
 cat "$report.step"; unskip 'gfx950:sramecc+:xnack-' gfx950; cat "$report.step" >> "$report"; rm "$report.step"
 ctest --test-dir "$build" --output-on-failure \
-  -R '^(ReleaseBundle|BundleLookup|rocm57\.BundleLookup)\.|^bundle\.amd_code_object_notes$|^install\.'
+  -R '^(ReleaseBundle|BundleLookup|rocm57\.BundleLookup)\.|^bundle\.amd_(code_object_notes|memory_model)$|^install\.'
 python3 tests/runtime/check_bundle_notes.py "$bundle" --report "$report"
 echo "bundle-amd: $bundle: $(grep -c '"kernel"' "$bundle/index.json") code objects, $(du -sb "$bundle" | cut -f1) bytes"

@@ -435,6 +435,15 @@ def audit_object(path, arch, label, kernels_expected, text, show, out):
             where = f"\n      {x.addr:#x}: {x.text}" if x is not None else ""
             fails.append(f"{name} ({arch}, {os.path.basename(path)}): {why}{where}")
         out.append((arch, label, name, found, kernels[name]))
+        if show and roles(strategy, scale) is None:
+            ks = kernels[name]
+            kinds = {}
+            for x in ks:
+                if is_vmem(x) or x.op in ("buffer_wbl2", "buffer_inv"):
+                    key = x.op + "".join(" " + f for f in sorted(x.flags))
+                    kinds[key] = kinds.get(key, 0) + 1
+            print(f"[ sequence ] {arch} {label} {name}: no cross-block step in the kernel; its memory operations: "
+                  + ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())))
         if show:
             for kind, i in found:
                 print(f"[ sequence ] {arch} {label} {name} {kind}:")
@@ -511,6 +520,8 @@ def main(argv):
         tool = objdump_for(a.split(":")[0])[1]
         print(f"[ memory model ] {a}: {len(st['objects'])} kernels disassembled with {tool}: "
               f"{st['rel']} releases, {st['acq']} acquires checked ({', '.join(sorted(st['strategies']))})")
+    if not jobs:
+        print(f"[ memory model ] {bundle}: no {' or '.join(AUDITED)} entries")
     for f in failures:
         print("FAILED: " + f)
     if missing and not failures:
