@@ -45,7 +45,8 @@ usage: check_memory_model.py BUNDLE_DIR [--report REPORT] [--show]
 Disassemblers: the first that knows the processor (gfx942: LLVM 17+, gfx950: LLVM 20+) of
 AMAX_LLVM_OBJDUMP (a command), the ROCm 5.7 prefix's LLVM 17 (AMAX_ROCM57, default .rocm/trixie of
 this clone, run through its loader), the ROCm 6.4 sid root's LLVM 21 (AMAX_ROCM_SID, default
-.rocm/sid; or /usr/lib/llvm-21 when running inside it), llvm-objdump-NN on PATH.
+.rocm/sid; or /usr/lib/llvm-21 when running inside it), ROCm's own ($ROCM_PATH, default /opt/rocm:
+llvm/bin/llvm-objdump), llvm-objdump-NN on PATH.
 Exit 0 when every check holds, 1 naming each failure with the disassembly lines, 2 for bad
 arguments, 77 (CTest's skip) when no disassembler knows an arch present.
 """
@@ -87,6 +88,9 @@ def objdump_candidates():
                 libs = f"{root}/usr/lib/x86_64-linux-gnu:{root}/usr/lib/llvm-{v}/lib"
                 out.append(([loader, "--library-path", libs, tool], v, f"{tool} ({how})"))
             break
+    rocm = os.path.join(os.environ.get("ROCM_PATH", "/opt/rocm"), "llvm", "bin", "llvm-objdump")
+    if os.path.exists(rocm):
+        out.append(([rocm], None, f"{rocm} (ROCm)"))
     for v in range(30, 16, -1):
         p = shutil.which(f"llvm-objdump-{v}")
         if p:
