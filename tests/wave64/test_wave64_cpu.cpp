@@ -124,8 +124,7 @@ TEST(Wave64Model, SourceIsTheAmdRenderWithOnlyThePreludeSwapped) {
 }
 
 TEST(Wave64Model, BrokenWaveReduceIsTheOnlyChange) {
-  const KernelConfig c{Strategy::one_pass, 256, 4, 1, {}};
-  const std::string s = model_source(c, DType::fp32), b = break_wave_reduce(s);
+  const std::string s = model_source(kControl, kControlDtype), b = break_wave_reduce(s);
   EXPECT_NE(s, b);
   EXPECT_EQ(b.size() + std::string("AMAX_WAVE_SIZE / 2").size() - 2, s.size());
   EXPECT_NE(b.find("for (int off = 16; off > 0; off >>= 1)"), std::string::npos);
@@ -140,7 +139,7 @@ TEST(Wave64Model, EveryKernelCompilesForSm90WithNvrtc) {
   const ModelSet& set = the_set();
   auto programs = model_programs(set);
   // The control of the GPU test: a reduction that stops at 16 lanes must compile too.
-  programs.push_back({"broken_wave_reduce.wave64.cu", break_wave_reduce(programs.front().source)});
+  programs.push_back({"broken_wave_reduce.wave64.cu", break_wave_reduce(model_source(kControl, kControlDtype))});
   const BinaryCache cache{AMAX_WAVE64_CACHE};
   const auto t0 = std::chrono::steady_clock::now();
   const auto binaries = compile_model(*compiler, cache, model_target(), programs, std::max(2u, std::thread::hardware_concurrency()));

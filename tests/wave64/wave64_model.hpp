@@ -93,6 +93,11 @@ struct ModelBinary {
 std::vector<ModelBinary> compile_model(const JitCompiler& compiler, const BinaryCache& cache, const ArchInfo& arch,
                                        std::span<const ModelProgram> programs, unsigned threads);
 
+/// The kernel the control runs broken (break_wave_reduce) and intact: a one_pass of 4 waves per
+/// block whose grid-cap sizes stay small.
+inline constexpr KernelConfig kControl{Strategy::one_pass, 256, 4, 1, BlockCap::per_cu(2)};
+inline constexpr DType kControlDtype = DType::fp32;
+
 /// `source` with the wave reduction's offsets stopping at 16 (a template written for 32 lanes): the
 /// control that the model must fail. Errors: std::logic_error when amax_wave_reduce's loop is not
 /// in it exactly once.
