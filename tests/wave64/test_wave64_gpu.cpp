@@ -839,3 +839,36 @@ TEST(Wave64Gpu, BrokenWaveReduceIsCaught) {
   EXPECT_EQ(wrong[1], cases[1] - 2 * kRounds) << "the model did not catch a wave reduction that assumes 32 lanes";
   EXPECT_EQ(cases[1], 15 * kRounds);
 }
+
+// The handshake's tag tells this block execution's flags from what earlier blocks left in shared
+// memory by %gridid: two launches must read different values.
+TEST(Wave64Gpu, GrididDiffersBetweenLaunches) {
+  AMAX_REQUIRE_MODEL();
+  const std::vector<ModelProgram> probe{
+      {"gridid_probe.cu", "extern \"C\" __global__ void gridid_probe(unsigned long long* out) {\n"
+                          "  unsigned long long g;\n  asm volatile(\"mov.u64 %0, %%gridid;\" : \"=l\"(g));\n"
+                          "  out[blockIdx.x] = g;\n}\n"}};
+  std::vector<std::string> errors;
+  auto modules = build(*md->backend, md->arch, probe, errors);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  Backend& b = *md->backend;
+  constexpr int kLaunches = 3;
+  DeviceBuffer out(b, 8 * 2 * kLaunches);
+  const FunctionHandle f = modules[0]->function("gridid_probe");
+  const StreamHandle s = b.create_stream();
+  for (int i = 0; i < kLaunches; ++i) {  // two blocks each
+    void* p = out.get(16 * static_cast<std::size_t>(i));
+    void* args[] = {&p};
+    b.launch(f, 2, 1, s, args);
+  }
+  b.synchronize(s);
+  b.destroy_stream(s);
+  std::uint64_t g[2 * kLaunches] = {};
+  b.copy_to_host(g, out.get(), sizeof g);
+  std::printf("[ wave64 ] %%gridid of %d launches: %llu, %llu, %llu\n", kLaunches, static_cast<unsigned long long>(g[0]),
+              static_cast<unsigned long long>(g[2]), static_cast<unsigned long long>(g[4]));
+  for (int i = 0; i < kLaunches; ++i) {
+    EXPECT_EQ(g[2 * i], g[2 * i + 1]) << "the blocks of launch " << i << " read different %gridid";
+    for (int j = 0; j < i; ++j) EXPECT_NE(g[2 * i], g[2 * j]) << "launches " << j << " and " << i << " read one %gridid";
+  }
+}
