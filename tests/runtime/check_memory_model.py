@@ -2,8 +2,8 @@
 """Audits the cross-block synchronisation of AMD code objects against LLVM's memory model: disassembles
 each kernel with LLVM's AMDGPU disassembler (llvm-objdump) and checks, on every path of the kernel's
 control-flow graph, the instruction sequences that LLVM's AMDGPUUsage prescribes at agent scope
-(section "Memory Model GFX942", table "AMDHSA Memory Model Code Sequences GFX942"; gfx950 follows the
-same model):
+(section "Memory Model GFX942", table "AMDHSA Memory Model Code Sequences GFX940, GFX941, GFX942",
+later "... GFX942"; gfx950 follows the same model):
 
   release (atomicrmw acq_rel / store atomic release, agent, global):
       buffer_wbl2 sc1            the L2 write-back (each XCD of an MI300X has its own L2)
