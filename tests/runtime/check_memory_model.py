@@ -528,10 +528,14 @@ def main(argv):
         print(f"[ memory model ] {bundle}: no {' or '.join(AUDITED)} entries")
     for f in failures:
         print("FAILED: " + f)
-    if missing and not failures:
-        print(f"check_memory_model: skipped: no llvm-objdump that knows {', '.join(sorted(missing))} "
-              "(bash scripts/fetch-rocm.sh, and --sid for gfx950)")
-        return 77 if not per else 1
+    if missing:
+        why = (f"no llvm-objdump that knows {', '.join(sorted(missing))} "
+               "(bash scripts/fetch-rocm.sh, and --sid for gfx950; or AMAX_LLVM_OBJDUMP)")
+        if not per and not failures:
+            print(f"check_memory_model: skipped: {why}")
+            return 77
+        print(f"FAILED: {why}: those code objects are not audited")
+        return 1
     return 1 if failures else 0
 
 
