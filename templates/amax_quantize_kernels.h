@@ -16,7 +16,8 @@
 //   AMAX_QUANT_FLAG_TORCHAO  the flags bit of the torchao rule (the CastRule value's bit)
 //   AMAX_QUANT_KERNEL_NAME the entry point
 // Rendering: the compile-time constants, the vendor prelude, amax_kernels.h, amax_fp8_cast.h (the
-// cast, amax_fp8_from_fp32), then this file.
+// cast, amax_fp8_from_fp32), on NVIDIA sm_89+ for the OCP formats amax_fp8_cvt_cuda.h (the
+// conversion instruction, two elements at a time, AMAX_FP8_HW_PAIR), then this file.
 //
 // The cast (amax_fp8_from_fp32, amax_fp8_cast.h) is integer arithmetic on the fp32 bits of the product, the same
 // operations as the CPU reference, so it is the same on every vendor and needs no FP8 instruction:
@@ -81,29 +82,42 @@ AMAX_DEVICE unsigned amax_elem_to_fp32_bits(unsigned e) {
 }
 
 // The FP8 byte of one element (its own bits) at `scale`.
+AMAX_DEVICE float amax_scaled(unsigned e, float scale) { return amax_bits_float(amax_elem_to_fp32_bits(e)) * scale; }
 AMAX_DEVICE unsigned amax_quantize_element(unsigned e, float scale, bool torchao) {
-  const float product = amax_bits_float(amax_elem_to_fp32_bits(e)) * scale;
-  return amax_fp8_from_fp32(amax_float_bits(product), torchao);
+  return amax_fp8_from_fp32(amax_float_bits(amax_scaled(e, scale)), torchao);
+}
+// The FP8 bytes of two elements (bits 0-7: `lo`'s): the conversion instruction where the vendor's
+// template provides it (AMAX_FP8_HW_PAIR), else the integer cast.
+AMAX_DEVICE unsigned amax_quantize_pair(unsigned lo, unsigned hi, float scale, bool torchao) {
+#ifdef AMAX_FP8_HW_PAIR
+  (void)torchao;
+  return amax_fp8x2_from_fp32x2(amax_scaled(lo, scale), amax_scaled(hi, scale));
+#else
+  return amax_quantize_element(lo, scale, torchao) | (amax_quantize_element(hi, scale, torchao) << 8);
+#endif
 }
 
 // The AMAX_NVEC FP8 bytes of one vector, packed little-endian (byte k = element k).
 AMAX_DEVICE amax_u64 amax_quantize_vec(const amax_vec_t& v, float scale, bool torchao) {
-  amax_u64 packed = 0;
+#if AMAX_NVEC == 1
 #if AMAX_VEC_BYTES >= 4
+  return amax_quantize_element(v.w[0], scale, torchao);
+#else
+  return amax_quantize_element(v.h, scale, torchao);
+#endif
+#else
+  amax_u64 packed = 0;
 #pragma unroll
-  for (int k = 0; k < AMAX_VEC_BYTES / 4; ++k) {
+  for (int k = 0; k < AMAX_NVEC / 2; ++k) {
 #if AMAX_ELEM_BYTES == 4
-    packed |= (amax_u64)amax_quantize_element(v.w[k], scale, torchao) << (8 * k);
+    const unsigned pair = amax_quantize_pair(v.w[2 * k], v.w[2 * k + 1], scale, torchao);
 #else
-    const unsigned lo = amax_quantize_element(v.w[k] & 0xffffu, scale, torchao);
-    const unsigned hi = amax_quantize_element(v.w[k] >> 16, scale, torchao);
-    packed |= (amax_u64)(lo | (hi << 8)) << (16 * k);
+    const unsigned pair = amax_quantize_pair(v.w[k] & 0xffffu, v.w[k] >> 16, scale, torchao);
 #endif
+    packed |= (amax_u64)pair << (16 * k);
   }
-#else
-  packed = amax_quantize_element(v.h, scale, torchao);
-#endif
   return packed;
+#endif
 }
 
 // The input's split (amax_range_partial's): head elements before the first AMAX_VEC_BYTES boundary,

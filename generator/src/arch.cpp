@@ -82,6 +82,16 @@ const std::vector<std::string_view>& known_processors() {
   return known;
 }
 
+int compute_capability(const ArchInfo& arch) noexcept {
+  if (arch.vendor != Vendor::nvidia) return 0;
+  int cc = 0;  // "sm_XY[a|f]"
+  for (char ch : std::string_view(arch.processor).substr(3)) {
+    if (ch < '0' || ch > '9') break;
+    cc = cc * 10 + (ch - '0');
+  }
+  return cc;
+}
+
 std::string known_processors_list() {
   std::string out;
   for (std::string_view p : known_processors()) out += (out.empty() ? "" : ", ") + std::string(p);

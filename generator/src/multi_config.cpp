@@ -49,15 +49,8 @@ std::string multi_kernel_name(const MultiConfig& c, DType dtype, std::uint32_t m
 }
 
 std::uint32_t multi_max_tensors(const ArchInfo& arch) noexcept {
-  if (arch.vendor == Vendor::nvidia) {
-    // "sm_XY": compute capability X.Y; 32764-byte parameters need sm_70+ (CUDA 12.1 release notes).
-    int cc = 0;
-    for (char ch : arch.processor.substr(3)) {
-      if (ch < '0' || ch > '9') break;
-      cc = cc * 10 + (ch - '0');
-    }
-    if (cc >= 70) return 1600;  // 40 + 20 x 1600 + 4 = 32044 bytes
-  }
+  // 32764-byte parameters need NVIDIA sm_70+ (CUDA 12.1 release notes).
+  if (compute_capability(arch) >= 70) return 1600;  // 40 + 20 x 1600 + 4 = 32044 bytes
   return 192;  // 40 + 20 x 192 + 4 = 3884 bytes within 4 KiB
 }
 
@@ -84,7 +77,7 @@ MultiArgsLayout multi_args_layout(std::uint32_t k) noexcept {
 }
 
 const std::string& multi_template_hash() {
-  static const std::string hash = detail::hash_templates({"amax_fp8_cast.h", "amax_quantize_kernels.h"});
+  static const std::string hash = detail::hash_templates({"amax_fp8_cast.h", "amax_fp8_cvt_cuda.h", "amax_quantize_kernels.h"});
   return hash;
 }
 

@@ -79,12 +79,17 @@ const std::string& quantize_template_hash() {
   return hash;
 }
 
-std::string render_quantize_source(const QuantizeConfig& c, DType dtype, Fp8Format format, Vendor vendor) {
+bool quantize_uses_fp8_instruction(const ArchInfo& arch, Fp8Format format) noexcept {
+  return !encoding(format).fnuz && compute_capability(arch) >= 89;
+}
+
+std::string render_quantize_source(const QuantizeConfig& c, DType dtype, Fp8Format format, const ArchInfo& arch) {
+  const Vendor vendor = arch.vendor;
   const Fp8Encoding e = encoding(format);
   std::string s;
   s.reserve(32768);
   s += "// amax-tune generated quantize kernel: " + c.kernel_label() + " " + std::string(to_string(dtype)) + " -> " +
-       std::string(info(format).name) + " (" + std::string(to_string(vendor)) + "; the grid cap is not compiled in)\n";
+       std::string(info(format).name) + " (" + arch.name + "; the grid cap is not compiled in)\n";
   s += "// template hash " + quantize_template_hash() + ", generator version " + std::string(generator_version()) +
        "\n";
   // amax_kernels.h's helpers only: its single-tensor entry points are left out where AMAX_MULTI is
@@ -105,6 +110,7 @@ std::string render_quantize_source(const QuantizeConfig& c, DType dtype, Fp8Form
   s += vendor_prelude(vendor);
   detail::append_template(s, "amax_kernels.h");
   detail::append_template(s, "amax_fp8_cast.h");
+  if (quantize_uses_fp8_instruction(arch, format)) detail::append_template(s, "amax_fp8_cvt_cuda.h");
   detail::append_template(s, "amax_quantize_kernels.h");
   return s;
 }

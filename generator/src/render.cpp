@@ -53,8 +53,8 @@ std::string hash_templates(std::initializer_list<std::string_view> skip) {
 const std::string& template_hash() {
   // The multi-tensor and quantize families have their own hashes (multi_template_hash,
   // quantize_template_hash).
-  static const std::string hash =
-      detail::hash_templates({"amax_multi_kernels.h", "amax_fp8_cast.h", "amax_quantize_kernels.h"});
+  static const std::string hash = detail::hash_templates(
+      {"amax_multi_kernels.h", "amax_fp8_cast.h", "amax_fp8_cvt_cuda.h", "amax_quantize_kernels.h"});
   return hash;
 }
 

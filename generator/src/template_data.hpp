@@ -11,7 +11,7 @@ struct TemplateFile {
   std::string_view name;  ///< file name under templates/
   std::string_view text;
 };
-extern const std::array<TemplateFile, 6> kTemplates;
+extern const std::array<TemplateFile, 7> kTemplates;
 /// Text of the embedded template `name`; std::logic_error if absent (a build defect).
 std::string_view template_text(std::string_view name);
 /// FNV-1a 64 (hex) over the names and texts of every embedded template but those in `skip`.

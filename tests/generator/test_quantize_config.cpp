@@ -107,7 +107,7 @@ TEST(QuantizeConfig, ValidateNamesTheField) {
 
 TEST(QuantizeConfig, RenderedSourceCarriesTheEncodingAndOnlyItsHash) {
   const QuantizeConfig c{QuantizeKind::keep, 512, 8, 4, 4, {}};
-  const std::string s = render_quantize_source(c, DType::bf16, Fp8Format::e4m3fnuz, Vendor::nvidia);
+  const std::string s = render_quantize_source(c, DType::bf16, Fp8Format::e4m3fnuz, ArchInfo::parse("sm_90"));
   for (const char* line : {"#define AMAX_QUANTIZE AMAX_QUANTIZE_KEEP\n", "#define AMAX_QUANTIZE_KEEP 1\n",
                            "#define AMAX_QUANT_KEEP 4\n", "#define AMAX_FP8_MANT_BITS 3u\n",
                            "#define AMAX_FP8_BIAS 8u\n", "#define AMAX_FP8_MAX_CODE 127u\n",
@@ -119,10 +119,21 @@ TEST(QuantizeConfig, RenderedSourceCarriesTheEncodingAndOnlyItsHash) {
                            "#line 1 \"amax_quantize_kernels.h\"", "#line 1 \"prelude_cuda.h\""})
     EXPECT_NE(s.find(line), std::string::npos) << line;
   EXPECT_EQ(s.find("#line 1 \"amax_multi_kernels.h\""), std::string::npos);
+  // The FP8 instruction where NVIDIA sm_89+ has it for an OCP format; the integer cast elsewhere.
+  EXPECT_EQ(s.find("#line 1 \"amax_fp8_cvt_cuda.h\""), std::string::npos);  // e4m3fnuz
+  for (const char* arch : {"sm_89", "sm_90", "sm_90a", "sm_100", "sm_120"})
+    for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+      EXPECT_TRUE(quantize_uses_fp8_instruction(ArchInfo::parse(arch), f)) << arch;
+      const std::string src = render_quantize_source(c, DType::bf16, f, ArchInfo::parse(arch));
+      EXPECT_NE(src.find("#line 1 \"amax_fp8_cvt_cuda.h\""), std::string::npos) << arch;
+    }
+  for (const char* arch : {"sm_80", "sm_86", "gfx942", "gfx950"})
+    EXPECT_FALSE(quantize_uses_fp8_instruction(ArchInfo::parse(arch), Fp8Format::e4m3)) << arch;
+  EXPECT_FALSE(quantize_uses_fp8_instruction(ArchInfo::parse("sm_90"), Fp8Format::e5m2fnuz));
   EXPECT_NE(s.find(quantize_template_hash()), std::string::npos);
   // The other families' hashes do not cover the quantize templates (their rows stay current).
   EXPECT_NE(quantize_template_hash(), template_hash());
-  const std::string e5m2 = render_quantize_source(c, DType::bf16, Fp8Format::e5m2, Vendor::amd);
+  const std::string e5m2 = render_quantize_source(c, DType::bf16, Fp8Format::e5m2, ArchInfo::parse("gfx950"));
   for (const char* line : {"#define AMAX_FP8_MANT_BITS 2u\n", "#define AMAX_FP8_BIAS 15u\n",
                            "#define AMAX_FP8_MAX_CODE 123u\n", "#define AMAX_FP8_NAN_CODE 127u\n",
                            "#define AMAX_FP8_FNUZ 0\n", "#line 1 \"prelude_hip.h\""})

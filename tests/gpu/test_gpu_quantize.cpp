@@ -49,7 +49,7 @@ QuantKernel& kernel(test::GpuEnv& env, const QuantizeConfig& c, DType dtype, Fp8
   const std::string name = extra_name.empty() ? quantize_kernel_name(c, dtype, format) : extra_name;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  const std::string src = render_quantize_source(c, dtype, format, env.arch.vendor) + extra;
+  const std::string src = render_quantize_source(c, dtype, format, env.arch) + extra;
   QuantKernel k;
   try {
     const CompiledProgram p = env.compiler->compile(src, name + ".src", env.arch);
@@ -203,7 +203,7 @@ std::vector<QuantizeConfig> one_launch_configs(DType dtype) {
 // The integer cast against the hardware conversion over every fp32 pattern (NVIDIA sm_89+), and a
 // sample of 2^26 patterns of both against the CPU reference.
 TEST_F(QuantizeGpu, IntegerCastEqualsHardwareSatfiniteConversionOnAllFp32Patterns) {
-  if (env_->arch.vendor != Vendor::nvidia || std::stoi(env_->arch.processor.substr(3)) < 89)
+  if (compute_capability(env_->arch) < 89)
     GTEST_SKIP() << "the FP8 conversion instruction needs NVIDIA sm_89+ (" << env_->arch.name << ")";
   for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2}) {
     const std::string cvt = f == Fp8Format::e4m3 ? "e4m3x2" : "e5m2x2";

@@ -85,7 +85,7 @@ TEST_P(JitQuantize, SpreadOfEveryKindCompilesWithoutSpills) {
       Job& j = jobs[i];
       const std::string name = quantize_kernel_name(j.config, j.dtype, j.format);
       try {
-        const CompiledProgram p = compiler->compile(render_quantize_source(j.config, j.dtype, j.format, t.vendor),
+        const CompiledProgram p = compiler->compile(render_quantize_source(j.config, j.dtype, j.format, arch),
                                                     name + ".src", arch);
         const auto usage = t.vendor == Vendor::nvidia ? p.usage : amdgpu_resource_usage(p.binary);
         const auto u = usage.find(name);

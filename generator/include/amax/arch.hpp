@@ -57,6 +57,10 @@ const std::vector<std::string_view>& known_processors();
 /// known_processors() as one comma-separated list, for messages.
 std::string known_processors_list();
 
+/// The compute capability of an NVIDIA arch as one number: 90 for sm_90 (and sm_90a), 100 for
+/// sm_100; 0 for an AMD arch. Thread-safe.
+int compute_capability(const ArchInfo& arch) noexcept;
+
 /// What the timing protocol and the resource rules need to know about one AMD processor that the
 /// device does not report (hipDeviceProp_t::l2CacheSize is the L2 only). One row per processor;
 /// every number has its source in `source`.

@@ -109,14 +109,20 @@ std::uint32_t quantize_min_blocks_per_sm(const QuantizeConfig& config, DType dty
 /// (bit 0 is the NaN mode, AMAX_FLAG_IGNORE_NAN). Rendered as AMAX_QUANT_FLAG_TORCHAO.
 inline constexpr unsigned kQuantizeFlagTorchao = 2u;
 
-/// The source of `config` for `dtype` and `format` on `vendor`: the defines (the kind's and the
-/// format's encoding among them), the vendor prelude, amax_kernels.h's helpers, amax_fp8_cast.h
-/// and amax_quantize_kernels.h. Self-contained, includes no file. The config should pass validate().
-/// Thread-safe.
-std::string render_quantize_source(const QuantizeConfig& config, DType dtype, Fp8Format format, Vendor vendor);
+/// True where the quantize kernels of `format` convert with the GPU's FP8 instruction
+/// (templates/amax_fp8_cvt_cuda.h: NVIDIA sm_89+, the OCP formats e4m3 and e5m2) instead of the
+/// integer cast; both give the same bytes. Thread-safe.
+bool quantize_uses_fp8_instruction(const ArchInfo& arch, Fp8Format format) noexcept;
+
+/// The source of `config` for `dtype` and `format` on `arch`: the defines (the kind's and the
+/// format's encoding among them), the vendor prelude, amax_kernels.h's helpers, amax_fp8_cast.h,
+/// amax_fp8_cvt_cuda.h where quantize_uses_fp8_instruction, and amax_quantize_kernels.h.
+/// Self-contained, includes no file. The config should pass validate(). Thread-safe.
+std::string render_quantize_source(const QuantizeConfig& config, DType dtype, Fp8Format format, const ArchInfo& arch);
 
 /// 16 hex digits: FNV-1a 64 over the templates quantize variants are rendered from (the
-/// preludes, amax_kernels.h, amax_fp8_cast.h, amax_quantize_kernels.h). Thread-safe.
+/// preludes, amax_kernels.h, amax_fp8_cast.h, amax_fp8_cvt_cuda.h, amax_quantize_kernels.h).
+/// Thread-safe.
 const std::string& quantize_template_hash();
 
 }  // namespace amax
