@@ -1,10 +1,12 @@
 #include "amax/measure.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -103,26 +105,28 @@ std::uint64_t InputRegion::slices(std::uint64_t bytes) const noexcept {
 }
 
 Gate::Gate(Backend& b, FunctionHandle kernel, double timeout_ms)
-    : b_(b), kernel_(kernel), timeout_ms_(timeout_ms), words_(b, 2 * sizeof(unsigned)) {}
+    : b_(b), kernel_(kernel), timeout_ms_(timeout_ms), words_(b, 2 * kGateSlots * sizeof(unsigned)) {}
 
-void Gate::close(StreamHandle stream) {
-  auto* w = static_cast<volatile unsigned*>(words_.host());
+void Gate::close(StreamHandle stream, int slot) {
+  auto* w = static_cast<volatile unsigned*>(words_.host()) + 2 * slot;
   w[0] = 0u;
   w[1] = 0u;
   // The device's constant-rate clock: %globaltimer in ns on NVIDIA, the 100 MHz wall clock on AMD.
   unsigned long long ticks =
       static_cast<unsigned long long>(timeout_ms_ * (b_.vendor() == Vendor::nvidia ? 1e6 : 1e5));
-  void* dev = words_.device();
+  void* dev = static_cast<unsigned*>(words_.device()) + 2 * slot;
   void* args[] = {&dev, &ticks};
   b_.launch(kernel_, 1, 1, stream, args);
 }
 
-void Gate::release() noexcept {
+void Gate::release(int slot) noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  static_cast<volatile unsigned*>(words_.host())[0] = 1u;
+  static_cast<volatile unsigned*>(words_.host())[2 * slot] = 1u;
 }
 
-bool Gate::timed_out() const noexcept { return static_cast<volatile unsigned*>(words_.host())[1] != 0u; }
+bool Gate::timed_out(int slot) const noexcept {
+  return static_cast<volatile unsigned*>(words_.host())[2 * slot + 1] != 0u;
+}
 
 TimingSpent& TimingSpent::operator+=(const TimingSpent& o) {
   batches += o.batches;
@@ -139,58 +143,141 @@ TimingSpent TimingSpent::since(const TimingSpent& e) const {
           enqueue_s - e.enqueue_s, wall_s - e.wall_s, gate_timeouts - e.gate_timeouts};
 }
 
-BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm, int batch,
-                        int batches, const std::function<void(const void*)>& call, Gate* gate) {
-  using Clock = std::chrono::steady_clock;
-  const auto w0 = Clock::now();
-  EventHandle start = b.create_event(), stop = b.create_event();
-  BatchTimes out;
-  try {
-    for (int k = 0; k < batches; ++k) {
-      for (int calls = batch, attempt = 0;; calls = std::max(1, calls / 2), ++attempt) {
-        if (attempt == 4)
-          throw GateTimeout(fmt::format("the timing gate timed out 4 times ({:g} ms each, batches of {} down to {} "
-                                        "calls): the host could not enqueue a batch in time",
-                                        gate->timeout_ms(), batch, std::max(1, batch / 8)));
-        if (gate) gate->close(stream);
-        b.record(start, stream);
-        const auto t0 = Clock::now();
-        try {
-          for (int j = 0; j < calls; ++j) call(inputs.next(bytes, warm));
-        } catch (...) {
-          if (gate) gate->release();
-          throw;
-        }
-        const auto t1 = Clock::now();
-        b.record(stop, stream);
-        if (gate) gate->release();
-        const double ms = b.elapsed_ms(start, stop);
-        if (gate && gate->timed_out()) {
-          ++out.spent.gate_timeouts;
-          if (calls == 1)  // one call that cannot be queued behind the gate: halving cannot help
-            throw GateTimeout(fmt::format("the timing gate timed out ({:g} ms) while the host enqueued one call: "
-                                          "the call enqueues more work than the stream queues while it is held",
-                                          gate->timeout_ms()));
-          continue;
-        }
-        const double enqueue_s = std::chrono::duration<double>(t1 - t0).count();
-        out.us.push_back(1000.0 * ms / calls);
-        out.host_us.push_back(1e6 * enqueue_s / calls);
-        ++out.spent.batches;
-        out.spent.calls += calls;
-        out.spent.gpu_s += ms / 1000.0;
-        out.spent.enqueue_s += enqueue_s;
-        break;
-      }
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// A start and a stop event per gate slot, for the batches in flight; destroyed with it.
+class SlotEvents {
+ public:
+  explicit SlotEvents(Backend& b) : b_(b) {
+    try {
+      for (auto& e : events_) e = b.create_event();
+    } catch (...) {
+      destroy();
+      throw;
     }
+  }
+  SlotEvents(const SlotEvents&) = delete;
+  SlotEvents& operator=(const SlotEvents&) = delete;
+  ~SlotEvents() { destroy(); }
+  EventHandle start(int slot) const { return events_[2 * slot]; }
+  EventHandle stop(int slot) const { return events_[2 * slot + 1]; }
+
+ private:
+  void destroy() noexcept {
+    for (auto& e : events_)
+      if (e) b_.destroy_event(e), e = nullptr;
+  }
+  Backend& b_;
+  std::array<EventHandle, 2 * Gate::kGateSlots> events_{};
+};
+
+// One attempt at a batch, `calls` calls of it: behind gate slot `slot` (when gated), between the
+// slot's events; the gate is released once the batch is enqueued, or when enqueueing it throws.
+struct Enqueued {
+  int slot = 0;
+  int calls = 0;
+  double enqueue_s = 0;
+};
+Enqueued enqueue(Backend& b, StreamHandle stream, InputRegion& inputs, const BatchSpec& s, int calls, Gate* gate,
+                 const SlotEvents& ev, int slot) {
+  if (gate) gate->close(stream, slot);
+  Clock::time_point t0, t1;
+  try {
+    b.record(ev.start(slot), stream);
+    t0 = Clock::now();
+    for (int j = 0; j < calls; ++j) (*s.call)(inputs.next(s.bytes, s.warm));
+    t1 = Clock::now();
+    b.record(ev.stop(slot), stream);
   } catch (...) {
-    b.destroy_event(start);
-    b.destroy_event(stop);
+    if (gate) gate->release(slot);
     throw;
   }
-  b.destroy_event(start);
-  b.destroy_event(stop);
-  out.spent.wall_s = std::chrono::duration<double>(Clock::now() - w0).count();
+  if (gate) gate->release(slot);
+  return {slot, calls, seconds(t0, t1)};
+}
+
+}  // namespace
+
+bool may_overlap(const BatchSpec& running, const BatchSpec& next) noexcept {
+  const auto entries = [](const BatchSpec& s) { return static_cast<long>(s.calls) * s.launches + 3; };
+  return running.launches > 0 && next.launches > 0 && entries(running) + entries(next) <= kLaunchQueueDepth;
+}
+
+std::vector<BatchResult> run_batches(Backend& b, StreamHandle stream, InputRegion& inputs,
+                                     const std::vector<BatchSpec>& specs, Gate* gate) {
+  std::vector<BatchResult> out(specs.size());
+  const SlotEvents ev(b);
+  auto last = Clock::now();
+  // Waits for batch j (attempt e) and takes its time unless its gate timed out; its share of the
+  // wall time is what passed since the previous batch's result. Returns whether it timed out.
+  const auto finish = [&](std::size_t j, const Enqueued& e) {
+    const double ms = b.elapsed_ms(ev.start(e.slot), ev.stop(e.slot));
+    BatchResult& r = out[j];
+    const bool late = gate && gate->timed_out(e.slot);
+    if (late) {
+      ++r.spent.gate_timeouts;
+    } else {
+      r.us = 1000.0 * ms / e.calls;
+      r.host_us = 1e6 * e.enqueue_s / e.calls;
+      r.calls = e.calls;
+      r.timed = true;
+      ++r.spent.batches;
+      r.spent.calls += e.calls;
+      r.spent.gpu_s += ms / 1000.0;
+      r.spent.enqueue_s += e.enqueue_s;
+    }
+    const auto now = Clock::now();
+    r.spent.wall_s += seconds(last, now);
+    last = now;
+    return late;
+  };
+  std::vector<std::size_t> again;  // timed batches whose gate timed out
+  std::optional<std::pair<std::size_t, Enqueued>> running;
+  for (std::size_t j = 0, slot = 0; j < specs.size(); ++j, slot ^= 1) {
+    if (running && !(gate && may_overlap(specs[running->first], specs[j]))) {
+      if (finish(running->first, running->second) && specs[running->first].timed) again.push_back(running->first);
+      running.reset();
+    }
+    const Enqueued e = enqueue(b, stream, inputs, specs[j], specs[j].calls, gate, ev, static_cast<int>(slot));
+    if (running && finish(running->first, running->second) && specs[running->first].timed)
+      again.push_back(running->first);
+    running.emplace(j, e);
+  }
+  if (running && finish(running->first, running->second) && specs[running->first].timed)
+    again.push_back(running->first);
+  // Each late batch alone again, with half as many calls each time: four attempts in all.
+  for (std::size_t j : again)
+    for (int calls = specs[j].calls, attempt = 1;; ++attempt) {
+      if (calls == 1)  // one call that cannot be queued behind the gate: halving cannot help
+        throw GateTimeout(fmt::format("the timing gate timed out ({:g} ms) while the host enqueued one call: "
+                                      "the call enqueues more work than the stream queues while it is held",
+                                      gate->timeout_ms()));
+      if (attempt == 4)
+        throw GateTimeout(fmt::format("the timing gate timed out 4 times ({:g} ms each, batches of {} down to {} "
+                                      "calls): the host could not enqueue a batch in time",
+                                      gate->timeout_ms(), specs[j].calls, std::max(1, specs[j].calls / 8)));
+      calls = std::max(1, calls / 2);
+      if (!finish(j, enqueue(b, stream, inputs, specs[j], calls, gate, ev, 0))) break;
+    }
+  return out;
+}
+
+BatchTimes time_batches(Backend& b, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm, int batch,
+                        int batches, const std::function<void(const void*)>& call, Gate* gate) {
+  const std::vector<BatchSpec> specs(static_cast<std::size_t>(std::max(0, batches)),
+                                     BatchSpec{&call, bytes, warm, batch, 0, true});
+  BatchTimes out;
+  for (const BatchResult& r : run_batches(b, stream, inputs, specs, gate)) {
+    out.us.push_back(r.us);
+    out.host_us.push_back(r.host_us);
+    out.spent += r.spent;
+  }
   return out;
 }
 

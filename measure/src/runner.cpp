@@ -6,9 +6,11 @@ namespace amax::tune {
 
 Timed variant_timed(Backend& b, const LoadedKernel& k, const LaunchShape& shape, std::uint64_t n, LaunchBuffers buf,
                     StreamHandle stream) {
-  return Timed{[&b, &k, shape, n, buf, stream](const void* in) {
+  Timed t{[&b, &k, shape, n, buf, stream](const void* in) {
     launch_amax(b, k, shape, in, n, buf.out, buf.workspace, buf.counter, NanMode::propagate, stream);
   }};
+  t.launches = shape.launches();
+  return t;
 }
 
 Runner::Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, TimingProtocol protocol, Gate* gate)
@@ -16,34 +18,55 @@ Runner::Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, Timin
   if (protocol.gated && !gate) throw std::invalid_argument("Runner: a gated timing protocol needs a Gate");
 }
 
-BatchTimes Runner::run(Timed& t, std::uint64_t bytes, int batch, int batches) {
-  BatchTimes r = time_batches(b_, stream_, inputs_, bytes, protocol_.warm_cache, batch, batches, t.call, gate_);
-  t.spent += r.spent;
-  spent_ += r.spent;
+std::vector<BatchResult> Runner::run(const std::vector<std::pair<Timed*, BatchSpec>>& batches) {
+  std::vector<std::pair<Timed*, BatchSpec>> all;
+  all.swap(warmups_);
+  const std::size_t first = all.size();
+  all.insert(all.end(), batches.begin(), batches.end());
+  std::vector<BatchSpec> specs;
+  for (const auto& [t, s] : all) specs.push_back(s);
+  std::vector<BatchResult> r = run_batches(b_, stream_, inputs_, specs, gate_);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    all[i].first->spent += r[i].spent;
+    spent_ += r[i].spent;
+  }
+  r.erase(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(first));
   return r;
 }
 
 void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
-  if (t.batch == 0) t.batch = batch_size(protocol_, run(t, bytes, 1, 2).us.back());
-  if (warm_up) run(t, bytes, t.batch, protocol_.warmup_batches);
+  if (t.batch == 0) t.batch = batch_size(protocol_, run({{&t, spec(t, bytes, 1)}, {&t, spec(t, bytes, 1)}}).back().us);
+  if (warm_up)
+    for (int k = 0; k < protocol_.warmup_batches; ++k) warmups_.push_back({&t, spec(t, bytes, t.batch, false)});
 }
 
 std::vector<double> Runner::measure(Timed& t, std::uint64_t bytes, int batches) {
-  BatchTimes r = run(t, bytes, t.batch, batches);
-  t.host_us.insert(t.host_us.end(), r.host_us.begin(), r.host_us.end());
-  return std::move(r.us);
+  std::vector<double> us;
+  for (const BatchResult& r : run(std::vector(static_cast<std::size_t>(std::max(0, batches)),
+                                              std::pair{&t, spec(t, bytes, t.batch)}))) {
+    us.push_back(r.us);
+    t.host_us.push_back(r.host_us);
+  }
+  return us;
 }
 
 std::vector<std::vector<double>> Runner::interleaved(std::vector<Timed>& entries, std::uint64_t bytes, int rounds,
                                                      InterleaveOrder order) {
   for (auto& e : entries) prepare(e, bytes);
-  std::vector<std::vector<double>> samples(entries.size());
   const std::size_t m = entries.size();
+  std::vector<std::pair<Timed*, BatchSpec>> batches;
   for (int r = 0; r < rounds; ++r)
     for (std::size_t j = 0; j < m; ++j) {
       const std::size_t i = order.reverse ? (order.offset + m - j % m) % m : (order.offset + j) % m;
-      samples[i].push_back(measure(entries[i], bytes, 1)[0]);
+      batches.push_back({&entries[i], spec(entries[i], bytes, entries[i].batch)});
     }
+  const std::vector<BatchResult> r = run(batches);
+  std::vector<std::vector<double>> samples(m);
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    Timed& t = *batches[k].first;
+    samples[static_cast<std::size_t>(&t - entries.data())].push_back(r[k].us);
+    t.host_us.push_back(r[k].host_us);
+  }
   return samples;
 }
 

@@ -15,7 +15,10 @@ std::vector<double> RunnerSource::sample(std::size_t i, int batches, bool prepar
 
 std::vector<std::vector<double>> RunnerSource::rounds(const std::vector<std::size_t>& which, int rounds, bool second) {
   std::vector<Timed> ts;
-  for (std::size_t i : which) ts.push_back({timed(i).call});
+  for (std::size_t i : which) {
+    ts.push_back({timed(i).call});
+    ts.back().launches = timed(i).launches;
+  }
   auto us = runner_.interleaved(ts, bytes_, rounds, second ? InterleaveOrder{1, true} : InterleaveOrder{});
   for (std::size_t j = 0; j < which.size(); ++j) {
     host_[which[j]].insert(host_[which[j]].end(), ts[j].host_us.begin(), ts[j].host_us.end());

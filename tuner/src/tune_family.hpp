@@ -352,13 +352,15 @@ struct TuneFamily<MultiFamily> {
     if (s.list.empty())
       for (std::uint32_t i = 0; i < g.tensors; ++i) s.list.push_back({nullptr, g.n, i});
     const std::uint64_t tensor_bytes = g.n * info(g.dtype).bytes;
-    return Timed{[&ctx, &lane, &s, c, k, g, capacity = r.capacity, launches = plan(ctx, g, c, r.capacity),
-                  tensor_bytes](const void* in) {
+    Timed t{[&ctx, &lane, &s, c, k, g, capacity = r.capacity, launches = plan(ctx, g, c, r.capacity),
+             tensor_bytes](const void* in) {
       for (std::size_t j = 0; j < s.list.size(); ++j) s.list[j].data = static_cast<const char*>(in) + j * tensor_bytes;
       launch_multi_group(ctx.backend, k->main, c, g.dtype, capacity, s.list, launches, lane.out.get<float>(),
                          lane.workspace.get(), lane.counter.get<std::uint32_t>(), NanMode::propagate, nullptr,
                          lane.stream, s.args);
     }};
+    t.launches = v.launches;
+    return t;
   }
   static std::set<std::size_t> finalists(const Result& r, const TimingProtocol& p) {
     return multi_finalists(r.variants, p, r.baseline);

@@ -190,6 +190,7 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
   phase.emplace(times[Phase::ceiling], timed);
   const std::uint64_t bytes = r.bytes();
   Timed t{[&](const void* in) { reference_.launch_stream_read(*backend_, in, bytes, lane.sink.get(), lane.stream); }};
+  t.launches = 1;
   lane.runner.prepare(t, bytes, /*warm_up=*/false);
   r.ceiling = Stats::of(lane.runner.measure(t, bytes, o_.protocol.final_rounds));
   phase.reset();

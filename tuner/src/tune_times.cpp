@@ -35,7 +35,8 @@ nlohmann::json family_json(const FamilyTimes& f) {
 
 std::string family_text(const char* name, const FamilyTimes& f) {
   std::string s = fmt::format(" + {} {:.1f} ({}:", name, f.wall_s, f.items);
-  for (std::size_t i = 0; i < kPhaseNames.size(); ++i) s += fmt::format(" {} {:.1f},", kPhaseNames[i], f.phases[i].wall_s);
+  for (std::size_t i = 0; i < kPhaseNames.size(); ++i)
+    s += fmt::format(" {} {:.1f},", kPhaseNames[i], f.phases[i].wall_s);
   const TimingSpent t = timed(f);
   return s + fmt::format(" other {:.1f}; batches {:.1f} s, GPU {:.1f} s, enqueue {:.1f} s)", f.wall_s - phases_s(f),
                          t.wall_s, t.gpu_s, t.enqueue_s);

@@ -116,29 +116,33 @@ class GateTimeout : public std::runtime_error {
 /// that polls a word of mapped pinned host memory; release() sets that word from the host (a plain
 /// store, no API call). A gate left closed longer than `timeout_ms` gives up by itself and marks
 /// itself timed out, so a stream is never held for ever (timed_out() tells, once the work behind it
-/// has completed). Not thread-safe: one stream, one batch at a time. The backend must outlive it.
+/// has completed). It has kGateSlots independent slots, so that one batch can be enqueued behind
+/// slot 1 while the batch behind slot 0 runs (run_batches); the calls without a slot use slot 0.
+/// Not thread-safe: one stream, one batch per slot at a time. The backend must outlive it.
 class Gate {
  public:
+  static constexpr int kGateSlots = 2;
   /// `kernel`: the loaded amax_gate (ReferenceKernels::gate). Errors: BackendError (no pinned
   /// memory).
   Gate(Backend& backend, FunctionHandle kernel, double timeout_ms = 1000);
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
-  /// Enqueues the closed gate on `stream`: work enqueued after it waits for release() or the
-  /// timeout. Errors: BackendError.
-  void close(StreamHandle stream);
-  /// Opens the last closed gate. Never throws.
-  void release() noexcept;
-  /// Whether the last closed gate gave up before release(). Meaningful once work enqueued after
-  /// it has completed (for example after an event behind it was waited for).
-  bool timed_out() const noexcept;
+  /// Enqueues slot `slot`'s gate, closed, on `stream`: work enqueued after it waits for
+  /// release(slot) or the timeout. The slot's previous gate must have completed. Errors:
+  /// BackendError.
+  void close(StreamHandle stream, int slot = 0);
+  /// Opens slot `slot`'s last closed gate. Never throws.
+  void release(int slot = 0) noexcept;
+  /// Whether slot `slot`'s last closed gate gave up before release(). Meaningful once work
+  /// enqueued after it has completed (for example after an event behind it was waited for).
+  bool timed_out(int slot = 0) const noexcept;
   double timeout_ms() const noexcept { return timeout_ms_; }
 
  private:
   Backend& b_;
   FunctionHandle kernel_;
   double timeout_ms_;
-  MappedHostBuffer words_;  // [0]: 1 = released; [1]: 1 = timed out
+  MappedHostBuffer words_;  // per slot s: [2s]: 1 = released; [2s + 1]: 1 = timed out
 };
 
 /// What timed batches cost, summed over batches (the tune's time breakdown, tuner.hpp TuneTimes):
@@ -168,13 +172,64 @@ struct BatchTimes {
   TimingSpent spent;  ///< what the batches cost (the timed-out ones' wall time included)
 };
 
+/// The launches a stream holds queued, about 1000 on NVIDIA: two batches in flight at once
+/// (run_batches) must fit in it together, gate and events included, or the host would block in a
+/// launch while it enqueues the second one (and measure that wait as its enqueue cost).
+inline constexpr int kLaunchQueueDepth = 1000;
+
+/// One batch of run_batches(): `calls` back-to-back calls of `*call` (which enqueues one operation
+/// on the stream reading the input it is given), each on the next input of `bytes` bytes
+/// (InputRegion::next with `warm`). `launches`: the launches one call enqueues, 0 when unknown (the
+/// batch is then never in flight beside another). `timed`: false for a warm-up, whose time is
+/// never used (a warm-up whose gate timed out is not timed again). `call` must outlive the run.
+struct BatchSpec {
+  const std::function<void(const void* in)>* call = nullptr;
+  std::uint64_t bytes = 0;
+  bool warm = false;
+  int calls = 1;
+  int launches = 0;
+  bool timed = true;
+};
+
+/// Whether `next` may be enqueued behind its gate while `running` is in flight: both have a known
+/// launch count and together (calls x launches, plus a gate and two events each) they fit in
+/// kLaunchQueueDepth. Thread-safe.
+bool may_overlap(const BatchSpec& running, const BatchSpec& next) noexcept;
+
+/// One batch's outcome (run_batches). `us`: GPU time per call (events around the batch divided by
+/// its calls) when gated, else host-inclusive time; `host_us` the host's enqueue time per call;
+/// `calls` those of the attempt whose time was taken (fewer than asked for after a gate timed out);
+/// `timed` false where no time was taken (a warm-up whose gate timed out). `spent`: its share of
+/// the run's cost (the wall time from the previous batch's result to its own, retries included).
+struct BatchResult {
+  double us = 0;
+  double host_us = 0;
+  int calls = 0;
+  bool timed = false;
+  TimingSpent spent;
+};
+
+/// Runs `specs` in order on `stream`. With `gate` (GPU time) each batch is enqueued behind its own
+/// gate slot, its start event, its calls, its stop event, and only then is the gate released; the
+/// host enqueues the next batch behind the other slot while the GPU runs this one (where
+/// may_overlap() allows, else after waiting for it) and reads the events of a batch once the next
+/// is enqueued. Each batch's time is thus still the events around a batch held behind a gate until
+/// fully enqueued; only the host's waiting moves. A timed batch whose gate timed out (the host
+/// took longer than the gate's timeout to enqueue it) gives no time: once the others are done it
+/// is timed again alone with half as many calls, at most three more times, and then GateTimeout is
+/// thrown (at once for a batch of one call). Without `gate` (host-inclusive time) each batch is
+/// enqueued back to back and waited for before the next. Errors: BackendError, GateTimeout;
+/// whatever a call throws (after its gate is released).
+std::vector<BatchResult> run_batches(Backend& backend, StreamHandle stream, InputRegion& inputs,
+                                     const std::vector<BatchSpec>& specs, Gate* gate);
+
 /// Times `call` (which enqueues one operation on `stream` reading `in`) with device events:
 /// `batches` batches of `batch` back-to-back calls, each on the next input (InputRegion::next). With `gate`
 /// each batch is enqueued behind it (GPU time); a batch whose gate timed out (the host took longer
 /// than the gate's timeout to enqueue it) is timed again with half as many calls, at most three
 /// times, and then GateTimeout is thrown (at once for a batch of one call): a time is never taken
 /// from a batch whose gate was released late. Without `gate`: back to back from the host (host-inclusive time).
-/// Errors: BackendError, GateTimeout.
+/// One batch at a time (run_batches with the launch count unknown). Errors: BackendError, GateTimeout.
 BatchTimes time_batches(Backend& backend, StreamHandle stream, InputRegion& inputs, std::uint64_t bytes, bool warm,
                         int batch, int batches, const std::function<void(const void* in)>& call, Gate* gate = nullptr);
 

@@ -26,6 +26,9 @@ struct Timed {
   /// false: not timed behind the gate (measure_both leaves its GPU time empty), for a call that
   /// enqueues more launches than a stream holds while the gate holds it (kMaxGatedLaunches).
   bool gated = true;
+  /// The launches one call enqueues; 0 when unknown: its batches are then never enqueued while
+  /// another batch runs (measure.hpp run_batches, may_overlap).
+  int launches = 0;
   TimingSpent spent;
 };
 
@@ -56,8 +59,12 @@ struct InterleaveOrder {
   bool reverse = false;
 };
 
-/// Measures calls on one stream over one input region with one protocol. Not thread-safe (one
-/// stream, one walk over the inputs); the backend, stream, region and gate must outlive it.
+/// Measures calls on one stream over one input region with one protocol, through run_batches:
+/// behind the gate the host enqueues a batch while the previous one runs, and a warm-up that
+/// prepare() asks for runs at the front of the runner's next batches (so that the GPU runs it
+/// while the host enqueues them). Not thread-safe (one stream, one walk over the inputs); the
+/// backend, stream, region and gate must outlive it, and a Timed prepared with a warm-up until the
+/// runner's next prepare(), measure() or interleaved().
 class Runner {
  public:
   /// `gate` holds each batch when protocol.gated (GPU time); it may be null only for an ungated
@@ -65,8 +72,8 @@ class Runner {
   Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, TimingProtocol protocol, Gate* gate);
 
   /// Finds t.batch when it is 0 (two one-call batches; the second's per-call time decides, through
-  /// batch_size()), then runs protocol.warmup_batches untimed batches when `warm_up`.
-  /// `bytes`: the input size of one call. Errors: BackendError.
+  /// batch_size()), then, when `warm_up`, queues protocol.warmup_batches untimed batches that run
+  /// first in the runner's next batches. `bytes`: the input size of one call. Errors: BackendError.
   void prepare(Timed& t, std::uint64_t bytes, bool warm_up = true);
 
   /// Per-call time of each of `batches` batches of t.batch calls, microseconds (prepare() first):
@@ -80,15 +87,24 @@ class Runner {
   std::vector<std::vector<double>> interleaved(std::vector<Timed>& entries, std::uint64_t bytes, int rounds,
                                                InterleaveOrder order = {});
 
-  /// Waits for the runner's stream. Errors: BackendError (for example a lost context).
-  void synchronize() { b_.synchronize(stream_); }
+  /// Waits for the runner's stream; a warm-up prepare() queued is dropped (not run). Errors:
+  /// BackendError (for example a lost context).
+  void synchronize() {
+    warmups_.clear();
+    b_.synchronize(stream_);
+  }
 
   /// What every batch this runner ran cost so far (probes and warm-ups included).
   const TimingSpent& spent() const noexcept { return spent_; }
 
  private:
-  // time_batches with this runner's stream, inputs and gate; its cost added to t.spent and spent_.
-  BatchTimes run(Timed& t, std::uint64_t bytes, int batch, int batches);
+  // One batch of `calls` calls of t, for run().
+  BatchSpec spec(const Timed& t, std::uint64_t bytes, int calls, bool timed = true) const {
+    return {&t.call, bytes, protocol_.warm_cache, calls, t.launches, timed};
+  }
+  // run_batches of the queued warm-ups, then `batches`, on this runner's stream, inputs and gate;
+  // each batch's cost added to its Timed's spent and to spent_. Returns the results of `batches`.
+  std::vector<BatchResult> run(const std::vector<std::pair<Timed*, BatchSpec>>& batches);
 
   Backend& b_;
   StreamHandle stream_;
@@ -96,6 +112,7 @@ class Runner {
   TimingProtocol protocol_;
   Gate* gate_;
   TimingSpent spent_;
+  std::vector<std::pair<Timed*, BatchSpec>> warmups_;  // queued by prepare(), run first by run()
 };
 
 /// One entry's times in both views (DESIGN.md section 5), for the benches.

@@ -18,7 +18,8 @@ class RunnerSource : public SampleSource {
  public:
   RunnerSource(Runner& runner, std::uint64_t bytes) : runner_(runner), bytes_(bytes) {}
   std::vector<double> sample(std::size_t i, int batches, bool prepare) override;
-  /// A fresh probe per pass: each entry is a copy of timed(i) with no batch size yet.
+  /// A fresh probe per pass: each entry is a copy of timed(i)'s call (and launch count) with no
+  /// batch size yet.
   std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override;
   void recover() override { runner_.synchronize(); }
   double host_us(std::size_t i) const override;
