@@ -5,7 +5,7 @@
 // element to 2^24 + 3, misaligned input and output pointers, special values and random inputs. On
 // NVIDIA sm_89+ the integer cast is also compared with the hardware's own conversion
 // (cvt.rn.satfinite, what TransformerEngine's __nv_fp8_e4m3 / __nv_fp8_e5m2 run there) over all
-// 2^32 fp32 patterns.
+// 2^32 fp32 patterns, and the AMD targets' kernels run in the wave-64 model (tests/wave64).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include "amax/reference.hpp"
 #include "amax/scale_rule.hpp"
 #include "gpu_env.hpp"
+#include "wave64_model.hpp"
 
 using namespace amax;
 using amax::test::DeviceBuffer;
@@ -34,34 +35,42 @@ namespace {
 constexpr Fp8Format kAllFormats[] = {Fp8Format::e4m3, Fp8Format::e5m2, Fp8Format::e4m3fnuz, Fp8Format::e5m2fnuz};
 constexpr CastRule kBothRules[] = {CastRule::transformer_engine, CastRule::torchao};
 
-// A compiled quantize kernel and how many blocks of it one CU/SM holds.
+// A compiled quantize kernel and how many blocks of it one CU/SM holds; for the wave-64 model, the
+// module's handshake-fault kernel (wave64::kFaultKernel).
 struct QuantKernel {
   std::unique_ptr<Module> module;
   FunctionHandle f = nullptr;
+  FunctionHandle faults = nullptr;
   std::uint32_t resident_per_cu = 0;
 };
 
-// Compiles (once per process) `c` for `dtype` and `format` with the environment's JIT compiler;
-// `extra` is appended to the source (a test kernel using the template's functions). The modules are
-// never unloaded (the process-wide environment may be gone when static objects are destroyed).
+// Compiles (once per process) `c` for `dtype` and `format` with the environment's JIT compiler: the
+// device's own source, or with `model` the source rendered for that AMD arch in the wave-64 model
+// (its prelude swapped: wave64::model_source). `extra` is appended to the source (a test kernel
+// using the template's functions). The modules are never unloaded (the process-wide environment may
+// be gone when static objects are destroyed).
 QuantKernel& kernel(test::GpuEnv& env, const QuantizeConfig& c, DType dtype, Fp8Format format,
-                    const std::string& extra = {}, const std::string& extra_name = {}) {
+                    const std::string& extra = {}, const std::string& extra_name = {},
+                    const ArchInfo* model = nullptr) {
   static auto& cache = *new std::map<std::string, QuantKernel>;
   const std::string name = extra_name.empty() ? quantize_kernel_name(c, dtype, format) : extra_name;
-  auto it = cache.find(name);
+  const std::string key = model ? name + "@wave64-" + model->name : name;
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const std::string src = render_quantize_source(c, dtype, format, env.arch) + extra;
+  const std::string src = model ? wave64::model_source(render_quantize_source(c, dtype, format, *model)) + extra
+                                : render_quantize_source(c, dtype, format, env.arch) + extra;
   QuantKernel k;
   try {
-    const CompiledProgram p = env.compiler->compile(src, name + ".src", env.arch);
+    const CompiledProgram p = env.compiler->compile(src, key + ".src", env.arch);
     k.module = env.backend->load_module(p.binary);
   } catch (const CompileError& e) {
-    ADD_FAILURE() << name << ": " << e.what() << "\n" << e.log();
+    ADD_FAILURE() << key << ": " << e.what() << "\n" << e.log();
     throw;
   }
   k.f = k.module->function(name);
+  if (model) k.faults = k.module->function(std::string(wave64::kFaultKernel));
   k.resident_per_cu = env.backend->max_active_blocks_per_cu(k.f, c.threads);
-  return cache.emplace(name, std::move(k)).first->second;
+  return cache.emplace(key, std::move(k)).first->second;
 }
 
 std::uint32_t flags_of(NanMode mode, CastRule rule) {
@@ -112,6 +121,35 @@ std::uint32_t one_launch_grid(const QuantizeConfig& c, const QuantKernel& k, std
   return static_cast<std::uint32_t>(grid);
 }
 
+// One random case: a size in [1, n_max], offsets of the input (elements, within a 16-byte vector)
+// and the output (bytes), an input of a random kind, and random NaN mode, cast rule and scale rule.
+struct RandomCase {
+  std::uint64_t n = 0, in_off = 0, out_off = 0, seed = 0;
+  InputKind kind{};
+  std::vector<std::uint8_t> host;
+  NanMode mode{};
+  CastRule rule{};
+  ScaleRule r;
+  std::string describe() const {
+    return std::string(to_string(rule)) + " n=" + std::to_string(n) + " in_off=" + std::to_string(in_off) +
+           " out_off=" + std::to_string(out_off) + " " + std::string(to_string(kind)) + " seed=" +
+           std::to_string(seed) + (mode == NanMode::ignore ? " ignore-NaN" : "");
+  }
+};
+RandomCase draw_case(std::mt19937_64& rng, DType dtype, Fp8Format f, std::uint64_t n_max) {
+  RandomCase c;
+  c.n = 1 + rng() % n_max;
+  c.in_off = rng() % (16 / info(dtype).bytes);
+  c.out_off = rng() % 16;
+  c.kind = all_input_kinds()[rng() % all_input_kinds().size()];
+  c.seed = rng();
+  c.host = make_input(c.kind, dtype, c.n, c.seed);
+  c.mode = rng() % 2 ? NanMode::ignore : NanMode::propagate;  // propagate: NaN amaxes and scales too
+  c.rule = kBothRules[rng() % 2];
+  c.r = ScaleRule{info(f).max_finite, (rng() % 3 == 0) ? 1e-6f : 0.0f, rng() % 2 == 0, rng() % 2 == 0};
+  return c;
+}
+
 class QuantizeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,8 +169,9 @@ class QuantizeGpu : public ::testing::Test {
   // `out_off`, with `grid` blocks (0: one_launch_grid's).
   Outputs run_one_launch(const QuantizeConfig& c, DType dtype, Fp8Format format, const std::vector<std::uint8_t>& host,
                          std::uint64_t n, std::uint64_t in_off, std::uint64_t out_off, NanMode mode, CastRule rule,
-                         const ScaleRule& r, std::uint32_t grid = 0) {
-    QuantKernel& k = kernel(*env_, c, dtype, format);
+                         const ScaleRule& r, std::uint32_t grid = 0, const ArchInfo* model = nullptr) {
+    QuantKernel& k = kernel(*env_, c, dtype, format, {}, {}, model);
+    if (model) used_models_.push_back(&k);
     const std::uint32_t bytes = info(dtype).bytes;
     if (!host.empty()) b_->copy_to_device(in_->get(in_off * bytes), host.data(), host.size());
     b_->memset32_async(out_->get(), 0xa5a5a5a5u, (kMaxN + 64) / 4, nullptr);
@@ -177,6 +216,45 @@ class QuantizeGpu : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
+  // The cast kernel `c` with the scale whose bits are `scale` on `host` (n elements) at element
+  // offset `in_off` and byte offset `out_off`; the bytes and the 2 after them.
+  std::vector<std::uint8_t> run_cast(const QuantizeConfig& c, DType dtype, Fp8Format format,
+                                     const std::vector<std::uint8_t>& host, std::uint64_t n, std::uint64_t in_off,
+                                     std::uint64_t out_off, CastRule rule, std::uint32_t scale,
+                                     const ArchInfo* model = nullptr) {
+    QuantKernel& k = kernel(*env_, c, dtype, format, {}, {}, model);
+    if (model) used_models_.push_back(&k);
+    const std::uint32_t bytes = info(dtype).bytes;
+    b_->copy_to_device(in_->get(in_off * bytes), host.data(), host.size());
+    b_->copy_to_device(scalars_->get(4), &scale, 4);
+    b_->memset32_async(out_->get(), 0xa5a5a5a5u, (kMaxN + 64) / 4, nullptr);
+    const void* in = in_->get(in_off * bytes);
+    unsigned char* out = out_->get<unsigned char>(out_off);
+    const float* sp = scalars_->get<float>(4);
+    unsigned flags = flags_of(NanMode::propagate, rule);
+    void* args[] = {&in, &n, &out, &sp, &flags};
+    const std::uint64_t vectors = n / c.nvec + 1;
+    const std::uint32_t grid = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>((vectors + c.threads * c.unroll - 1) / (c.threads * c.unroll), 4 * cu_));
+    b_->launch(k.f, grid, c.threads, nullptr, args);
+    b_->synchronize(nullptr);
+    std::vector<std::uint8_t> got(n + 2);
+    b_->copy_to_host(got.data(), out_->get(out_off), n + 2);
+    return got;
+  }
+
+  // No handshake of the wave-64 model timed out in the model kernels run since the last call.
+  void expect_no_model_faults() {
+    DeviceBuffer count(*b_, 4);
+    for (QuantKernel* k : used_models_) {
+      void* p = count.get();
+      void* args[] = {&p};
+      b_->launch(k->faults, 1, 1, nullptr, args);
+      EXPECT_EQ(read_bits(*b_, count.get()), 0u) << "handshake waits of the wave-64 model timed out";
+    }
+    used_models_.clear();
+  }
+
   // The barrier's count and accumulator are back at 0 after every launch.
   void expect_sync_reset() {
     std::uint32_t sync[3];
@@ -190,6 +268,7 @@ class QuantizeGpu : public ::testing::Test {
   Backend* b_ = nullptr;
   std::uint32_t cu_ = 0;
   std::unique_ptr<DeviceBuffer> in_, out_, scalars_, sync_;
+  std::vector<QuantKernel*> used_models_;
 };
 
 // The one-launch kernels under test: keep with 1 and 8 vectors kept, reread.
@@ -288,42 +367,17 @@ TEST_F(QuantizeGpu, CastKernelBytesEqualTheReference) {
       const std::uint32_t nvec = 16 / d.bytes;
       for (const QuantizeConfig& c : {QuantizeConfig{QuantizeKind::cast, 256, nvec, 4, 0, {}},
                                       QuantizeConfig{QuantizeKind::cast, 1024, 1, 1, 0, {}}}) {
-        QuantKernel& k = kernel(*env_, c, d.dtype, f);
         for (int i = 0; i < 10; ++i) {
-          const std::uint64_t n = i == 0   ? 1
-                                  : i < 5  ? 1 + rng() % 5000
-                                  : i < 9  ? 1 + rng() % (std::uint64_t{1} << 20)
-                                           : 1 + rng() % (kMaxN - 1);
-          const std::uint64_t in_off = rng() % (16 / d.bytes), out_off = rng() % 16;
-          const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
-          const auto seed = rng();
-          const auto host = make_input(kind, d.dtype, n, seed);
-          const CastRule rule = kBothRules[rng() % 2];
-          const ScaleRule r{info(f).max_finite, (rng() % 3 == 0) ? 1e-6f : 0.0f, rng() % 2 == 0, rng() % 2 == 0};
-          const NanMode mode = rng() % 2 ? NanMode::ignore : NanMode::propagate;  // propagate: NaN scales too
-          const std::uint32_t amax = reference_amax_bits(host.data(), d.dtype, n, mode);
-          const std::uint32_t scale = reference_scale_bits(amax, r).scale;
-          b_->copy_to_device(in_->get(in_off * d.bytes), host.data(), host.size());
-          b_->copy_to_device(scalars_->get(4), &scale, 4);
-          b_->memset32_async(out_->get(), 0xa5a5a5a5u, (kMaxN + 64) / 4, nullptr);
-          const void* in = in_->get(in_off * d.bytes);
-          unsigned char* out = out_->get<unsigned char>(out_off);
-          const float* sp = scalars_->get<float>(4);
-          unsigned flags = flags_of(NanMode::propagate, rule);
-          std::uint64_t nn = n;
-          void* args[] = {&in, &nn, &out, &sp, &flags};
-          const std::uint64_t vectors = n / c.nvec + 1;
-          const std::uint32_t grid = static_cast<std::uint32_t>(
-              std::min<std::uint64_t>((vectors + c.threads * c.unroll - 1) / (c.threads * c.unroll), 4 * cu_));
-          b_->launch(k.f, grid, c.threads, nullptr, args);
-          b_->synchronize(nullptr);
-          std::vector<std::uint8_t> got(n + 2), want(n + 2, 0xa5);
-          b_->copy_to_host(got.data(), out_->get(out_off), n + 2);
-          reference_quantize(host.data(), d.dtype, n, scale, f, rule, want.data());
-          ASSERT_EQ(first_difference(got, want, host, d.dtype), "")
-              << c.label() << " " << d.name << " -> " << info(f).name << " " << to_string(rule) << " n=" << n
-              << " in_off=" << in_off << " out_off=" << out_off << " " << to_string(kind) << " seed=" << seed
-              << " grid=" << grid;
+          const RandomCase rc = draw_case(rng, d.dtype, f, i == 0 ? 1 : i < 5 ? 5000 : i < 9 ? 1u << 20 : kMaxN);
+          const std::uint32_t scale =
+              reference_scale_bits(reference_amax_bits(rc.host.data(), d.dtype, rc.n, rc.mode), rc.r).scale;
+          const std::vector<std::uint8_t> got = run_cast(c, d.dtype, f, rc.host, rc.n, rc.in_off, rc.out_off, rc.rule,
+                                                         scale);
+          std::vector<std::uint8_t> want(rc.n + 2, 0xa5);
+          reference_quantize(rc.host.data(), d.dtype, rc.n, scale, f, rc.rule, want.data());
+          ASSERT_EQ(first_difference(got, want, rc.host, d.dtype), "")
+              << c.label() << " " << d.name << " -> " << info(f).name << " " << rc.describe() << " scale=0x"
+              << std::hex << scale;
           ++checked;
         }
       }
@@ -394,28 +448,66 @@ TEST_F(QuantizeGpu, OneLaunchRandomInputsBitExact) {
     for (const QuantizeConfig& c : one_launch_configs(d.dtype))
       for (Fp8Format f : kAllFormats)
         for (int i = 0; i < 8; ++i) {
-          const std::uint64_t n = i == 0   ? 1
-                                  : i < 4  ? 1 + rng() % 5000
-                                  : i < 7  ? 1 + rng() % (std::uint64_t{1} << 20)
-                                           : 1 + rng() % (kMaxN - 1);
-          const std::uint64_t in_off = rng() % (16 / d.bytes), out_off = rng() % 16;
-          const InputKind kind = all_input_kinds()[rng() % all_input_kinds().size()];
-          const auto seed = rng();
-          const auto host = make_input(kind, d.dtype, n, seed);
-          const NanMode mode = rng() % 2 ? NanMode::ignore : NanMode::propagate;
-          const CastRule rule = kBothRules[rng() % 2];
-          const ScaleRule r{info(f).max_finite, (rng() % 3 == 0) ? 1e-6f : 0.0f, rng() % 2 == 0, rng() % 2 == 0};
+          const RandomCase rc = draw_case(rng, d.dtype, f, i == 0 ? 1 : i < 4 ? 5000 : i < 7 ? 1u << 20 : kMaxN);
           const std::uint32_t grid = i % 3 == 2 ? 3 : 0;
           for (int rep = 0; rep < 2; ++rep) {
-            const Outputs o = run_one_launch(c, d.dtype, f, rep == 0 ? host : std::vector<std::uint8_t>{}, n, in_off,
-                                             out_off, mode, rule, r, grid);
-            ASSERT_TRUE(matches_reference(o, host, d.dtype, n, f, mode, rule, r))
-                << c.label() << " " << d.name << " -> " << info(f).name << " " << to_string(rule) << " n=" << n
-                << " in_off=" << in_off << " out_off=" << out_off << " " << to_string(kind) << " seed=" << seed
-                << " grid=" << grid << " run " << rep + 1;
+            const Outputs o = run_one_launch(c, d.dtype, f, rep == 0 ? rc.host : std::vector<std::uint8_t>{}, rc.n,
+                                             rc.in_off, rc.out_off, rc.mode, rc.rule, rc.r, grid);
+            ASSERT_TRUE(matches_reference(o, rc.host, d.dtype, rc.n, f, rc.mode, rc.rule, rc.r))
+                << c.label() << " " << d.name << " -> " << info(f).name << " " << rc.describe() << " grid=" << grid
+                << " run " << rep + 1;
             ++checked;
           }
         }
   expect_sync_reset();
   std::printf("quantize: one launch, %d random runs bit-exact (keep 1 and 8, reread; sizes to 2^24 + 3)\n", checked);
+}
+
+// The AMD targets' quantize kernels in the wave-64 model (an NVIDIA GPU; one AMD wave is two warps
+// exchanging through shared memory): gfx942's (the fnuz formats) and gfx950's (the OCP formats)
+// cast and one-launch kernels, rendered for AMD with only the prelude swapped
+// (wave64::model_source), bit-exact on random inputs with forced small grids too, and no handshake
+// of the model timed out.
+TEST_F(QuantizeGpu, AmdKernelsInTheWave64ModelBitExact) {
+  if (env_->arch.vendor != Vendor::nvidia) GTEST_SKIP() << "the wave-64 model runs on NVIDIA GPUs";
+  std::mt19937_64 rng(std::random_device{}());
+  int checked = 0;
+  const struct {
+    const char* arch;
+    Fp8Format formats[2];
+  } targets[] = {{"gfx942", {Fp8Format::e4m3fnuz, Fp8Format::e5m2fnuz}},
+                 {"gfx950", {Fp8Format::e4m3, Fp8Format::e5m2}}};
+  for (const auto& t : targets) {
+    const ArchInfo amd = ArchInfo::parse(t.arch);
+    for (const auto& d : all_dtypes())
+      for (Fp8Format f : t.formats) {
+        std::vector<QuantizeConfig> configs = one_launch_configs(d.dtype);
+        configs.push_back(QuantizeConfig{QuantizeKind::cast, 256, 16 / d.bytes, 4, 0, {}});
+        for (const QuantizeConfig& c : configs)
+          for (int i = 0; i < 4; ++i) {
+            const RandomCase rc = draw_case(rng, d.dtype, f, i == 0 ? 5000 : i < 3 ? 1u << 20 : kMaxN);
+            const std::string where = std::string(t.arch) + " model: " + c.label() + " " + std::string(d.name) +
+                                      " -> " + std::string(info(f).name) + " " + rc.describe();
+            if (c.kind == QuantizeKind::cast) {
+              const std::uint32_t scale =
+                  reference_scale_bits(reference_amax_bits(rc.host.data(), d.dtype, rc.n, rc.mode), rc.r).scale;
+              const std::vector<std::uint8_t> got =
+                  run_cast(c, d.dtype, f, rc.host, rc.n, rc.in_off, rc.out_off, rc.rule, scale, &amd);
+              std::vector<std::uint8_t> want(rc.n + 2, 0xa5);
+              reference_quantize(rc.host.data(), d.dtype, rc.n, scale, f, rc.rule, want.data());
+              ASSERT_EQ(first_difference(got, want, rc.host, d.dtype), "") << where;
+            } else {
+              const std::uint32_t grid = i == 2 ? 3 : 0;
+              const Outputs o = run_one_launch(c, d.dtype, f, rc.host, rc.n, rc.in_off, rc.out_off, rc.mode, rc.rule,
+                                               rc.r, grid, &amd);
+              ASSERT_TRUE(matches_reference(o, rc.host, d.dtype, rc.n, f, rc.mode, rc.rule, rc.r))
+                  << where << " grid=" << grid;
+            }
+            ++checked;
+          }
+        expect_no_model_faults();
+      }
+  }
+  expect_sync_reset();
+  std::printf("quantize: %d runs of the gfx942 and gfx950 kernels in the wave-64 model bit-exact\n", checked);
 }
