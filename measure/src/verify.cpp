@@ -1,7 +1,9 @@
 #include "amax/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -40,45 +42,81 @@ void Verifier::reserve(std::uint64_t out_words, std::uint64_t workspace_bytes) {
   }
 }
 
+VerifyLaunchKey verify_launch_key(const LoadedKernel& k, const KernelConfig& c, std::uint64_t n, std::uint32_t cu,
+                                  std::size_t tensor) {
+  const LaunchShape s = launch_shape(c, n, cu, k.resident_per_cu);
+  const std::uint64_t flags = (s.uses_slot ? 1u : 0u) | (s.cooperative ? 2u : 0u) | (s.memset_output ? 4u : 0u) |
+                              (s.finish_kernel ? 8u : 0u) | (s.dependent_finish ? 16u : 0u);
+  return {&k, {tensor, n, s.grid, s.block, s.parts, s.workspace_bytes, flags}};
+}
+
+VerifyLaunchKey verify_launch_key(const LoadedMultiKernel& k, const MultiConfig& c, std::span<const MultiLaunch> plan) {
+  MultiConfig launch = c;
+  launch.max_blocks = BlockCap::uncapped();
+  VerifyLaunchKey key{&k, {launch.threads, launch.nvec, launch.unroll, launch.chunk_kib,
+                           static_cast<std::uint64_t>(launch.combine), static_cast<std::uint64_t>(launch.epilogue)}};
+  for (const MultiLaunch& l : plan)
+    key.words.insert(key.words.end(), {l.first, l.count, l.chunks, l.chunks_per_block, l.grid, l.spanning});
+  return key;
+}
+
 template <class Config>
 std::vector<std::vector<std::uint32_t>> Verifier::run(const std::vector<Config>& cs,
                                                       const std::vector<const Loaded<Config>*>& ks,
                                                       std::span<const MultiTensor> tensors, DType d, NanMode mode,
-                                                      std::uint32_t cu) {
+                                                      std::uint32_t cu, Memo* memo) {
   if (cs.size() != ks.size()) throw std::invalid_argument("Verifier::run: mismatched lists");
   static const std::uint32_t kGarbage[] = {0x7f800000u, 0x7fc00000u, 0x4b000000u, 0xffffffffu, 0x00000001u};
   constexpr bool single = std::is_same_v<Config, KernelConfig>;
+  Memo local;
+  Memo& known = memo ? *memo : local;
+  // Each result's key, then one launch per key not known yet, in first-use order, with its output
+  // words at `first` (single: one word per launch; multi: one per tensor).
+  const std::size_t per = single ? 1 : tensors.size();  // result words per key
+  const std::size_t keys_per = single ? tensors.size() : 1;
   std::vector<std::vector<MultiLaunch>> plans(single ? 0 : cs.size());
+  std::vector<VerifyLaunchKey> keys(cs.size() * keys_per);
+  std::map<VerifyLaunchKey, std::size_t> first;  // new keys -> their output words' offset
+  std::vector<std::pair<std::size_t, std::size_t>> launches;  // (variant, tensor) of each new key
   std::uint64_t ws = 4;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     if (!ks[i]) continue;
-    if constexpr (single) {
-      for (const MultiTensor& t : tensors)
-        ws = std::max(ws, launch_shape(cs[i], t.n, cu, ks[i]->resident_per_cu).workspace_bytes);
-    } else {
+    if constexpr (!single) {
       plans[i] = split_multi_launches(tensors, cs[i], d, cu, ks[i]->capacity);
-      ws = std::max(ws, multi_workspace_bytes(plans[i]));
+    }
+    for (std::size_t t = 0; t < keys_per; ++t) {
+      VerifyLaunchKey& key = keys[i * keys_per + t];
+      if constexpr (single)
+        key = verify_launch_key(*ks[i], cs[i], tensors[t].n, cu, t);
+      else
+        key = verify_launch_key(*ks[i], cs[i], plans[i]);
+      if (known.count(key) || !first.try_emplace(key, launches.size() * per).second) continue;
+      launches.emplace_back(i, t);
+      if constexpr (single)
+        ws = std::max(ws, launch_shape(cs[i], tensors[t].n, cu, ks[i]->resident_per_cu).workspace_bytes);
+      else
+        ws = std::max(ws, multi_workspace_bytes(plans[i]));
     }
   }
-  const std::size_t words = std::max<std::size_t>(1, tensors.size() * cs.size());
+  const std::size_t words = std::max<std::size_t>(1, launches.size() * per);
   reserve(words, ws);
   b_.memset32_async(out_.get(), kGarbage[calls_++ % 5], words, stream_);
   std::uint32_t* slot = counter_.get<std::uint32_t>();
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    if (!ks[i]) continue;
-    float* out = out_.get<float>() + i * tensors.size();
+  for (std::size_t j = 0; j < launches.size(); ++j) {
+    const auto [i, t] = launches[j];
+    float* out = out_.get<float>() + j * per;
     if constexpr (single) {
-      for (const MultiTensor& t : tensors)
-        launch_amax(b_, *ks[i], launch_shape(cs[i], t.n, cu, ks[i]->resident_per_cu), t.data, t.n, out + t.index,
-                    workspace_.get(), slot, mode, stream_);
+      const MultiTensor& x = tensors[t];
+      launch_amax(b_, *ks[i], launch_shape(cs[i], x.n, cu, ks[i]->resident_per_cu), x.data, x.n, out,
+                  workspace_.get(), slot, mode, stream_);
     } else {
       launch_multi_group(b_, ks[i]->main, cs[i], d, ks[i]->capacity, tensors, plans[i], out, workspace_.get(), slot,
                          mode, nullptr, stream_, args_);
     }
   }
   b_.synchronize(stream_);
-  std::vector<std::uint32_t> all(tensors.size() * cs.size());
-  b_.copy_to_host(all.data(), out_.get(), 4 * all.size());
+  std::vector<std::uint32_t> all(launches.size() * per);
+  if (!all.empty()) b_.copy_to_host(all.data(), out_.get(), 4 * all.size());
   std::uint32_t w[kSlotWords] = {};
   b_.copy_to_host(w, slot, sizeof w);
   if (w[0] != 0) throw std::runtime_error("a variant left the stream slot's arrival count at " + std::to_string(w[0]));
@@ -87,10 +125,20 @@ std::vector<std::vector<std::uint32_t>> Verifier::run(const std::vector<Config>&
     if (w[k] != 0)
       throw std::runtime_error(
           fmt::format("a spin variant left slot word {} (block {}) at 0x{:08x}", k, k - kSpinFirstWord, w[k]));
-  std::vector<std::vector<std::uint32_t>> out(cs.size());
-  for (std::size_t i = 0; i < cs.size(); ++i)
-    out[i].assign(all.begin() + static_cast<std::ptrdiff_t>(i * tensors.size()),
-                  all.begin() + static_cast<std::ptrdiff_t>((i + 1) * tensors.size()));
+  for (const auto& [key, at] : first)
+    known[key].assign(all.begin() + static_cast<std::ptrdiff_t>(at), all.begin() + static_cast<std::ptrdiff_t>(at + per));
+  // Result words by MultiTensor::index, as each launch wrote them.
+  std::vector<std::vector<std::uint32_t>> out(cs.size(), std::vector<std::uint32_t>(tensors.size()));
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    if (!ks[i]) continue;
+    for (std::size_t t = 0; t < keys_per; ++t) {
+      const std::vector<std::uint32_t>& r = known.at(keys[i * keys_per + t]);
+      if constexpr (single)
+        out[i][tensors[t].index] = r[0];
+      else
+        std::copy(r.begin(), r.end(), out[i].begin());
+    }
+  }
   return out;
 }
 
@@ -99,6 +147,7 @@ std::map<std::string, std::string> Verifier::verify_small(DType d, const std::ve
                                                           const std::vector<const Loaded<Config>*>& ks) {
   std::map<std::string, std::string> failed;
   const std::uint32_t eb = info(d).bytes;
+  constexpr std::size_t kSizes = std::size(kSmallVerifySizes);
   std::vector<std::uint64_t> at;
   std::uint64_t bytes = 0;
   for (std::uint64_t n : kSmallVerifySizes) {
@@ -107,27 +156,54 @@ std::map<std::string, std::string> Verifier::verify_small(DType d, const std::ve
   }
   const DeviceBuffer buf(b_, bytes);
   const auto cu = static_cast<std::uint32_t>(b_.device().cu_count);
-  std::uint64_t seed = 1;
   const auto kinds = all_input_kinds();
+  constexpr NanMode kModes[] = {NanMode::propagate, NanMode::ignore};
+  // Every list's inputs and expected results first, on the host's threads: list r * 2 + m (input
+  // kind round r, NaN mode m), tensor i, from seed 1 + list * kSizes + i.
+  struct Input {
+    std::vector<std::uint8_t> host;
+    std::uint32_t expect = 0;
+  };
+  const std::size_t lists = kinds.size() * std::size(kModes);
+  std::vector<Input> inputs(lists * kSizes);
+  {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t j; (j = next.fetch_add(1)) < inputs.size();) {
+        const std::size_t list = j / kSizes, i = j % kSizes, round = list / std::size(kModes);
+        const std::uint64_t n = kSmallVerifySizes[i];
+        inputs[j].host = make_input(kinds[(round + i) % kinds.size()], d, n, 1 + j);
+        inputs[j].expect = reference_amax_bits(inputs[j].host.data(), d, n, kModes[list % std::size(kModes)]);
+      }
+    };
+    std::vector<std::thread> pool(std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16) - 1);
+    for (auto& t : pool) t = std::thread(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
   for (std::size_t round = 0; round < kinds.size(); ++round)
-    for (NanMode mode : {NanMode::propagate, NanMode::ignore}) {
+    for (std::size_t m = 0; m < std::size(kModes); ++m) {
+      const NanMode mode = kModes[m];
+      const std::size_t list_index = round * std::size(kModes) + m;
       b_.memset32_async(buf.get(), 0xffffffffu, bytes / 4, stream_);  // around the tensors: NaN
       b_.synchronize(stream_);
       std::vector<MultiTensor> list;
       std::vector<std::uint32_t> expect;
       std::vector<std::string> what;
-      for (std::size_t i = 0; i < std::size(kSmallVerifySizes); ++i) {
+      for (std::size_t i = 0; i < kSizes; ++i) {
         const std::uint64_t n = kSmallVerifySizes[i], off = (round + i) % 3;
         const InputKind kind = kinds[(round + i) % kinds.size()];
-        const auto host = make_input(kind, d, n, seed++);
+        Input& in = inputs[list_index * kSizes + i];
         char* p = buf.get<char>(at[i] + off * eb);
-        if (n) b_.copy_to_device(p, host.data(), host.size());
+        if (n) b_.copy_to_device(p, in.host.data(), in.host.size());
+        in.host = {};
         list.push_back({n ? p : nullptr, n, static_cast<std::uint32_t>(i)});
-        expect.push_back(reference_amax_bits(host.data(), d, n, mode));
+        expect.push_back(in.expect);
         what.push_back(fmt::format("{} n={} offset={}", to_string(kind), n, off));
       }
+      Memo memo;  // the launches of this list and mode, shared by both grids
       for (std::uint32_t cus : {cu, 1u}) {
-        const auto got = run(cs, ks, list, d, mode, cus);
+        const auto got = run(cs, ks, list, d, mode, cus, &memo);
         for (std::size_t v = 0; v < cs.size(); ++v)
           for (std::size_t i = 0; ks[v] && i < list.size(); ++i)
             if (got[v][i] != expect[i] && !failed.count(cs[v].label()))
@@ -183,7 +259,7 @@ std::vector<std::string> Verifier::verify_at(InputRegion& inputs, const GroupSpe
 #define AMAX_VERIFIER_FAMILY(Config)                                                                               \
   template std::vector<std::vector<std::uint32_t>> Verifier::run(                                                 \
       const std::vector<Config>&, const std::vector<const Loaded<Config>*>&, std::span<const MultiTensor>, DType, \
-      NanMode, std::uint32_t);                                                                                    \
+      NanMode, std::uint32_t, Memo*);                                                                             \
   template std::map<std::string, std::string> Verifier::verify_small(DType, const std::vector<Config>&,           \
                                                                      const std::vector<const Loaded<Config>*>&);  \
   template std::vector<std::string> Verifier::verify_at(InputRegion&, const GroupSpec&, const std::vector<Config>&, \
