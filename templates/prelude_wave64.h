@@ -92,7 +92,9 @@ AMAX_DEVICE unsigned amax_w64_exchange(unsigned v, unsigned lane_mask) {
 }
 
 // Wave-wide butterfly shuffle over the 64 lanes.
-AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) { return amax_w64_exchange(v, (unsigned)lane_mask & 63u); }
+AMAX_DEVICE unsigned amax_shfl_xor(unsigned v, int lane_mask) {
+  return amax_w64_exchange(v, (unsigned)lane_mask & 63u);
+}
 // One bit per lane of the wave (bit i: lane i), set where pred holds; every lane must call it.
 typedef unsigned long long amax_wave_mask;
 AMAX_DEVICE amax_wave_mask amax_ballot(bool pred) {

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "amax/dispatch.hpp"
@@ -142,7 +142,8 @@ TEST(Wave64Model, EveryKernelCompilesForSm90WithNvrtc) {
   programs.push_back({"broken_wave_reduce.wave64.cu", break_wave_reduce(model_source(kControl, kControlDtype))});
   const BinaryCache cache{AMAX_WAVE64_CACHE};
   const auto t0 = std::chrono::steady_clock::now();
-  const auto binaries = compile_model(*compiler, cache, model_target(), programs, std::max(2u, std::thread::hardware_concurrency()));
+  const auto binaries =
+      compile_model(*compiler, cache, model_target(), programs, std::max(2u, std::thread::hardware_concurrency()));
   std::size_t cached = 0;
   for (std::size_t i = 0; i < programs.size(); ++i) {
     const ModelBinary& b = binaries[i];

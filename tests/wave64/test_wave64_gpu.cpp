@@ -81,7 +81,8 @@ std::uint32_t normal_value(const Format& f, Rng& r) {
   if ((x & 63) == 0) return f.make(x & 64, 0, static_cast<std::uint32_t>(x >> 8) | 1u);
   if ((x & 127) == 1) return f.make(x & 64, 0, 0);
   const std::uint32_t lo = f.bias() > 12 ? f.bias() - 12 : 1;
-  return f.make(x & 64, lo + static_cast<std::uint32_t>((x >> 8) % (f.bias() - lo)), static_cast<std::uint32_t>(x >> 20));
+  return f.make(x & 64, lo + static_cast<std::uint32_t>((x >> 8) % (f.bias() - lo)),
+                static_cast<std::uint32_t>(x >> 20));
 }
 std::uint32_t tiny_value(const Format& f, Rng& r) {  // a denormal or a zero, either sign
   const std::uint64_t x = r.next();
@@ -162,7 +163,8 @@ class Planted {
     }
   }
   void undo(Backend& b, StreamHandle s) {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) std::memcpy(&bg_.host[it->first * eb_], &it->second, eb_);
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      std::memcpy(&bg_.host[it->first * eb_], &it->second, eb_);
     push(b, s);
     saved_.clear();
   }
@@ -426,7 +428,8 @@ class Runner {
       }
     for (const Expect& e : pending_) {
       const std::uint32_t got = out[e.slot];
-      const bool ok = got == e.amax && (!e.scale || (sc[e.slot] == e.scales.scale && inv[e.slot] == e.scales.scale_inv));
+      const bool ok =
+          got == e.amax && (!e.scale || (sc[e.slot] == e.scales.scale && inv[e.slot] == e.scales.scale_inv));
       ++cases;
       if (ok) continue;
       ++mismatches;
@@ -521,7 +524,8 @@ std::uint64_t upper_lane_element(const KernelConfig& c, std::uint32_t eb, std::u
   const std::uint64_t head = std::min<std::uint64_t>(n, misalign_bytes % vb ? (vb - misalign_bytes % vb) / eb : 0);
   const std::uint64_t body = (n - head) / c.nvec;
   const std::uint64_t lane = 32 + vi % 32, waves = c.threads / kWave;
-  for (const std::uint64_t v : {std::uint64_t{grid - 1} * c.threads + (waves - 1) / 2 * kWave + lane, lane, std::uint64_t{kWave / 2}})
+  const std::uint64_t late = std::uint64_t{grid - 1} * c.threads + (waves - 1) / 2 * kWave + lane;
+  for (const std::uint64_t v : {late, lane, std::uint64_t{kWave / 2}})
     if (v < body) return head + v * c.nvec + vi % c.nvec;
   return n;
 }
@@ -535,8 +539,8 @@ struct DtypeInputs {
 DtypeInputs make_inputs(Backend& b, DType d, std::uint64_t normal_elems, std::uint64_t seed, bool special = true) {
   DtypeInputs in;
   for (int k = 0; k < (special ? 4 : 1); ++k)
-    in.bg[k] = make_background(b, d, static_cast<Fill>(k), k == 0 ? normal_elems : std::min(normal_elems, kSpecialElems),
-                               seed + 101 * k);
+    in.bg[k] = make_background(b, d, static_cast<Fill>(k),
+                               k == 0 ? normal_elems : std::min(normal_elems, kSpecialElems), seed + 101 * k);
   return in;
 }
 
@@ -563,7 +567,8 @@ void run_single(Runner& r, const LoadedKernel& k, FunctionHandle faults, const K
       const NanMode mode = m ? NanMode::ignore : NanMode::propagate;
       const std::uint64_t offset = (3 * si + vi + 4 * m) % 8, lo = kGuard + offset;
       Background& bg = pick(in, lo + sz.n + 1, vi + si + m);
-      const Pattern pat = static_cast<Pattern>(force >= 0 ? static_cast<std::size_t>(force) : (vi * 5 + si * 3 + m * 7) % kPatterns);
+      const Pattern pat = static_cast<Pattern>(force >= 0 ? static_cast<std::size_t>(force)
+                                                          : (vi * 5 + si * 3 + m * 7) % kPatterns);
       LaunchShape shape = launch_shape(c, sz.n, sz.cu);
       shape.dependent_finish = false;  // AMD has no programmatic dependent launch (the HIP backend's is ordinary)
       if (shape.workspace_bytes > r.workspace_bytes()) throw std::logic_error("workspace too small for " + c.label());
@@ -586,7 +591,8 @@ void run_single(Runner& r, const LoadedKernel& k, FunctionHandle faults, const K
                     c.label().c_str(), static_cast<unsigned long long>(sz.n), static_cast<unsigned long long>(offset),
                     nan_name(mode).c_str(), shape.grid, sz.cu, bg.name.c_str(), kPatternNames[static_cast<int>(pat)],
                     e.scale ? "; scale rule" : "", e.scale ? rule.max : 0.0, e.scale ? rule.epsilon : 0.0,
-                    e.scale && rule.force_pow2 ? ", pow2" : "", e.scale && rule.nan_propagates ? ", NaN propagates" : "");
+                    e.scale && rule.force_pow2 ? ", pow2" : "",
+                    e.scale && rule.nan_propagates ? ", NaN propagates" : "");
       e.what = what;
       p.push(r.backend(), r.stream());
       launch_amax(r.backend(), k, shape, bg.dev.get(lo * f.eb), sz.n, r.out(e.slot), r.workspace(), r.slot(), mode,
@@ -776,7 +782,8 @@ TEST(Wave64Gpu, EveryAmdListKernelBitExact) {
   std::vector<unsigned char> args;
   std::size_t kernels = 0, variants = 0;
   for (const DTypeInfo& di : all_dtypes()) {
-    DtypeInputs in = make_inputs(*md->backend, di.dtype, kSpecialElems + (kBigBytes / di.bytes) * 2, seed + index(di.dtype));
+    DtypeInputs in =
+        make_inputs(*md->backend, di.dtype, kSpecialElems + (kBigBytes / di.bytes) * 2, seed + index(di.dtype));
     for (std::size_t i = 0; i < md->set.multis.size(); ++i) {
       const MultiKernel& k = md->set.multis[i];
       if (k.dtype != di.dtype || !md->multis[i] || !selected(k.kernel.kernel_label() + " " + std::string(di.name)))
@@ -865,10 +872,12 @@ TEST(Wave64Gpu, GrididDiffersBetweenLaunches) {
   b.destroy_stream(s);
   std::uint64_t g[2 * kLaunches] = {};
   b.copy_to_host(g, out.get(), sizeof g);
-  std::printf("[ wave64 ] %%gridid of %d launches: %llu, %llu, %llu\n", kLaunches, static_cast<unsigned long long>(g[0]),
-              static_cast<unsigned long long>(g[2]), static_cast<unsigned long long>(g[4]));
+  std::printf("[ wave64 ] %%gridid of %d launches: %llu, %llu, %llu\n", kLaunches,
+              static_cast<unsigned long long>(g[0]), static_cast<unsigned long long>(g[2]),
+              static_cast<unsigned long long>(g[4]));
   for (int i = 0; i < kLaunches; ++i) {
     EXPECT_EQ(g[2 * i], g[2 * i + 1]) << "the blocks of launch " << i << " read different %gridid";
-    for (int j = 0; j < i; ++j) EXPECT_NE(g[2 * i], g[2 * j]) << "launches " << j << " and " << i << " read one %gridid";
+    for (int j = 0; j < i; ++j)
+      EXPECT_NE(g[2 * i], g[2 * j]) << "launches " << j << " and " << i << " read one %gridid";
   }
 }

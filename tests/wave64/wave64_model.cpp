@@ -132,7 +132,8 @@ const std::string& model_prelude() {
   static const std::string text = [] {
     // prelude_cuda.h's memory and arithmetic operations: from its first atomic to its programmatic
     // dependent launch, which the model leaves out (AMD has none).
-    static constexpr std::string_view kFirst = "AMAX_DEVICE unsigned amax_atomic_max(", kEnd = "// Programmatic dependent launch";
+    static constexpr std::string_view kFirst = "AMAX_DEVICE unsigned amax_atomic_max(",
+                                      kEnd = "// Programmatic dependent launch";
     const std::string cuda = vendor_prelude(Vendor::nvidia);
     const std::size_t body = cuda.find('\n') + 1, first = cuda.find(kFirst), end = cuda.find(kEnd);
     if (first == std::string::npos || end == std::string::npos || end < first)
@@ -218,7 +219,8 @@ RangeReference::RangeReference(const std::uint8_t* data, DType dtype, std::uint6
     pool.emplace_back([&, t] {
       for (std::uint64_t b = blocks * t / threads; b < blocks * (t + 1) / threads; ++b)
         for (int m = 0; m < 2; ++m)
-          block_[m][b] = reference_amax_bits(data + b * kBlock * eb, dtype, kBlock, m ? NanMode::ignore : NanMode::propagate);
+          block_[m][b] =
+              reference_amax_bits(data + b * kBlock * eb, dtype, kBlock, m ? NanMode::ignore : NanMode::propagate);
     });
   for (auto& t : pool) t.join();
   for (int m = 0; m < 2; ++m)
