@@ -72,6 +72,7 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   EXPECT_LE(t.startup_s + r.compile_s + t.keys.wall_s + t.groups.wall_s, r.wall_s);
   EXPECT_LE(t.device_s, t.startup_s);
   EXPECT_LE(t.load_s, r.compile_s);
+  EXPECT_GT(t.fill_s, 0.0);  // the input region, filled beside the compiles
   long variant_batches = 0, kind_batches = 0;
   std::size_t timed_variants = 0;
   int kind_variants = 0;

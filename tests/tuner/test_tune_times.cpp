@@ -23,6 +23,7 @@ TuneTimes example() {
   t.startup_s = 0.5;
   t.device_s = 0.25;
   t.load_s = 0.75;
+  t.fill_s = 1.5;
   t.keys.items = 2;
   t.keys.wall_s = 10;
   t.keys[Phase::region] = {1.0, {}};
@@ -90,6 +91,7 @@ TEST(TuneTimes, TheJsonHoldsEveryPhaseOfEachFamilyAndEveryKind) {
   EXPECT_DOUBLE_EQ(j.at("device_s").get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(j.at("compile_s").get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(j.at("load_s").get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j.at("fill_s").get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(j.at("other_s").get<double>(), 20.0 - 0.5 - 5.0 - 10.0 - 4.0);
   const auto& keys = j.at("keys");
   EXPECT_EQ(keys.at("items").get<int>(), 2);
@@ -122,7 +124,7 @@ TEST(TuneTimes, TheJsonHoldsEveryPhaseOfEachFamilyAndEveryKind) {
 
 TEST(TuneTimes, TheSummaryLineNamesEachPartOnce) {
   EXPECT_EQ(summary_line(example(), 20.0, 5.0),
-            "time: 20.0 s = startup 0.5 (device 0.2) + compile 5.0 (load 0.8)"
+            "time: 20.0 s = startup 0.5 (device 0.2) + compile 5.0 (load 0.8, fill 1.5 beside it)"
             " + keys 10.0 (2: region 1.0, verify 0.5, screen 5.0, final 2.0, confirm 0.5, ceiling 0.2, record 0.2,"
             " other 0.5; batches 7.2 s, GPU 3.4 s, enqueue 2.1 s)"
             " + groups 4.0 (1: region 0.0, verify 0.0, screen 4.0, final 0.0, confirm 0.0, ceiling 0.0, record 0.0,"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -71,6 +72,10 @@ class Session {
   template <class F>
   void tune_all(Clock::time_point t0);
 
+  // The largest input of family F's work items, bytes (0 without work).
+  template <class F>
+  std::uint64_t max_input_bytes();
+
   // One work item: its variants, both verification passes (`small`: the full pass's failures for
   // its dtype), screening, finalists, the final pass, the winner confirmed, and the streaming read
   // of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
@@ -99,6 +104,10 @@ class Session {
   std::optional<db::TuningDb> db_;
   bool rebuild_ = false;  // check_db found the file damaged and --rebuild was given
   std::tuple<FamilyRun<SingleFamily>, FamilyRun<MultiFamily>> runs_;
+  // The run's input region, filled on a thread of its own while the kernels compile (fill_), taken
+  // by the first family's tune_all.
+  std::future<std::unique_ptr<InputRegion>> fill_;
+  std::unique_ptr<InputRegion> inputs_;
 };
 
 }  // namespace amax::tune::detail

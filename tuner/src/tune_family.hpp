@@ -50,14 +50,15 @@ struct TuneContext {
   std::uint32_t cu_count() const { return static_cast<std::uint32_t>(backend.device().cu_count); }
 };
 
-/// The device state of one family's tune (tune_all): the rotated inputs over its largest work
-/// item, a stream, the timing gate and the runner, and the buffers every variant's timed calls
-/// write (`out_words` output words, the workspace, the stream slot at 0, the streaming read's sink).
+/// The device state of one family's tune (tune_all): the run's input region (shared by the
+/// families, over the largest work item of either), a stream, the timing gate and the runner, and
+/// the buffers every variant's timed calls write (`out_words` output words, the workspace, the
+/// stream slot at 0, the streaming read's sink).
 struct Lane {
-  Lane(Backend& b, const ReferenceKernels& ref, const TimingProtocol& protocol, std::uint64_t max_bytes,
+  Lane(Backend& b, const ReferenceKernels& ref, const TimingProtocol& protocol, InputRegion& region,
        std::uint64_t out_words, std::uint64_t workspace_bytes)
       : backend(b),
-        inputs(b, max_bytes + 64),
+        inputs(region),
         stream(b.create_stream()),
         gate(b, ref.gate, protocol.gate_timeout_ms),
         runner(b, stream, inputs, protocol, &gate),
@@ -72,7 +73,7 @@ struct Lane {
   ~Lane() { backend.destroy_stream(stream); }
 
   Backend& backend;
-  InputRegion inputs;
+  InputRegion& inputs;
   StreamHandle stream;
   Gate gate;
   Runner runner;

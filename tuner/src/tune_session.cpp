@@ -83,15 +83,14 @@ void Session::tune_all(Clock::time_point t0) {
   FamilyTimes& times = Fam::times(report_);
   const auto tf0 = Clock::now();
   const TuneContext ctx = context();
-  std::uint64_t max_bytes = 0, out_words = 1, ws = 4;
+  std::uint64_t out_words = 1, ws = 4;
   for (const auto& w : run.work) {
-    const auto r = Fam::result(ctx, w);
-    max_bytes = std::max(max_bytes, r.bytes());
     out_words = std::max(out_words, Fam::out_words(w));
     ws = std::max(ws, Fam::workspace_bytes(ctx, w));
   }
   std::optional<PhaseTimer> region(std::in_place, times[Phase::region], nullptr);
-  Lane lane(*backend_, reference_, o_.protocol, max_bytes, out_words, ws);
+  if (fill_.valid()) inputs_ = fill_.get();  // the first family waits for the fill, if it still runs
+  Lane lane(*backend_, reference_, o_.protocol, *inputs_, out_words, ws);
   Verifier verifier(ctx.backend, lane.stream);
   region.reset();
   std::map<DType, std::map<std::string, std::string>> small;
@@ -203,6 +202,16 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
   return r;
 }
 
+template <class F>
+std::uint64_t Session::max_input_bytes() {
+  const TuneContext ctx = context();
+  std::uint64_t max_bytes = 0;
+  for (const auto& w : family<F>().work) max_bytes = std::max(max_bytes, TuneFamily<F>::result(ctx, w).bytes());
+  return max_bytes;
+}
+
+template std::uint64_t Session::max_input_bytes<SingleFamily>();
+template std::uint64_t Session::max_input_bytes<MultiFamily>();
 template void Session::tune_all<SingleFamily>(Clock::time_point);
 template void Session::tune_all<MultiFamily>(Clock::time_point);
 

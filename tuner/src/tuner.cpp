@@ -41,6 +41,14 @@ void Session::run() {
     progress("nothing to tune: every key and group already has a winner for this device and build (use --retune)");
   } else {
     report_.times.startup_s = seconds_since(t0);
+    // The input region needs only the device: it is allocated and filled while the kernels compile.
+    const std::uint64_t max_bytes = std::max(max_input_bytes<SingleFamily>(), max_input_bytes<MultiFamily>());
+    fill_ = std::async(std::launch::async, [this, max_bytes] {
+      const auto tf = Clock::now();
+      auto region = std::make_unique<InputRegion>(*backend_, max_bytes + 64);
+      report_.times.fill_s = seconds_since(tf);  // read once fill_.get() returned
+      return region;
+    });
     build_kernels();
     tune_all<SingleFamily>(t0);
     tune_all<MultiFamily>(t0);

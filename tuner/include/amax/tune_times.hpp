@@ -58,6 +58,9 @@ struct TuneTimes {
   double startup_s = 0;  ///< from the start of the run to the compiles: checks, device, database, planning
   double device_s = 0;   ///< of startup_s: finding and opening the device (driver initialisation)
   double load_s = 0;     ///< of TuneReport::compile_s: loading the built kernels onto the device
+  /// Allocating and filling the run's input region, on a thread of its own while the kernels
+  /// compile (beside compile_s; a family's region phase includes any wait for it).
+  double fill_s = 0;
   FamilyTimes keys, groups;
   /// By kind: the single-tensor strategy's name ("first_reset"), "multi.thread" or "multi.warp".
   std::map<std::string, KindTime> kinds;
@@ -85,14 +88,15 @@ class PhaseTimer {
   TimingSpent before_;
 };
 
-/// The breakdown as JSON: {"wall_s", "startup_s", "device_s", "compile_s", "load_s", "keys",
+/// The breakdown as JSON: {"wall_s", "startup_s", "device_s", "compile_s", "load_s", "fill_s", "keys",
 /// "groups", "other_s", "kinds"}; a family is {"items", "wall_s", "other_s", "phases": {phase:
 /// {"wall_s", "batches", "calls", "gpu_s", "enqueue_s", "timing_wall_s", "gate_timeouts"}}}; a
 /// kind is {"variants", "batches", "calls", "gpu_s", "enqueue_s", "timing_wall_s",
 /// "gate_timeouts"}. other_s: wall_s less the parts listed beside it. Thread-safe.
 nlohmann::json to_json(const TuneTimes& times, double wall_s, double compile_s);
 
-/// The breakdown as one line: "time: W s = startup S (device D) + compile C (load L) + keys K (N:
+/// The breakdown as one line: "time: W s = startup S (device D) + compile C (load L, fill F beside
+/// it) + keys K (N:
 /// region R, verify V, ..., other O; batches B s, GPU G s, enqueue E s) + groups ... + other O; by
 /// kind (batches s/GPU s): atomic B/G, ..." (seconds to 0.1 s; a family without work items left
 /// out, kinds by name). Thread-safe.
