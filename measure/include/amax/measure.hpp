@@ -145,7 +145,7 @@ class Gate {
   MappedHostBuffer words_;  // per slot s: [2s]: 1 = released; [2s + 1]: 1 = timed out
 };
 
-/// What timed batches cost, summed over batches (the tune's time breakdown, tuner.hpp TuneTimes):
+/// What timed batches cost, summed over batches (the tune's time breakdown, tune_times.hpp TuneTimes):
 /// `batches` whose time was taken and their `calls`; `gpu_s` the GPU time between their events;
 /// `enqueue_s` the host's time enqueueing them; `wall_s` the wall-clock time of the whole
 /// measurement (enqueue, waiting for the GPU, batches retried after a gate timed out);
