@@ -1,10 +1,14 @@
 // The timing gate (measure.hpp Gate) and the gated runner on the GPU: GPU time behind the gate,
 // a gate released early or late never gives a wrong or negative time, a gate that times out is
-// reported (GateTimeout) instead of hanging, and the host's enqueue cost is recorded.
+// reported (GateTimeout) instead of hanging, the host's enqueue cost is recorded, and two batches
+// in flight take the GPU time of one at a time.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "amax/measure.hpp"
 #include "amax/reference_kernels.hpp"
@@ -131,4 +135,38 @@ TEST(GpuGate, GatedRunnerMeasuresGpuTimeAndHostCost) {
   const auto us = r.measure(t, 4096, 3);
   EXPECT_EQ(us.size(), 3u);
   EXPECT_EQ(t.host_us.size(), 3u);
+}
+
+// Two batches in flight (the host enqueues one while the GPU runs the other) take the same GPU time
+// per call as one batch at a time: the method is the same, only the host's waiting moves. The
+// streaming read of 1 MiB (a few us) and the empty kernel, interleaved rounds of both forms.
+TEST(GpuGate, BatchesInFlightTwoAtATimeTakeTheGpuTimeOfOneAtATime) {
+  AMAX_REQUIRE_GPU();
+  GateFixture f(*env);
+  tune::InputRegion inputs(f.b, 1 << 20);
+  tune::Gate gate(f.b, f.ref.gate);
+  DeviceBuffer sink(f.b, 4);
+  const std::uint64_t bytes = 1 << 20;
+  const std::function<void(const void*)> read = [&](const void* in) {
+    f.ref.launch_stream_read(f.b, in, bytes, sink.get(), f.stream);
+  };
+  const std::function<void(const void*)> empty = [&](const void*) { f.empty(); };
+  for (const auto* call : {&read, &empty}) {
+    std::vector<double> one, two;
+    for (int round = 0; round < 9; ++round) {
+      // launches 0: one batch at a time; 1: two in flight.
+      for (const int launches : {0, 1}) {
+        const std::vector<tune::BatchSpec> specs(6, tune::BatchSpec{call, bytes, false, 100, launches, true});
+        for (const auto& r : tune::run_batches(f.b, f.stream, inputs, specs, &gate)) {
+          ASSERT_TRUE(r.timed);
+          ASSERT_EQ(r.spent.gate_timeouts, 0);
+          (launches ? two : one).push_back(r.us);
+        }
+      }
+    }
+    const double a = tune::Stats::of(one).median_us, b = tune::Stats::of(two).median_us;
+    std::printf("%s: GPU time per call %.3f us one batch at a time, %.3f us two in flight (%.4fx)\n",
+                call == &read ? "streaming read of 1 MiB" : "empty kernel", a, b, b / a);
+    EXPECT_NEAR(b / a, 1.0, 0.05);
+  }
 }
