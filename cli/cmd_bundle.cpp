@@ -24,6 +24,7 @@
 #include "amax/compiler.hpp"
 #include "amax/db/tuning_db.hpp"
 #include "amax/dispatch.hpp"
+#include "amax/family.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/multi_config.hpp"
 #include "amax/render.hpp"
@@ -53,15 +54,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// One code object to compile: a single-tensor kernel (`multi` empty), or the multi-tensor
-// kernel of `multi` for `capacity` descriptors per launch.
-struct BundleKernel {
-  KernelConfig single;
-  std::optional<MultiConfig> multi;
-  DType dtype{};
-  std::uint32_t capacity = 0;
-};
-
 // What a kernel bundle's rows are judged by: the compiler that compiles it, this build's
 // templates and tool version (the kStale fields; the runtime skips rows that differ).
 db::Provenance bundle_provenance(const JitCompiler& compiler) {
@@ -89,75 +81,15 @@ void each_fresh(const Rows& rows, const db::Provenance& current, std::size_t* st
   }
 }
 
-// The kernels to ship for `arch`: the database's valid winners for it that are fresh for
-// `current` (a stale row is never dispatched to, so its kernel is not shipped: counted in
-// *stale with the fields that differ in *stale_why), then the built-in defaults
-// of every dtype (the small-n and the large-n shape of builtin_default) with every strategy: the
-// default itself, the self_reset and other strategies AMAX_TUNE_FORCE_STRATEGY puts on the
-// default's shape, and the atomic variant a failed compile falls back to (amax_context's
-// fallback_for). A winner is shipped as amax_compute runs it and as amax_and_scale runs it
-// (fused_variant: with the scale epilogue, an atomic winner as self_reset); a default with both
-// epilogues (a forced strategy keeps its own) and as amax_and_scale runs it (fused_variant: an
-// uncapped atomic default as self_reset with unroll 8). One per compiled kernel (max_blocks is a
-// launch parameter, not compiled in).
-std::vector<BundleKernel> kernels_for(const ArchInfo& arch, const db::TuningDb* tdb, const db::Provenance& current,
-                                      std::size_t* winners, std::size_t* stale, std::set<std::string>* stale_why) {
-  std::vector<BundleKernel> out;
-  std::set<std::string> seen;
-  auto add_one = [&](KernelConfig c, DType d) {
-    c.max_blocks = BlockCap::uncapped();
-    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.push_back(BundleKernel{c, {}, d, 0});
-  };
+// The configs of the rows of `rows` (winner rows of family F) fresh for `current`, with their dtypes.
+template <class F>
+std::vector<std::pair<typename F::Config, DType>> fresh_winners(const db::TuningDb* tdb, const ArchInfo& arch,
+                                                                const db::Provenance& current, std::size_t* stale,
+                                                                std::set<std::string>* stale_why) {
+  std::vector<std::pair<typename F::Config, DType>> out;
   if (tdb)
-    each_fresh(tdb->winners<SingleFamily>(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
-               [&](const auto& r) {
-                 const KernelConfig c = KernelConfig::parse(r.winner.label);
-                 add_one(c, r.key.dtype);
-                 add_one(fused_variant(c, arch, r.key.dtype), r.key.dtype);
-               });
-  *winners = out.size();
-  for (const auto& d : all_dtypes())
-    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30}) {
-      const KernelConfig def = builtin_default(arch, d.dtype, n);
-      add_one(fused_variant(def, arch, d.dtype), d.dtype);
-      for (const Strategy s : all_strategies()) {
-        KernelConfig c = def;
-        c.strategy = s;
-        for (const auto& e : kEpilogues) {
-          c.epilogue = e.value;
-          add_one(c, d.dtype);
-        }
-      }
-    }
-  return out;
-}
-
-// The multi-tensor kernels to ship for `arch`, by the rule of kernels_for: the database's valid
-// group winners fresh for `current` (its template hash the multi-tensor family's; stale ones
-// counted in *stale with their fields in *stale_why), then the built-in multi-tensor default of
-// every dtype (the compile fallback of every list call); each with both epilogues (a list call
-// runs the group's variant with the call's epilogue) and for every descriptor capacity of the
-// arch (multi_capacities: a list is launched with the smallest that holds its tensors). One per
-// compiled kernel (the chunk size, grid cap and combine are launch parameters).
-std::vector<BundleKernel> multi_kernels_for(const ArchInfo& arch, const db::TuningDb* tdb,
-                                            const db::Provenance& current, std::size_t* winners, std::size_t* stale,
-                                            std::set<std::string>* stale_why) {
-  std::vector<BundleKernel> out;
-  std::set<std::string> seen;
-  auto add_one = [&](MultiConfig c, DType d) {
-    c = c.compile_time_part();
-    if (c.validate(arch, d)) return;
-    for (const auto& e : kEpilogues) {
-      c.epilogue = e.value;
-      for (const std::uint32_t k : multi_capacities(arch))
-        if (seen.insert(multi_kernel_name(c, d, k)).second) out.push_back(BundleKernel{{}, c, d, k});
-    }
-  };
-  if (tdb)
-    each_fresh(tdb->winners<MultiFamily>(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
-               [&](const auto& r) { add_one(MultiConfig::parse(r.winner.label), r.key.dtype); });
-  *winners = out.size();
-  for (const auto& d : all_dtypes()) add_one(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype);
+    each_fresh(tdb->winners<F>(db::WinnerFilter{arch.name, std::nullopt}), current, stale, stale_why,
+               [&](const auto& r) { out.emplace_back(F::Config::parse(r.winner.label), r.key.dtype); });
   return out;
 }
 
@@ -352,11 +284,12 @@ int run_bundle(const BundleOptions& o) {
     const auto& compiler = compilers.at(arch.vendor);
     std::size_t winners = 0, stale = 0, multi_winners = 0, multi_stale = 0;
     std::set<std::string> stale_why, multi_stale_why;
-    auto kernels = kernels_for(arch, tdb.get(), bundle_provenance(*compiler), &winners, &stale, &stale_why);
     db::Provenance multi_current = bundle_provenance(*compiler);
     multi_current.template_hash = multi_template_hash();
-    const auto multi = multi_kernels_for(arch, tdb.get(), multi_current, &multi_winners, &multi_stale, &multi_stale_why);
-    kernels.insert(kernels.end(), multi.begin(), multi.end());
+    const auto kernels = bundle_kernels(
+        arch, fresh_winners<SingleFamily>(tdb.get(), arch, bundle_provenance(*compiler), &stale, &stale_why),
+        fresh_winners<MultiFamily>(tdb.get(), arch, multi_current, &multi_stale, &multi_stale_why), &winners,
+        &multi_winners);
     const auto report_stale = [&](std::size_t n, const std::set<std::string>& why, const char* what,
                                   const std::string& hash) {
       if (!n) return;

@@ -67,16 +67,15 @@
 // unchanged.
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
-#define AMAX_FLAG_IGNORE_NAN 1u
-// spin: the first slot word of the per-block words (the runtime's kSpinFirstWord, launch.hpp), and
-// the flag bit of a stored block maximum (an fp32 amax has the sign bit clear).
-#define AMAX_SPIN_FIRST_WORD 6u
+// The constants the host shares (AMAX_FLAG_IGNORE_NAN, AMAX_RULE_*, AMAX_SCALE_ARGS_BYTES and each
+// strategy's named slot word: AMAX_SPIN_FIRST_WORD, AMAX_FIRST_RESET_WORD) are rendered before this
+// text from the generator's launch_plan.hpp (host_device_defines).
+static_assert(AMAX_FIRST_RESET_WORD % 2u == 0u, "first_reset's 64-bit slot word must be 8-byte aligned");
+// spin: the flag bit of a stored block maximum (an fp32 amax has the sign bit clear).
 #define AMAX_SPIN_FLAG 0x80000000u
-// first_reset: the first of its three slot words (the runtime's kFirstResetWord, launch.hpp; 8-byte
-// aligned: a slot starts 8-byte aligned), and the most polls of the publication a block makes
-// before it gives up waiting (the publication comes within microseconds of the launch; the bound
-// only keeps a slot shared against the rules from hanging the stream).
-#define AMAX_FIRST_RESET_WORD 2u
+// first_reset: the most polls of the publication a block makes before it gives up waiting (the
+// publication comes within microseconds of the launch; the bound only keeps a slot shared against
+// the rules from hanging the stream).
 #define AMAX_FIRST_RESET_MAX_POLLS (1u << 20)
 
 // The threads of a block: AMAX_THREADS loading threads and, for first_reset_warp, one wave more
@@ -118,8 +117,6 @@ AMAX_DEVICE unsigned amax_umax(unsigned a, unsigned b) { return a > b ? a : b; }
 // AMAX_RULE_NAN_PROPAGATES: a NaN amax (any payload) gives scale = scale_inv = 0x7fc00000.
 // amax_bits: any fp32 bits (the kernels pass a sign-cleared amax). max: positive and finite;
 // epsilon: finite and >= 0 (the runtime validates both).
-#define AMAX_RULE_FORCE_POW2 1u
-#define AMAX_RULE_NAN_PROPAGATES 2u
 struct amax_scale_bits_t {
   unsigned scale;
   unsigned scale_inv;
@@ -144,7 +141,7 @@ AMAX_DEVICE amax_scale_bits_t amax_scale_rule(unsigned amax_bits, float max, flo
   return r;
 }
 
-// The scale epilogue's kernel parameter (passed by value; the host mirrors its layout).
+// The scale epilogue's kernel parameter (passed by value; the host's ScaleArgs, launch_plan.hpp).
 struct amax_scale_args_t {
   float* scale;          // one fp32, device memory
   float* scale_inv;      // one fp32, device memory
@@ -152,6 +149,7 @@ struct amax_scale_args_t {
   float epsilon;         // the rule's floor of the amax
   unsigned rule_flags;   // AMAX_RULE_FORCE_POW2 | AMAX_RULE_NAN_PROPAGATES
 };
+static_assert(sizeof(amax_scale_args_t) == AMAX_SCALE_ARGS_BYTES, "host and device disagree on amax_scale_args_t");
 AMAX_DEVICE void amax_write_scale(const amax_scale_args_t& sa, unsigned amax_bits) {
   const amax_scale_bits_t r = amax_scale_rule(amax_bits, sa.max, sa.epsilon, sa.rule_flags);
   *reinterpret_cast<unsigned*>(sa.scale) = r.scale;

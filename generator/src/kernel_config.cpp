@@ -127,25 +127,25 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     return why("cluster " + std::to_string(cluster) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
   if (cluster > 1)
     if (auto no = cluster_unsupported_reason(arch)) return why("cluster " + std::to_string(cluster) + ": " + *no);
-  if (strategy == Strategy::spin) {
-    if (auto no = spin_unsupported_reason(arch)) return why(*no);
-    if (cluster > 1) return why("spin runs without clusters (its participants are the blocks)");
-  }
-  if (resets_first(strategy)) {
-    const std::string name(to_string(strategy));
-    if (cluster > 1) return why(name + " runs without clusters (its participants are the blocks)");
-    if (epilogue == Epilogue::scale)
-      return why(name + " has no scale epilogue: every block ends with an atomic max on the output, so no "
-                 "block holds the final amax to derive the scale from (amax_and_scale runs self_reset for it)");
-  }
+  const StrategyInfo& row = info(strategy);
+  if (auto no = strategy_unsupported_reason(strategy, arch)) return why(*no);
+  if (cluster > 1 && !row.clusters)
+    return why(std::string(row.name) + " runs without clusters (its participants are the blocks)");
+  if (epilogue == Epilogue::scale && !row.scale_epilogue)
+    return why(std::string(row.name) + " has no scale epilogue: every block ends with an atomic max on the output, so "
+               "no block holds the final amax to derive the scale from (amax_and_scale runs self_reset for it)");
+  return std::nullopt;
+}
+
+std::optional<std::string> strategy_unsupported_reason(Strategy s, const ArchInfo& arch) {
+  const StrategyInfo& row = info(s);
+  if (arch.vendor == Vendor::amd && !row.amd_unsupported.empty())
+    return std::string(row.name) + " is not generated for AMD (" + arch.name + "): " + std::string(row.amd_unsupported);
   return std::nullopt;
 }
 
 std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch) {
-  if (arch.vendor == Vendor::amd)
-    return "spin is not generated for AMD (" + arch.name +
-           "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)";
-  return std::nullopt;
+  return strategy_unsupported_reason(Strategy::spin, arch);
 }
 
 std::optional<std::string> cluster_unsupported_reason(const ArchInfo& arch) {

@@ -1,5 +1,7 @@
 #include "amax/multi_config.hpp"
 
+#include "amax/launch_plan.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -111,6 +113,7 @@ std::string render_multi_source(const MultiConfig& c, DType dtype, const ArchInf
   s += "#define AMAX_MULTI_CHUNK_SHIFT_BIT " + std::to_string(kMultiChunkShiftBit) + "\n";
   s += "#define AMAX_MULTI_COMBINE_BIT " + std::to_string(kMultiCombineBit) + "\n";
   s += "#define AMAX_MULTI_KERNEL_NAME " + multi_kernel_name(c, dtype, k) + "\n";
+  s += host_device_defines();
   s += vendor_prelude(arch.vendor);
   detail::append_template(s, "amax_kernels.h");
   detail::append_template(s, "amax_multi_kernels.h");

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "amax/hash.hpp"
+#include "amax/launch_plan.hpp"
 #include "template_data.hpp"
 
 namespace amax {
@@ -107,6 +108,7 @@ std::string render_source(const KernelConfig& c, DType dtype, Vendor vendor) {
   s += "#define AMAX_MIN_BLOCKS " + std::to_string(min_blocks_per_sm(c, dtype)) + "\n";
   s += "#define AMAX_KERNEL_NAME " + kernel_name(c, dtype) + "\n";
   s += "#define AMAX_FINISH_NAME " + finish_kernel_name(c, dtype) + "\n";
+  s += host_device_defines();
   s += vendor_prelude(vendor);
   detail::append_template(s, "amax_kernels.h");
   return s;

@@ -1,5 +1,7 @@
 #include "amax/search_space.hpp"
 
+#include "amax/launch_plan.hpp"
+
 #include <algorithm>
 #include <span>
 
@@ -13,8 +15,6 @@ namespace {
 // (e.g. {8}). Keep it in step with space_notes below, which reads these lists.
 constexpr std::uint32_t kFullClusters[] = {2, 4, 8};
 constexpr std::span<const std::uint32_t> kPrunedClusters{};
-
-bool spin_in(SpaceKind kind) { return kind == SpaceKind::full || kPrunedSpin; }
 
 std::span<const std::uint32_t> cluster_sizes(SpaceKind kind) {
   return kind == SpaceKind::full ? std::span<const std::uint32_t>(kFullClusters) : kPrunedClusters;
@@ -44,28 +44,18 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
   std::vector<KernelConfig> out;
   for (std::uint32_t k : clusters)
     for (const StrategyInfo& si : kStrategies) {
-      const Strategy s = si.value;
-      if (s == Strategy::spin && !spin_in(kind)) continue;
+      if (!full && !si.in_pruned) continue;
       for (auto t : threads)
         for (auto v : nvecs)
           for (auto u : unrolls)
-            for (auto b : caps) {
-              // Pruned self_reset: the launch-bound band it is for (up to a few MiB) wants blocks of
-              // >= 256 threads and grids of >= 4 blocks per SM/CU; at large sizes it ties atomic.
-              if (!full && s == Strategy::self_reset && (t < 256 || b == BlockCap::per_cu(2))) continue;
-              // Pruned spin (kPrunedSpin): threads >= 256 and caps of 2, 4 and 8 blocks per CU (its
-              // grid is capped at the resident blocks, at most 1024, so larger caps repeat 8's grid).
-              if (!full && s == Strategy::spin &&
-                  (t < 256 || b.kind != BlockCap::Kind::per_cu || b.value > 8))
-                continue;
-              // Pruned first_reset and first_reset_warp: threads 256-1024 (first_reset_warp: up to
-              // the block limit less its ticket wave), unroll 1-4, max blocks 2, 4 or 8 per CU or
-              // uncapped (the shapes that won the tail probe's sweep from 64 KiB to 16 MiB).
-              if (!full && resets_first(s) &&
-                  (t < 256 || u > 4 || b == BlockCap::per_cu(16)))
+            for (std::size_t ci = 0; ci < caps.size(); ++ci) {
+              const BlockCap b = caps[ci];
+              // The strategy's pruned shape (its row): e.g. self_reset serves the launch-bound band
+              // (up to a few MiB), which wants blocks of >= 256 threads and >= 4 blocks per SM/CU.
+              if (!full && (t < si.pruned_min_threads || u > si.pruned_max_unroll || !(si.pruned_caps >> ci & 1u)))
                 continue;
               if (k > 1 && (t < 256 || v * elem != 16)) continue;
-              KernelConfig c{s, t, v, u, b};
+              KernelConfig c{si.value, t, v, u, b};
               c.cluster = k;
               if (!c.validate(arch, dtype)) out.push_back(c);
             }
@@ -84,22 +74,23 @@ std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, Spa
 KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype) {
   KernelConfig f = amax_only;
   f.epilogue = Epilogue::amax;
-  if (f.strategy == Strategy::atomic || resets_first(f.strategy)) {
+  const FusedAs as = info(f.strategy).fused;
+  if (as != FusedAs::itself) {
     // self_reset's cost grows with its grid (one arrival count per block, serialized on one word),
     // so its grid cap is at most kFusedSelfResetBlocksPerCu blocks per CU (search_space.hpp).
     KernelConfig s = f;
     s.strategy = Strategy::self_reset;
     const BlockCap& cap = s.max_blocks;
-    if (f.strategy == Strategy::atomic && cap.kind != BlockCap::Kind::per_cu)
+    if (as == FusedAs::self_reset_in_space && cap.kind != BlockCap::Kind::per_cu)
       s.unroll = std::max(s.unroll, kFusedSelfResetUnroll);
     if (cap.kind != BlockCap::Kind::per_cu || cap.value > kFusedSelfResetBlocksPerCu)
       s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
     const auto space = enumerate_space(arch, dtype, SpaceKind::pruned);
     const bool in_space = std::find(space.begin(), space.end(), s) != space.end();
-    // first_reset(_warp) has no scale epilogue at all: it becomes self_reset even outside the pruned
-    // space, at kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
-    if (resets_first(f.strategy) && !in_space) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
-    if (resets_first(f.strategy) || in_space) f = s;
+    // A strategy without the scale epilogue becomes self_reset even outside the pruned space, at
+    // kFusedSelfResetBlocksPerCu blocks per CU where its own smaller cap is not in that space.
+    if (as == FusedAs::self_reset && !in_space) s.max_blocks = BlockCap::per_cu(kFusedSelfResetBlocksPerCu);
+    if (as == FusedAs::self_reset || in_space) f = s;
   }
   f.epilogue = Epilogue::scale;
   return f;
@@ -123,11 +114,13 @@ std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind) {
                   "the full space (--full) has them where the arch has thread-block clusters");
   else if (auto why = cluster_unsupported_reason(arch))
     out.push_back("clustered variants (" + spelled + "): " + *why);
-  if (!spin_in(kind))
-    out.push_back("spin variants are not in the pruned space (kPrunedSpin in generator/include/amax/search_space.hpp); "
-                  "the full space (--full) has them where the arch can run them");
-  else if (auto why = spin_unsupported_reason(arch))
-    out.push_back(*why);
+  for (const StrategyInfo& si : kStrategies)
+    if (kind == SpaceKind::pruned && !si.in_pruned)
+      out.push_back(std::string(si.name) + " variants are not in the pruned space (in_pruned of its row in "
+                    "kStrategies, generator/include/amax/kernel_config.hpp); the full space (--full) has them where "
+                    "the arch can run them");
+    else if (auto why = strategy_unsupported_reason(si.value, arch))
+      out.push_back(*why);
   return out;
 }
 
@@ -143,6 +136,32 @@ std::vector<KernelConfig> distinct_kernels(const std::vector<KernelConfig>& conf
 KernelConfig transformer_engine_config(DType dtype, Strategy strategy) {
   // 32 bytes per thread per iteration = two 16-byte vector loads.
   return KernelConfig{strategy, 512, 16 / info(dtype).bytes, 2, BlockCap::absolute(65535)};
+}
+
+KernelConfig builtin_default(const ArchInfo& arch, DType d, std::uint64_t n) {
+  // AMD: ROCm TransformerEngine's shipped amax, every size (builtin_default_source cites it).
+  if (arch.vendor == Vendor::amd) return transformer_engine_config(d, Strategy::two_stage);
+  const std::uint32_t nvec = 16 / info(d).bytes;
+  if (n <= (1ull << 21)) return {Strategy::one_pass, 512, nvec, 2, BlockCap::uncapped()};
+  return {Strategy::atomic, 512, nvec, 4, BlockCap::uncapped()};
+}
+
+KernelConfig compile_fallback(const KernelConfig& chosen, const ArchInfo& arch, DType d, std::uint64_t n,
+                              std::uint32_t cu_count) {
+  KernelConfig def = builtin_default(arch, d, n);
+  def.epilogue = chosen.epilogue;
+  if (launch_shape(def, n, cu_count).workspace_bytes > launch_shape(chosen, n, cu_count).workspace_bytes)
+    def.strategy = Strategy::atomic;
+  return def;
+}
+
+std::string builtin_default_source(const ArchInfo& arch) {
+  // Kept short: amax_explain's detail holds 512 bytes with the database paths before this.
+  if (arch.vendor == Vendor::amd)
+    return "ROCm TransformerEngine's two-stage amax as shipped for AMD (512 threads, 32 bytes per thread per "
+           "iteration, <= 65535 blocks, block maxima to a workspace, a one-block second stage: ROCm/"
+           "TransformerEngine common/recipe/current_scaling.cu @01b61b5), not tuned on an AMD GPU";
+  return "the H200 winners of 2026-11-30 (one_pass.t512 u2 up to 2^21 elements, atomic.t512 u4 above)";
 }
 
 }  // namespace amax

@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "amax/family.hpp"
 #include "amax/render.hpp"
+#include "amax/search_space.hpp"
 #include "amax/trust.hpp"
 
 namespace amax {
@@ -339,6 +341,50 @@ std::optional<fs::path> default_bundle_path() {
     if (fs::exists(candidate, ec)) return candidate.lexically_normal();
   }
   return fs::path(AMAX_SYSTEM_DB_INSTALLED).parent_path() / "kernels.bundle";
+}
+
+std::vector<BundleKernel> bundle_kernels(const ArchInfo& arch,
+                                         const std::vector<std::pair<KernelConfig, DType>>& winners,
+                                         const std::vector<std::pair<MultiConfig, DType>>& group_winners,
+                                         std::size_t* winner_kernels, std::size_t* group_winner_kernels) {
+  std::vector<BundleKernel> out;
+  std::set<std::string> seen;
+  auto add_one = [&](KernelConfig c, DType d) {
+    c.max_blocks = BlockCap::uncapped();
+    if (!c.validate(arch, d) && seen.insert(kernel_name(c, d)).second) out.push_back(BundleKernel{c, {}, d, 0});
+  };
+  for (const auto& [c, d] : winners) {
+    add_one(c, d);
+    add_one(fused_variant(c, arch, d), d);
+  }
+  *winner_kernels = out.size();
+  for (const auto& d : all_dtypes())
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1} << 30}) {
+      const KernelConfig def = builtin_default(arch, d.dtype, n);
+      add_one(fused_variant(def, arch, d.dtype), d.dtype);
+      for (const Strategy s : all_strategies()) {
+        KernelConfig c = def;
+        c.strategy = s;
+        for (const auto& e : kEpilogues) {
+          c.epilogue = e.value;
+          add_one(c, d.dtype);
+        }
+      }
+    }
+  const std::size_t single = out.size();
+  auto add_multi = [&](MultiConfig c, DType d) {
+    c = c.compile_time_part();
+    if (c.validate(arch, d)) return;
+    for (const auto& e : kEpilogues) {
+      c.epilogue = e.value;
+      for (const std::uint32_t k : multi_capacities(arch))
+        if (seen.insert(multi_kernel_name(c, d, k)).second) out.push_back(BundleKernel{{}, c, d, k});
+    }
+  };
+  for (const auto& [c, d] : group_winners) add_multi(c, d);
+  *group_winner_kernels = out.size() - single;
+  for (const auto& d : all_dtypes()) add_multi(builtin_multi_default(arch, d.dtype, GroupShape{}), d.dtype);
+  return out;
 }
 
 }  // namespace amax

@@ -107,7 +107,7 @@ AMAX_API amax_status_t amax_context_create(const amax_context_options_t* o, amax
     c->tables->read_environment();
     c->tables->load(Source::user_db, c->user_db);
     c->tables->load(Source::system_db, c->system_db);
-    c->slot_words = spin_unsupported_reason(c->arch) ? kSpinFirstWord : kSlotWords;
+    c->slot_words = slot_words(c->arch);
     c->slots = DeviceBuffer(*c->backend, 4 * c->slot_words * ContextState::kSlots);
     c->backend->memset32_async(c->slots.get(), 0, c->slot_words * ContextState::kSlots, nullptr);
     c->backend->synchronize(nullptr);

@@ -27,6 +27,7 @@
 #include "amax/compile_fallback.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/dispatch.hpp"
+#include "amax/family.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
 #include "amax/multi_launch.hpp"
@@ -150,17 +151,23 @@ template <class Config>
 Decision<Config> decide(const ContextState& c, DType d, const typename DispatchRow<Config>::Query& query,
                         Epilogue epilogue);
 
-/// The first step of getting either family's kernel for a call on `stream`: the kernel already
-/// loaded (`find()`), else, while the stream is being captured, the bundle's (`bundled()`: loading
-/// is not a stream operation), else during capture AMAX_STATUS_NOT_PRELOADED with `message()`.
-/// nullptr: not captured and not loaded (the caller loads it: load_or_fall_back).
-template <class Find, class Bundled, class Message>
-auto loaded_or_capture_check(ContextState& c, StreamHandle stream, Find&& find, Bundled&& bundled, Message&& message)
-    -> decltype(find()) {
-  auto k = find();
-  if (k || !c.backend->is_capturing(stream)) return k;
-  if ((k = bundled())) return k;
-  fail(AMAX_STATUS_NOT_PRELOADED, message());
+/// The one path by which a call of either family gets its kernel on `stream`: the kernel already
+/// loaded, else, while the stream is being captured, the bundle's (loading is not a stream
+/// operation), else during capture AMAX_STATUS_NOT_PRELOADED with `message()`; else loaded now by
+/// the compile-fallback rule (load_or_fall_back: the kernel cache, and `fallback` when `chosen`
+/// fails to compile, recorded in c.compile_failures). `capacity`: the list kernel's descriptors
+/// per launch (0 for one tensor).
+template <class Config, class Message>
+FallbackLoad<const Loaded<Config>> load_for_call(ContextState& c, const Config& chosen, const Config& fallback,
+                                                 DType d, std::uint32_t capacity, StreamHandle stream,
+                                                 Message&& message) {
+  const Loaded<Config>* k = c.kernels->find(chosen, d, capacity);
+  if (!k && c.backend->is_capturing(stream)) {
+    if (!(k = c.kernels->get_bundled(chosen, d, capacity))) fail(AMAX_STATUS_NOT_PRELOADED, message());
+  }
+  if (k) return {k, false};
+  return load_or_fall_back(c.compile_failures, family_of_t<Config>::kernel_name(chosen, d, capacity), chosen, fallback,
+                           [&](const Config& v) -> const Loaded<Config>& { return c.kernels->get(v, d, capacity); });
 }
 
 // ---- argument checks (checks.cpp; nan_mode_of: c_api.cpp) ----
@@ -197,9 +204,8 @@ void check(const std::optional<MultiListError>& e);
 void group_multi(ContextState& c, const amax_tensor_t* t, std::size_t count, bool check_pointers, Epilogue epilogue,
                  MultiCall& m);
 
-/// The loaded kernel of the group of dtype `d`: loaded on first use (loaded_or_capture_check, then
-/// the kernel cache); when its variant fails to compile, the built-in default by the rule of both
-/// families (load_or_fall_back; use_multi_fallback rewrites the group for it).
+/// The loaded kernel of the group of dtype `d` (load_for_call); when its variant fails to compile,
+/// the built-in default (use_multi_fallback rewrites the group for it).
 const LoadedMultiKernel& ready_multi(ContextState& c, MultiCall& m, DType d, StreamHandle stream);
 
 /// Runs group `d` of `m` as the built-in multi-tensor default (with its epilogue) because its

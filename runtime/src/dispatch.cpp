@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,23 +18,6 @@
 #include "amax/trust.hpp"
 
 namespace amax {
-
-KernelConfig builtin_default(const ArchInfo& arch, DType d, std::uint64_t n) {
-  // AMD: ROCm TransformerEngine's shipped amax, every size (builtin_default_source cites it).
-  if (arch.vendor == Vendor::amd) return transformer_engine_config(d, Strategy::two_stage);
-  const std::uint32_t nvec = 16 / info(d).bytes;
-  if (n <= (1ull << 21)) return {Strategy::one_pass, 512, nvec, 2, BlockCap::uncapped()};
-  return {Strategy::atomic, 512, nvec, 4, BlockCap::uncapped()};
-}
-
-std::string builtin_default_source(const ArchInfo& arch) {
-  // Kept short: amax_explain's detail holds 512 bytes with the database paths before this.
-  if (arch.vendor == Vendor::amd)
-    return "ROCm TransformerEngine's two-stage amax as shipped for AMD (512 threads, 32 bytes per thread per "
-           "iteration, <= 65535 blocks, block maxima to a workspace, a one-block second stage: ROCm/"
-           "TransformerEngine common/recipe/current_scaling.cu @01b61b5), not tuned on an AMD GPU";
-  return "the H200 winners of 2026-11-30 (one_pass.t512 u2 up to 2^21 elements, atomic.t512 u4 above)";
-}
 
 const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) {
   const std::size_t i = db::nearest_size(n, v.size(), [&](std::size_t k) {
@@ -87,7 +69,6 @@ struct RowsOf<KernelConfig> {
     return {c, r.key.n, r.winner.median_us, r.winner.gbps, same_device, r.provenance.timestamp, std::move(where)};
   }
   static const TableEntry* nearest(const std::vector<TableEntry>& v, std::uint64_t n) { return nearest_entry(v, n); }
-  static KernelConfig builtin(const ArchInfo& arch, DType d, std::uint64_t n) { return builtin_default(arch, d, n); }
 };
 template <>
 struct RowsOf<MultiConfig> {
@@ -104,9 +85,6 @@ struct RowsOf<MultiConfig> {
       return db::GroupCandidate{v[k].bucket, v[k].same_device, v[k].timestamp};
     });
     return i < v.size() ? &v[i] : nullptr;
-  }
-  static MultiConfig builtin(const ArchInfo& arch, DType d, const GroupShape& shape) {
-    return builtin_multi_default(arch, d, shape);
   }
 };
 
@@ -206,11 +184,9 @@ void DispatchTables::read_environment() {
     force_strategy_ = parse_strategy(s);
     if (!force_strategy_) {
       warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY='{}' ignored (expected {})", s, strategy_names()));
-    } else if (*force_strategy_ == Strategy::spin) {
-      if (auto why = spin_unsupported_reason(arch_)) {
-        warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY=spin ignored: {}", *why));
-        force_strategy_.reset();
-      }
+    } else if (auto why = strategy_unsupported_reason(*force_strategy_, arch_)) {
+      warn(fmt::format("AMAX_TUNE_FORCE_STRATEGY={} ignored: {}", s, *why));
+      force_strategy_.reset();
     }
   } else if (const char* te = std::getenv("NVTE_USE_ATOMIC_AMAX"); te && std::string(te) == "1") {
     force_strategy_ = Strategy::atomic;
@@ -234,7 +210,7 @@ Choice<Config> DispatchTables::choose_in(DType d, const typename DispatchRow<Con
       return out;
     }
   }
-  if constexpr (std::is_same_v<Config, KernelConfig>) {
+  if constexpr (F::kForcedStrategy) {
     if (force_strategy_) {
       out.config = builtin_default(arch_, d, q);
       out.config.strategy = *force_strategy_;
@@ -249,7 +225,7 @@ Choice<Config> DispatchTables::choose_in(DType d, const typename DispatchRow<Con
       out.entry = e;
       return out;
     }
-  out.config = R::builtin(arch_, d, q);
+  out.config = F::builtin_default(arch_, d, q);
   return out;
 }
 

@@ -50,7 +50,7 @@ void preload_multi(ContextState& c, const amax_tensor_t* tensors, std::size_t co
 std::string fused_note(const KernelConfig& amax_only, const KernelConfig& fused) {
   return fused.strategy == amax_only.strategy
              ? std::string()
-             : resets_first(amax_only.strategy)
+             : !info(amax_only.strategy).scale_epilogue
                    ? fmt::format("; fused as {} ({}, the amax-only {}, has no scale epilogue)", fused.label(),
                                  to_string(amax_only.strategy), amax_only.label())
                    : fmt::format("; fused as {} (the amax-only {} without its memset launch)", fused.label(),

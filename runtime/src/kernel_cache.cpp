@@ -131,6 +131,23 @@ const Loaded<Config>& KernelCache::get(const Config& config, DType dtype, std::u
   return load(build_kernel(*compiler_, binaries_, arch_, config, dtype, capacity));
 }
 
+namespace {
+// What loading needs besides the entry point, from the strategy's row: the finish kernel, and the
+// resident blocks of a resident-grid kernel (an occupancy query). A list's kernel needs neither.
+void load_row_kernels(Loaded<KernelConfig>& k, Backend& backend, const std::string& name) {
+  const StrategyInfo& row = info(k.config.strategy);
+  if (row.finish_kernel) k.finish = k.module->function(finish_kernel_name(k.config, k.dtype));
+  if (row.resident_grid) {
+    const std::uint32_t r = backend.max_active_blocks_per_cu(k.main, k.config.threads);
+    if (r == 0)
+      throw BackendError("occupancy", 0, name + ": the device holds no block of " +
+                                             std::to_string(k.config.threads) + " threads of it at once");
+    k.resident_per_cu = r;
+  }
+}
+void load_row_kernels(Loaded<MultiConfig>&, Backend&, const std::string&) {}
+}  // namespace
+
 template <class Config>
 const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&& b) {
   std::lock_guard lock(mu_);
@@ -146,16 +163,7 @@ const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&& b) {
   k->compile_ms = b.compile_ms;
   k->module = backend_.load_module(b.binary);
   k->main = k->module->function(name);
-  if constexpr (std::is_same_v<Config, KernelConfig>) {
-    if (b.config.strategy == Strategy::two_stage) k->finish = k->module->function(finish_kernel_name(k->config, b.dtype));
-    if (b.config.strategy == Strategy::spin) {
-      const std::uint32_t r = backend_.max_active_blocks_per_cu(k->main, b.config.threads);
-      if (r == 0)
-        throw BackendError("occupancy", 0, name + ": the device holds no block of " +
-                                               std::to_string(b.config.threads) + " threads of it at once");
-      k->resident_per_cu = r;
-    }
-  }
+  load_row_kernels(*k, backend_, name);
   return *t.emplace(name, std::move(k)).first->second;
 }
 

@@ -24,9 +24,8 @@ void group_multi(ContextState& c, const amax_tensor_t* t, std::size_t count, boo
     const GroupShape& shape = m.list.shapes[index(di.dtype)];
     x.launches.clear();
     if (tensors.empty()) continue;
-    MultiConfig def = builtin_multi_default(c.arch, di.dtype, shape);
-    def.epilogue = epilogue;
     static_cast<Decision<MultiConfig>&>(x) = decide<MultiConfig>(c, di.dtype, shape, epilogue);
+    const MultiConfig def = MultiFamily::fallback(x.config, c.arch, di.dtype, shape, c.cu);
     x.capacity = multi_capacity_for(c.arch, shape.tensors);
     // A variant that failed to compile before runs as the default, as a single tensor's plan does.
     if (!(x.config == def) && c.compile_failures.failed(multi_kernel_name(x.config, di.dtype, x.capacity)))
@@ -42,8 +41,7 @@ void group_multi(ContextState& c, const amax_tensor_t* t, std::size_t count, boo
 
 void use_multi_fallback(ContextState& c, MultiCall& m, DType d) {
   MultiGroup& x = m.groups[index(d)];
-  MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
-  def.epilogue = x.config.epilogue;
+  const MultiConfig def = MultiFamily::fallback(x.config, c.arch, d, m.list.shapes[index(d)], c.cu);
   x.why = fmt::format("the chosen variant {} failed to compile: ", x.config.label());
   x.config = def;
   x.source = AMAX_SOURCE_DEFAULT;
@@ -53,23 +51,14 @@ void use_multi_fallback(ContextState& c, MultiCall& m, DType d) {
 
 const LoadedMultiKernel& ready_multi(ContextState& c, MultiCall& m, DType d, StreamHandle stream) {
   MultiGroup& x = m.groups[index(d)];
-  if (const LoadedMultiKernel* k = loaded_or_capture_check(
-          c, stream, [&] { return c.kernels->find(x.config, d, x.capacity); },
-          [&] { return c.kernels->get_bundled(x.config, d, x.capacity); },
-          [&] {
-            return fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the "
-                               "stream is being captured: JIT compilation is not allowed during graph capture; call "
-                               "{} with a list of this shape first",
-                               x.config.kernel_label(), to_string(d), x.capacity,
-                               x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload");
-          }))
-    return *k;
-  MultiConfig def = builtin_multi_default(c.arch, d, m.list.shapes[index(d)]);
-  def.epilogue = x.config.epilogue;
-  const auto got = load_or_fall_back(c.compile_failures, multi_kernel_name(x.config, d, x.capacity), x.config, def,
-                                     [&](const MultiConfig& v) -> const LoadedMultiKernel& {
-                                       return c.kernels->get(v, d, x.capacity);
-                                     });
+  const MultiConfig def = MultiFamily::fallback(x.config, c.arch, d, m.list.shapes[index(d)], c.cu);
+  const auto got = load_for_call(c, x.config, def, d, x.capacity, stream, [&] {
+    return fmt::format("multi-tensor kernel {} for {} ({} descriptors per launch) is not loaded and the stream is "
+                       "being captured: JIT compilation is not allowed during graph capture; call {} with a list of "
+                       "this shape first",
+                       x.config.kernel_label(), to_string(d), x.capacity,
+                       x.config.epilogue == Epilogue::scale ? "amax_multi_preload_scale" : "amax_multi_preload");
+  });
   if (got.fell_back) use_multi_fallback(c, m, d);
   return *got.kernel;
 }

@@ -132,7 +132,7 @@ void pack_multi_args(std::vector<unsigned char>& args, std::uint32_t capacity, s
   args.resize(layout.bytes);
   unsigned char* b = args.data();
   const unsigned shift = static_cast<unsigned>(std::countr_zero(config.chunk_elems(dtype)));
-  const std::uint32_t flags = (nan_mode == NanMode::ignore ? 1u : 0u) |
+  const std::uint32_t flags = (nan_mode == NanMode::ignore ? kFlagIgnoreNan : 0u) |
                               static_cast<std::uint32_t>(config.combine) << kMultiCombineBit |
                               shift << kMultiChunkShiftBit;
   const std::uint32_t header[4] = {l.count, l.spanning, flags, l.chunks_per_block};
@@ -161,7 +161,7 @@ void launch_multi_group(Backend& backend, FunctionHandle kernel, const MultiConf
   for (const MultiLaunch& l : launches) {
     pack_multi_args(args, capacity, tensors, l, config, dtype, out, workspace, counter, nan_mode, scale);
     void* params[] = {args.data()};
-    backend.launch(kernel, l.grid, config.threads, stream, params);
+    enqueue(backend, multi_launch_op(l, config), kernel, params, out, stream);
   }
 }
 

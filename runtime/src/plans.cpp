@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
-#include <type_traits>
 
 #include <fmt/format.h>
 
+#include "amax/family.hpp"
 #include "amax/search_space.hpp"
 #include "context.hpp"
 
@@ -21,10 +21,8 @@ Decision<Config> decide(const ContextState& c, DType d, const typename DispatchR
   Choice<Config> choice = c.tables->choose(d, q);
   Decision<Config> out{choice.config, static_cast<amax_source_t>(choice.source), choice.entry, std::move(choice.why)};
   out.config.epilogue = e;  // also over a forced label's
-  if constexpr (std::is_same_v<Config, KernelConfig>) {
-    if (e == Epilogue::scale && (choice.source != Source::override_env || out.config.validate(c.arch, d)))
-      out.config = fused_variant(choice.config, c.arch, d);
-  }
+  if (e == Epilogue::scale && (choice.source != Source::override_env || out.config.validate(c.arch, d)))
+    out.config = family_of_t<Config>::fused(choice.config, c.arch, d);
   return out;
 }
 template Decision<KernelConfig> decide(const ContextState&, DType, const std::uint64_t&, Epilogue);
@@ -41,56 +39,40 @@ std::unique_ptr<Plan> ContextState::make_plan(DType d, std::uint64_t n, Epilogue
   return p;
 }
 
-// The variant that replaces `chosen` when it fails to compile: the built-in default of the arch
-// family, but never one that needs more workspace than `chosen` (a workspace-free variant such
-// as self_reset or atomic falls back to the default's shape with the atomic strategy, which
-// needs none), so amax_workspace_size reports what the chosen variant needs (at least 4 bytes).
 KernelConfig ContextState::fallback_for(const KernelConfig& chosen, DType d, std::uint64_t n) const {
-  KernelConfig def = builtin_default(arch, d, n);
-  def.epilogue = chosen.epilogue;
-  if (launch_shape(def, n, cu).workspace_bytes > launch_shape(chosen, n, cu).workspace_bytes)
-    def.strategy = Strategy::atomic;
-  return def;
+  return SingleFamily::fallback(chosen, arch, d, n, cu);
 }
 
 Plan& ContextState::plan(DType d, std::uint64_t n, Epilogue e) {
   return (e == Epilogue::amax ? plans : scale_plans).get(d, n, [&] { return make_plan(d, n, e); });
 }
 
-// The plan to launch for p, with its kernel loaded: p itself, compiled or loaded on first use
-// (loaded_or_capture_check, then the kernel cache), or, when p's variant fails to compile, a plan
-// of the built-in default that replaces it (load_or_fall_back, the rule of both families).
+// The plan to launch for p, with its kernel loaded: p itself, loaded on first use (load_for_call),
+// or, when p's variant fails to compile, a plan of the built-in default that replaces it.
 // Thread-safe: plans are immutable once published.
 const Plan& ContextState::ready(Plan& p, DType d, std::uint64_t n, StreamHandle stream) {
   if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;
   if (p.kernel.load(std::memory_order_acquire)) return p;
-  const LoadedKernel* k = loaded_or_capture_check(
-      *this, stream, [&] { return kernels->find(p.config, d); }, [&] { return kernels->get_bundled(p.config, d); },
-      [&] {
-        return fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
-                           "is not allowed during graph capture; call {} for this dtype and size first",
-                           p.config.label(), to_string(d), n,
-                           p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload");
-      });
-  if (!k) {
-    const KernelConfig def = fallback_for(p.config, d, n);
-    const auto got = load_or_fall_back(compile_failures, kernel_name(p.config, d), p.config, def,
-                                       [&](const KernelConfig& c) -> const LoadedKernel& { return kernels->get(c, d); });
-    if (got.fell_back) {
-      auto fb = std::make_unique<Plan>();
-      fb->config = def;
-      fb->shape = launch_shape(def, n, cu);
-      fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
-      fb->kernel.store(got.kernel, std::memory_order_relaxed);
-      std::lock_guard lock(fallback_mu);
-      if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
-      fallback_plans.push_back(std::move(fb));
-      p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
-      return *fallback_plans.back();
-    }
-    k = got.kernel;
+  const KernelConfig def = fallback_for(p.config, d, n);
+  const auto got = load_for_call(*this, p.config, def, d, 0, stream, [&] {
+    return fmt::format("kernel {} for {} n={} is not loaded and the stream is being captured: JIT compilation "
+                       "is not allowed during graph capture; call {} for this dtype and size first",
+                       p.config.label(), to_string(d), n,
+                       p.config.epilogue == Epilogue::scale ? "amax_preload_scale" : "amax_preload");
+  });
+  if (got.fell_back) {
+    auto fb = std::make_unique<Plan>();
+    fb->config = def;
+    fb->shape = launch_shape(def, n, cu);
+    fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
+    fb->kernel.store(got.kernel, std::memory_order_relaxed);
+    std::lock_guard lock(fallback_mu);
+    if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
+    fallback_plans.push_back(std::move(fb));
+    p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
+    return *fallback_plans.back();
   }
-  p.kernel.store(k, std::memory_order_release);
+  p.kernel.store(got.kernel, std::memory_order_release);
   return p;
 }
 
@@ -98,7 +80,7 @@ namespace {
 
 // The body of amax_compute and amax_and_scale (scale: the fused call's outputs and rule), after
 // the output pointers were checked: everything else is checked before anything is enqueued.
-void enqueue(const amax_context& ctx, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
+void enqueue_call(const amax_context& ctx, const void* input, DType d, std::uint64_t n, float* output, void* workspace,
              std::size_t workspace_bytes, StreamHandle stream, const ScaleArgs* scale) {
   ContextState& c = *ctx.state;
   need_own_stream(c, stream);
@@ -121,10 +103,9 @@ void enqueue(const amax_context& ctx, const void* input, DType d, std::uint64_t 
          fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
                      workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
   const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
-  // spin's grid is capped at the blocks of its kernel the device holds at once, known once the
-  // kernel is loaded (the plan's shape, made before, is capped at kSpinMaxBlocks only).
-  const LaunchShape shape =
-      p.config.strategy == Strategy::spin ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
+  // A resident grid is capped at the blocks of its kernel the device holds at once, known once the
+  // kernel is loaded (the plan's shape, made before, is capped at its row's max_grid only).
+  const LaunchShape shape = p.shape.resident_grid ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
   std::uint32_t* slot = shape.uses_slot ? c.slot_for(stream) : nullptr;
   launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, ctx.nan_mode, stream, scale);
 }
@@ -149,7 +130,7 @@ AMAX_API amax_status_t amax_compute(amax_context_t c, const void* input, amax_dt
     need(output, "output");
     const DType d = need_dtype(dtype);
     need_aligned_output(output, "output");
-    enqueue(*c, input, d, n, output, workspace, workspace_bytes, stream, nullptr);
+    enqueue_call(*c, input, d, n, output, workspace, workspace_bytes, stream, nullptr);
   });
 }
 
@@ -174,7 +155,7 @@ AMAX_API amax_status_t amax_and_scale(amax_context_t c, const void* input, amax_
     need_own_memory(*c->state, scale_inv_out, "scale_inv_out");
     const ScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,
                        (rule.force_pow2 ? kRuleForcePow2 : 0u) | (rule.nan_propagates ? kRuleNanPropagates : 0u)};
-    enqueue(*c, input, d, n, amax_out, workspace, workspace_bytes, stream, &sa);
+    enqueue_call(*c, input, d, n, amax_out, workspace, workspace_bytes, stream, &sa);
   });
 }
 

@@ -151,7 +151,7 @@ void enqueue_multi(const amax_context& ctx, const amax_tensor_t* tensors, std::s
     for (std::size_t j = 0; j < x.launches.size(); ++j) {
       patch_multi_args(p->args[i][j], output, workspace, counter, scale);
       void* params[] = {p->args[i][j].data()};
-      c.backend->launch(p->kernels[i]->main, x.launches[j].grid, x.config.threads, stream, params);
+      enqueue(*c.backend, multi_launch_op(x.launches[j], x.config), p->kernels[i]->main, params, output, stream);
     }
   }
 }

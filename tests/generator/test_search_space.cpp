@@ -107,11 +107,12 @@ TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
       EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
 
   const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
-  ASSERT_EQ(pruned.size(), 2u);  // spin is not in the pruned space (kPrunedSpin off): a note for it
+  ASSERT_EQ(pruned.size(), 2u);  // spin is not in the pruned space (its row's in_pruned off): a note for it
   EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
                        "space (--full) has them where the arch has thread-block clusters");
-  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (kPrunedSpin in generator/include/amax/search_space.hpp); "
-                       "the full space (--full) has them where the arch can run them");
+  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (in_pruned of its row in kStrategies, "
+                       "generator/include/amax/kernel_config.hpp); the full space (--full) has them where the arch "
+                       "can run them");
   EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
   EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
             (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "

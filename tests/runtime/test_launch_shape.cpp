@@ -369,3 +369,157 @@ TEST(BackendLaunchCooperative, BackendWithoutOneSaysSo) {
     EXPECT_EQ(std::string(e.what()), "this backend has no cooperative launch");
   }
 }
+
+namespace {
+// Records every operation launch_amax and the multi-tensor launch enqueue, with the argument
+// pointers of each launch; every other call is unexpected.
+class OpRecordingBackend final : public test::UnusedBackend {
+ public:
+  struct Op {
+    std::string what;  // "memset", "launch", "cooperative", "dependent"
+    FunctionHandle fn;
+    std::uint32_t grid, block;
+    std::vector<void*> args;  // the values the argument pointers point at, for pointer arguments
+    auto operator<=>(const Op&) const = default;
+  };
+  std::vector<Op> ops;
+  bool capturing = false;
+  OpRecordingBackend() : UnusedBackend("OpRecordingBackend") { info_.cu_count = 132, info_.wave_size = 32; }
+  Vendor vendor() const noexcept override { return Vendor::nvidia; }
+  void memset32_async(void* p, std::uint32_t v, std::size_t n, StreamHandle) override {
+    ops.push_back({"memset", nullptr, v, static_cast<std::uint32_t>(n), {p}});
+  }
+  void launch(FunctionHandle f, std::uint32_t g, std::uint32_t b, StreamHandle, void** a) override {
+    add("launch", f, g, b, a);
+  }
+  void launch_cooperative_unchecked(FunctionHandle f, std::uint32_t g, std::uint32_t b, StreamHandle,
+                                    void** a) override {
+    add("cooperative", f, g, b, a);
+  }
+  std::uint32_t max_active_blocks_per_cu(FunctionHandle, std::uint32_t) override { return 4; }
+  void launch_dependent(FunctionHandle f, std::uint32_t g, std::uint32_t b, StreamHandle, void** a) override {
+    add("dependent", f, g, b, a);
+  }
+  bool is_capturing(StreamHandle) override { return capturing; }
+
+ private:
+  // The first argument is a pointer-valued parameter in every kernel: its value is recorded, and
+  // the first four pointers of the single-tensor stage one (in, n, out, workspace) likewise.
+  void add(const char* what, FunctionHandle f, std::uint32_t g, std::uint32_t b, void** a) {
+    ops.push_back({what, f, g, b, {*static_cast<void**>(a[0])}});
+  }
+};
+}  // namespace
+
+// Every strategy's plan, executed: the ordered operations launch_amax enqueues for a many-block and
+// a one-block grid, with their launch kind, grid, block and kernel (main or finish), exactly as
+// each strategy's launch sequence has been (a memset then the kernel for atomic; stage one then a
+// dependent one-block finish for two_stage, a plain one during capture; one cooperative launch for
+// spin; one wave more per block for first_reset_warp; one launch for the others).
+TEST(LaunchAmax, EveryStrategysOperationsInOrder) {
+  auto* const main_fn = reinterpret_cast<FunctionHandle>(0x10);
+  auto* const finish_fn = reinterpret_cast<FunctionHandle>(0x20);
+  const void* in = reinterpret_cast<const void*>(0x1000);
+  void* ws = reinterpret_cast<void*>(0x2000);
+  float out = 0;
+  std::uint32_t slot[kSlotWords] = {};
+  using Op = OpRecordingBackend::Op;
+  struct Case {
+    Strategy s;
+    std::vector<Op> many;  // n = 2^24 (uncapped grid 2048, spin's 528 resident)
+    std::vector<Op> one;   // n = 1000: one block
+  };
+  const std::vector<Case> cases = {
+      {Strategy::atomic,
+       {{"memset", nullptr, 0, 1, {&out}}, {"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
+       {{"memset", nullptr, 0, 1, {&out}}, {"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::two_stage,
+       {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}, {"dependent", finish_fn, 1, 512, {ws}}},
+       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::one_pass, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
+       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::self_reset, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
+       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::spin, {{"cooperative", main_fn, 528, 512, {const_cast<void*>(in)}}},
+       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::first_reset, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
+       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
+      {Strategy::first_reset_warp, {{"launch", main_fn, 2048, 544, {const_cast<void*>(in)}}},
+       {{"launch", main_fn, 1, 544, {const_cast<void*>(in)}}}},
+  };
+  ASSERT_EQ(cases.size(), std::size(kStrategies));  // a new strategy adds its case here
+  for (const Case& c : cases) {
+    LoadedKernel k;
+    k.config = KernelConfig{c.s, 512, 8, 2, BlockCap::uncapped()};
+    k.dtype = DType::bf16;
+    k.main = main_fn;
+    k.finish = info(c.s).finish_kernel ? finish_fn : nullptr;
+    k.resident_per_cu = info(c.s).resident_grid ? 4 : 0;
+    for (const std::uint64_t n : {std::uint64_t{1} << 24, std::uint64_t{1000}}) {
+      OpRecordingBackend b;
+      const LaunchShape shape = launch_shape(k.config, n, 132, k.resident_per_cu);
+      launch_amax(b, k, shape, in, n, &out, ws, slot, NanMode::propagate, nullptr);
+      EXPECT_EQ(b.ops, n == 1000 ? c.one : c.many) << to_string(c.s) << " n=" << n;
+      EXPECT_EQ(shape.launches(), static_cast<int>((n == 1000 ? c.one : c.many).size())) << to_string(c.s);
+    }
+  }
+  // During capture the finish kernel is an ordinary launch.
+  LoadedKernel k;
+  k.config = KernelConfig{Strategy::two_stage, 512, 8, 2, BlockCap::uncapped()};
+  k.main = main_fn;
+  k.finish = finish_fn;
+  OpRecordingBackend b;
+  b.capturing = true;
+  launch_amax(b, k, launch_shape(k.config, 1u << 24, 132), in, 1u << 24, &out, ws, slot, NanMode::ignore, nullptr);
+  ASSERT_EQ(b.ops.size(), 2u);
+  EXPECT_EQ(b.ops[1].what, "launch");
+  EXPECT_EQ(b.ops[1].fn, finish_fn);
+}
+
+// The arguments of stage one and of the finish kernel, in the templates' parameter order
+// (kMainArgs, kFinishArgs): every value launch_amax passes, read back through the pointers.
+TEST(LaunchAmax, KernelArgumentsInParameterOrder) {
+  struct ArgsBackend final : test::UnusedBackend {
+    std::vector<std::vector<std::uint64_t>> seen;
+    ArgsBackend() : UnusedBackend("ArgsBackend") { info_.cu_count = 132; info_.wave_size = 32; }
+    Vendor vendor() const noexcept override { return Vendor::nvidia; }
+    bool is_capturing(StreamHandle) override { return false; }
+    void launch_dependent(FunctionHandle f, std::uint32_t g, std::uint32_t b, StreamHandle s, void** a) override {
+      launch(f, g, b, s, a);
+    }
+    void launch(FunctionHandle f, std::uint32_t, std::uint32_t, StreamHandle, void** a) override {
+      std::vector<std::uint64_t> v;
+      const bool finish = f == reinterpret_cast<FunctionHandle>(0x20);
+      const int pointers = finish ? 1 : 5;  // then flags / parts (32 bits), then ScaleArgs
+      for (int i = 0; i < pointers; ++i)
+        v.push_back(i == 1 && !finish ? *static_cast<unsigned long long*>(a[i])
+                                      : reinterpret_cast<std::uint64_t>(*static_cast<void**>(a[i])));
+      if (finish) {
+        v.push_back(*static_cast<unsigned*>(a[1]));
+        v.push_back(reinterpret_cast<std::uint64_t>(*static_cast<void**>(a[2])));
+      } else {
+        v.push_back(*static_cast<unsigned*>(a[5]));
+      }
+      const ScaleArgs& sa = *static_cast<const ScaleArgs*>(a[finish ? 3 : 6]);
+      v.push_back(reinterpret_cast<std::uint64_t>(sa.scale));
+      v.push_back(sa.rule_flags);
+      seen.push_back(v);
+    }
+  } b;
+  LoadedKernel k;
+  k.config = KernelConfig{Strategy::two_stage, 256, 8, 1, BlockCap::uncapped()};
+  k.config.epilogue = Epilogue::scale;
+  k.main = reinterpret_cast<FunctionHandle>(0x10);
+  k.finish = reinterpret_cast<FunctionHandle>(0x20);
+  const void* in = reinterpret_cast<const void*>(0x1000);
+  void* ws = reinterpret_cast<void*>(0x2000);
+  auto* out = reinterpret_cast<float*>(0x3000);
+  auto* slot = reinterpret_cast<std::uint32_t*>(0x4000);
+  const ScaleArgs sa{reinterpret_cast<float*>(0x5000), reinterpret_cast<float*>(0x6000), 448.0f, 0.0f,
+                     kRuleNanPropagates};
+  launch_amax(b, k, launch_shape(k.config, 1u << 20, 132), in, 1u << 20, out, ws, slot, NanMode::ignore, nullptr, &sa);
+  ASSERT_EQ(b.seen.size(), 2u);
+  EXPECT_EQ(b.seen[0], (std::vector<std::uint64_t>{0x1000, 1u << 20, 0x3000, 0x2000, 0x4000, kFlagIgnoreNan, 0x5000,
+                                                   kRuleNanPropagates}));
+  EXPECT_EQ(b.seen[1], (std::vector<std::uint64_t>{0x2000, 512, 0x3000, 0x5000, kRuleNanPropagates}));
+}

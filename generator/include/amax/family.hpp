@@ -43,6 +43,22 @@ struct SingleFamily {
   static std::string render(const Config& c, DType dtype, const ArchInfo& arch, std::uint32_t /*capacity*/) {
     return render_source(c.compile_time_part(), dtype, arch.vendor);
   }
+  /// What a call is looked up by: n, elements.
+  using Query = std::uint64_t;
+  /// The built-in default for a call on `query` (builtin_default), amax epilogue.
+  static Config builtin_default(const ArchInfo& arch, DType dtype, Query n) {
+    return amax::builtin_default(arch, dtype, n);
+  }
+  /// The compile fallback of `chosen` for a call on `n` (compile_fallback).
+  static Config fallback(const Config& chosen, const ArchInfo& arch, DType dtype, Query n, std::uint32_t cu_count) {
+    return compile_fallback(chosen, arch, dtype, n, cu_count);
+  }
+  /// How a call with the scale epilogue runs `amax_only` (fused_variant).
+  static Config fused(const Config& amax_only, const ArchInfo& arch, DType dtype) {
+    return fused_variant(amax_only, arch, dtype);
+  }
+  /// AMAX_TUNE_FORCE_STRATEGY applies to this family.
+  static constexpr bool kForcedStrategy = true;
 };
 
 /// Many tensors per launch (MultiConfig, templates/amax_multi_kernels.h), tuned per (arch, dtype,
@@ -64,6 +80,25 @@ struct MultiFamily {
   static std::string render(const Config& c, DType dtype, const ArchInfo& arch, std::uint32_t capacity) {
     return render_multi_source(c.compile_time_part(), dtype, arch, capacity);
   }
+  /// What a call is looked up by: the dtype group's shape.
+  using Query = GroupShape;
+  static Config builtin_default(const ArchInfo& arch, DType dtype, const Query& shape) {
+    return builtin_multi_default(arch, dtype, shape);
+  }
+  /// The compile fallback of `chosen`: the built-in default with chosen's epilogue (a call's
+  /// workspace covers both: group_multi).
+  static Config fallback(const Config& chosen, const ArchInfo& arch, DType dtype, const Query& shape,
+                         std::uint32_t /*cu_count*/) {
+    Config def = builtin_multi_default(arch, dtype, shape);
+    def.epilogue = chosen.epilogue;
+    return def;
+  }
+  /// Every variant carries the scale epilogue as it is.
+  static Config fused(Config amax_only, const ArchInfo&, DType) {
+    amax_only.epilogue = Epilogue::scale;
+    return amax_only;
+  }
+  static constexpr bool kForcedStrategy = false;
 };
 
 /// True for the family tags above (a new family adds its tag here).

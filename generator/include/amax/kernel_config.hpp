@@ -53,57 +53,124 @@ enum class Strategy : std::uint8_t {
   atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4, first_reset = 5, first_reset_warp = 6
 };
 
-/// first_reset and first_reset_warp: the strategies whose output is zeroed at the start of the
-/// launch (no scale epilogue, no clusters, the stream slot's persistent words).
-constexpr bool resets_first(Strategy s) noexcept {
-  return s == Strategy::first_reset || s == Strategy::first_reset_warp;
-}
-/// The threads a block of `threads` loading threads is launched with: first_reset_warp adds one
-/// wave (its ticket wave), every other strategy none.
-constexpr std::uint32_t block_threads(Strategy s, std::uint32_t threads, std::uint32_t wave) noexcept {
-  return threads + (s == Strategy::first_reset_warp ? wave : 0u);
-}
-
-/// Static facts about one enumerator of a variant field's enum (Strategy, Epilogue, Combine): the
-/// rows of its table (kStrategies, kEpilogues, kCombines), row i describing enumerator i.
+/// Static facts about one enumerator of a variant field's enum (Epilogue, Combine): the rows of its
+/// table (kEpilogues, kCombines), row i describing enumerator i. kStrategies' rows (StrategyInfo)
+/// carry these three fields first and the strategy's launch facts after them.
 template <class E>
 struct EnumInfo {
   E value;
+  std::string_view name;   ///< label spelling ("scale")
+  std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_EPILOGUE_SCALE"), value = enum value
+};
+
+/// Where a strategy keeps state between its participants (blocks, or clusters) in the stream slot.
+/// - none: it never touches the slot;
+/// - participants: with more than one participant;
+/// - scale_participants: with more than one participant and the scale epilogue only (the last
+///   participant to arrive, counted on the slot's arrival word, writes scale and scale_inv).
+enum class SlotUse : std::uint8_t { none, participants, scale_participants };
+
+/// How amax_and_scale runs a strategy's amax-only choice (fused_variant, search_space.hpp).
+/// - itself: with the scale epilogue;
+/// - self_reset_in_space: as self_reset of its shape (fused_variant) where the pruned space holds
+///   that self_reset, else itself;
+/// - self_reset: as self_reset of its shape always (it has no scale epilogue).
+enum class FusedAs : std::uint8_t { itself, self_reset_in_space, self_reset };
+
+/// The pruned space's grid caps as bits of StrategyInfo::pruned_caps, in the order of
+/// search_space.cpp's pruned cap list: 2, 4, 8, 16 blocks per CU, uncapped.
+inline constexpr std::uint8_t kPrunedCapsAll = 0x1f;
+
+/// One strategy's facts: its spellings, what a launch of it needs (launch_plan.hpp builds the plan
+/// from them), what it supports and its pruned space.
+struct StrategyInfo {
+  Strategy value;
   std::string_view name;   ///< label spelling ("two_stage")
   std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_STRATEGY_TWO_STAGE"), value = enum value
+  // ---- what a launch needs ----
+  bool memset_output = false;  ///< the output is zeroed by a memset before the main kernel
+  bool workspace = false;      ///< one workspace word per participant, with more than one
+  SlotUse slot = SlotUse::none;
+  /// Its words of the stream slot, [slot_first, slot_first + slot_count) (launch_plan.hpp), rendered
+  /// as `#define <slot_macro> <slot_first>u` where slot_macro is not empty.
+  std::uint32_t slot_first = 0, slot_count = 0;
+  std::string_view slot_macro = {};
+  bool persistent_slot = false;  ///< its slot words carry state from launch to launch (zeroed once)
+  /// A one-block second kernel (AMAX_FINISH_NAME) over the workspace, launched as a programmatic
+  /// dependent of the first (Backend::launch_dependent) except during stream capture.
+  bool finish_kernel = false;
+  /// One wave of co-resident blocks: its grid is capped at max_grid and at the blocks of its kernel
+  /// the device holds at once (an occupancy query when the kernel is loaded), and a grid of more
+  /// than one block is launched cooperatively.
+  bool resident_grid = false;
+  std::uint32_t max_grid = 0;  ///< the most blocks of its grid (0: no cap of its own)
+  bool extra_wave = false;     ///< its block has one wave more than its loading threads (loading nothing)
+  // ---- what it supports ----
+  bool scale_epilogue = true;  ///< it can carry the scale epilogue
+  bool clusters = true;        ///< it runs with thread-block clusters
+  std::string_view amd_unsupported = {};  ///< why it is not generated for AMD ("" where it is)
+  FusedAs fused = FusedAs::itself;
+  // ---- its pruned space (the full space holds every valid config) ----
+  bool in_pruned = true;
+  std::uint32_t pruned_min_threads = 0;       ///< fewer threads are left out of the pruned space
+  std::uint32_t pruned_max_unroll = 16;       ///< a larger unroll is left out
+  std::uint8_t pruned_caps = kPrunedCapsAll;  ///< the pruned grid caps it takes (bits: kPrunedCapsAll)
 };
-using StrategyInfo = EnumInfo<Strategy>;
 
-/// Every strategy, in enum order: the one list that labels, parsing, the rendered
-/// AMAX_STRATEGY_* defines, the search space and the tuner's per-strategy finalists derive from.
-/// A new strategy is its enumerator above plus one row here (and its code in the template).
+/// spin's slot words and grid cap: block b (1 .. grid - 1) stores its flagged maximum into word
+/// kSpinFirstWord + b; 1024 blocks cover one wave of 512-thread blocks on the H200 (132 SMs x 4).
+inline constexpr std::uint32_t kSpinFirstWord = 6;
+inline constexpr std::uint32_t kSpinMaxBlocks = 1024;
+/// first_reset's three slot words: [kFirstResetWord, +1] the 64-bit {arrivals, epoch} word (8-byte
+/// aligned), [kFirstResetWord + 2] the last published epoch + 1.
+inline constexpr std::uint32_t kFirstResetWord = 2;
+
+/// Every strategy, in enum order: the one list that labels, parsing, the rendered AMAX_STRATEGY_*
+/// defines, the search space, the launch plan and the tuner's per-strategy finalists derive from.
+/// A new strategy is its enumerator, one row here and its block in templates/amax_kernels.h.
 inline constexpr StrategyInfo kStrategies[] = {
-    {Strategy::atomic, "atomic", "AMAX_STRATEGY_ATOMIC"},
-    {Strategy::two_stage, "two_stage", "AMAX_STRATEGY_TWO_STAGE"},
-    {Strategy::one_pass, "one_pass", "AMAX_STRATEGY_ONE_PASS"},
-    {Strategy::self_reset, "self_reset", "AMAX_STRATEGY_SELF_RESET"},
-    {Strategy::spin, "spin", "AMAX_STRATEGY_SPIN"},
-    {Strategy::first_reset, "first_reset", "AMAX_STRATEGY_FIRST_RESET"},
-    {Strategy::first_reset_warp, "first_reset_warp", "AMAX_STRATEGY_FIRST_RESET_WARP"},
+    {.value = Strategy::atomic, .name = "atomic", .macro = "AMAX_STRATEGY_ATOMIC", .memset_output = true,
+     .slot = SlotUse::scale_participants, .slot_count = 1, .fused = FusedAs::self_reset_in_space},
+    {.value = Strategy::two_stage, .name = "two_stage", .macro = "AMAX_STRATEGY_TWO_STAGE", .workspace = true,
+     .finish_kernel = true},
+    {.value = Strategy::one_pass, .name = "one_pass", .macro = "AMAX_STRATEGY_ONE_PASS", .workspace = true,
+     .slot = SlotUse::participants, .slot_count = 1},
+    {.value = Strategy::self_reset, .name = "self_reset", .macro = "AMAX_STRATEGY_SELF_RESET",
+     .slot = SlotUse::participants, .slot_count = 2, .pruned_min_threads = 256, .pruned_caps = 0x1e},
+    {.value = Strategy::spin, .name = "spin", .macro = "AMAX_STRATEGY_SPIN", .slot = SlotUse::participants,
+     .slot_first = kSpinFirstWord, .slot_count = kSpinMaxBlocks, .slot_macro = "AMAX_SPIN_FIRST_WORD",
+     .resident_grid = true, .max_grid = kSpinMaxBlocks, .clusters = false,
+     .amd_unsupported = "its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)",
+     .in_pruned = false, .pruned_min_threads = 256, .pruned_caps = 0x07},
+    {.value = Strategy::first_reset, .name = "first_reset", .macro = "AMAX_STRATEGY_FIRST_RESET",
+     .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
+     .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .scale_epilogue = false, .clusters = false,
+     .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4, .pruned_caps = 0x17},
+    {.value = Strategy::first_reset_warp, .name = "first_reset_warp", .macro = "AMAX_STRATEGY_FIRST_RESET_WARP",
+     .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
+     .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .extra_wave = true, .scale_epilogue = false,
+     .clusters = false, .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4,
+     .pruned_caps = 0x17},
 };
 
 namespace detail {
 /// True when row i of `table` describes enumerator i (what info() relies on).
-template <class E, std::size_t N>
-constexpr bool table_in_enum_order(const EnumInfo<E> (&table)[N]) {
+template <class Row, std::size_t N>
+constexpr bool table_in_enum_order(const Row (&table)[N]) {
   for (std::size_t i = 0; i < N; ++i)
     if (static_cast<std::size_t>(table[i].value) != i) return false;
   return true;
 }
 /// The name of `v` in its table ("?" for a value past its end).
-template <class E, std::size_t N>
-constexpr std::string_view enum_name(const EnumInfo<E> (&table)[N], E v) noexcept {
+template <class Row, std::size_t N, class E>
+constexpr std::string_view enum_name(const Row (&table)[N], E v) noexcept {
   return static_cast<std::size_t>(v) < N ? table[static_cast<std::size_t>(v)].name : "?";
 }
 /// The enumerator whose name is exactly `s`, else nullopt.
-template <class E, std::size_t N>
-constexpr std::optional<E> enum_parse(const EnumInfo<E> (&table)[N], std::string_view s) noexcept {
-  for (const EnumInfo<E>& r : table)
+template <class Row, std::size_t N>
+constexpr auto enum_parse(const Row (&table)[N], std::string_view s) noexcept
+    -> std::optional<decltype(table[0].value)> {
+  for (const Row& r : table)
     if (r.name == s) return r.value;
   return std::nullopt;
 }
@@ -118,6 +185,14 @@ constexpr std::array<Strategy, std::size(kStrategies)> all_strategies() noexcept
   std::array<Strategy, std::size(kStrategies)> out{};
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = kStrategies[i].value;
   return out;
+}
+/// Whether `s` zeroes its output at the start of its launch, its slot words carrying its epoch from
+/// launch to launch (StrategyInfo::persistent_slot).
+constexpr bool resets_first(Strategy s) noexcept { return info(s).persistent_slot; }
+/// The threads a block of `threads` loading threads is launched with: one wave more where the
+/// strategy's row says so (StrategyInfo::extra_wave).
+constexpr std::uint32_t block_threads(Strategy s, std::uint32_t threads, std::uint32_t wave) noexcept {
+  return threads + (info(s).extra_wave ? wave : 0u);
 }
 std::string_view to_string(Strategy s) noexcept;
 std::optional<Strategy> parse_strategy(std::string_view s) noexcept;
@@ -220,16 +295,16 @@ struct KernelConfig {
   std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
   /// multiple of the wave size or over the limit, vector wider than 16 bytes, a cluster other than
-  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), spin on AMD
-  /// (spin_unsupported_reason) or spin with a cluster, first_reset with a cluster or the scale
-  /// epilogue, and so on.
+  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), a strategy the
+  /// arch does not run (strategy_unsupported_reason), a cluster or the scale epilogue on a strategy
+  /// whose row does not support it, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
 
-/// Why `arch` cannot run the spin strategy, or nullopt where it can (NVIDIA). On AMD it is left
-/// out: its polling has not been run on a CDNA GPU (on gfx942/gfx950 the XCDs have L2 caches of
-/// their own, so the flag words need system-coherent loads and stores, which the template does not
-/// emit there). Pure, thread-safe.
+/// Why `arch` cannot run strategy `s` (its row's amd_unsupported on AMD), or nullopt where it can.
+/// Pure, thread-safe.
+std::optional<std::string> strategy_unsupported_reason(Strategy s, const ArchInfo& arch);
+/// strategy_unsupported_reason(Strategy::spin, arch).
 std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch);
 
 /// Why `arch` cannot run thread-block clusters (KernelConfig::cluster > 1), or nullopt where it

@@ -52,9 +52,9 @@ namespace detail {
 void append_template(std::string& s, std::string_view name);
 /// Appends `#define <macro> <enumerator value>` for every row of an enum's table (kStrategies,
 /// kEpilogues, kCombines), so a template compares a field's macro against each value by name.
-template <class E, std::size_t N>
-void append_value_macros(std::string& s, const EnumInfo<E> (&table)[N]) {
-  for (const EnumInfo<E>& r : table)
+template <class Row, std::size_t N>
+void append_value_macros(std::string& s, const Row (&table)[N]) {
+  for (const Row& r : table)
     s += "#define " + std::string(r.macro) + " " + std::to_string(static_cast<unsigned>(r.value)) + "\n";
 }
 }  // namespace detail

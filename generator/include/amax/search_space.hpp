@@ -40,13 +40,11 @@ enum class SpaceKind { pruned, full };
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
-/// Whether the pruned space (the tuner's default) holds the spin strategy (issue 27) where the arch
-/// can run it (spin_unsupported_reason: NVIDIA only); the full space always does. Off because
-/// first_reset, which needs no cooperative launch and runs on every vendor, was faster than spin at
-/// every size of the tail probe on the H200 (2026-12-03, bf16 and fp32, 64 KiB-16 MiB: 0.04-0.52 us
-/// faster, tail 0.38 us against 0.64-0.77 us: docs/results/2026-12-03-first-reset.md); space_notes
-/// reads it.
-inline constexpr bool kPrunedSpin = false;
+/// Whether the pruned space (the tuner's default) holds the spin strategy where the arch can run
+/// it: spin's row in kStrategies (in_pruned). Off because first_reset, which needs no cooperative
+/// launch and runs on every vendor, was faster than spin at every size of the tail probe on the
+/// H200 (docs/results/2026-12-03-first-reset.md).
+inline constexpr bool kPrunedSpin = info(Strategy::spin).in_pruned;
 
 /// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
 /// choice. From two default tunes on the H200 (2026-12-03, the trials in
@@ -121,5 +119,25 @@ std::vector<KernelConfig> distinct_kernels(const std::vector<KernelConfig>& conf
 /// (one 16-byte vector, unroll 2), a grid capped at 65535 blocks; `strategy` atomic is its
 /// original kernel, two_stage the ROCm variant with the same first stage.
 KernelConfig transformer_engine_config(DType dtype, Strategy strategy);
+
+/// The built-in default per arch family, used when no table has an entry (the one place this
+/// choice is made). NVIDIA: up to 2^21 elements one_pass, 512 threads, 16-byte loads, unroll 2,
+/// uncapped (one launch; one_pass won every size up to 2^21 on the H200); above, atomic, 512
+/// threads, unroll 4, uncapped (the H200 winners from 2^22 up). AMD, every size: ROCm
+/// TransformerEngine's shipped kernel, `two_stage.t512.v<16 bytes>.u2.b65535`
+/// (transformer_engine_config(dtype, two_stage)), until a tuned database exists.
+KernelConfig builtin_default(const ArchInfo& arch, DType dtype, std::uint64_t n);
+
+/// The variant that replaces `chosen` for a call on n elements when chosen fails to compile (the
+/// compile fallback): builtin_default with chosen's epilogue, but never one that needs more
+/// workspace than chosen on a device of `cu_count` CUs/SMs (a workspace-free choice falls back to
+/// the default's shape with the atomic strategy, which needs none), so that the workspace a call
+/// reports is what its chosen variant needs. Pure, thread-safe.
+KernelConfig compile_fallback(const KernelConfig& chosen, const ArchInfo& arch, DType dtype, std::uint64_t n,
+                              std::uint32_t cu_count);
+
+/// Where builtin_default(arch, ...) comes from, in words with its source (for amax_explain and
+/// `amax-tune show`).
+std::string builtin_default_source(const ArchInfo& arch);
 
 }  // namespace amax

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "amax/arch.hpp"
@@ -147,6 +148,30 @@ class Bundle {
 /// features (sramecc, xnack) the device has (ArchInfo::accepts: `gfx942` serves every gfx942,
 /// `gfx942:sramecc+:xnack-` only a device reporting those). False for an unparsable name. Pure.
 bool bundle_serves(std::string_view entry_arch, const ArchInfo& device);
+
+/// One code object a release bundle ships: a single-tensor kernel (`multi` empty), or the
+/// multi-tensor kernel of `multi` for `capacity` descriptors per launch.
+struct BundleKernel {
+  KernelConfig single;
+  std::optional<MultiConfig> multi;
+  DType dtype{};
+  std::uint32_t capacity = 0;
+};
+
+/// The bundle policy (the one place it is decided): the kernels a release bundle ships for `arch`,
+/// one per compiled kernel (grid caps, chunk sizes and combines are launch parameters), those valid
+/// for the arch only. First for `winners` (the fresh single-tensor database winners with their
+/// dtypes) each as amax_compute and as amax_and_scale run it (fused_variant); then the built-in
+/// default of every dtype (the small-n and the large-n shape of builtin_default) as amax_and_scale
+/// runs it, and on its shape every strategy (AMAX_TUNE_FORCE_STRATEGY, the compile fallback) with
+/// both epilogues; then for `group_winners` (the fresh group winners) and the built-in
+/// multi-tensor default of every dtype, each with both epilogues and every descriptor capacity of
+/// the arch (multi_capacities). *winner_kernels and *group_winner_kernels: how many of each
+/// family's kernels come from the winners. Pure, thread-safe.
+std::vector<BundleKernel> bundle_kernels(const ArchInfo& arch,
+                                         const std::vector<std::pair<KernelConfig, DType>>& winners,
+                                         const std::vector<std::pair<MultiConfig, DType>>& group_winners,
+                                         std::size_t* winner_kernels, std::size_t* group_winner_kernels);
 
 /// The bundle the runtime uses: $AMAX_TUNE_BUNDLE when set ("" disables: returns nullopt), else
 /// the bundle installed with the library (<prefix>/share/amax-tune/kernels.bundle, found relative

@@ -21,6 +21,7 @@ class TuningDb;
 #include "amax/db/nearest.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
+#include "amax/search_space.hpp"
 
 namespace amax {
 
@@ -55,18 +56,6 @@ struct GroupEntry {
 /// generator_version(); timing_protocol and timestamp empty (the tuner fills them in). Database
 /// rows are judged against it (db::stale_fields, db::same_device). The one place it is built.
 db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_version);
-
-/// The built-in default per arch family, used when no table has an entry (the one place this
-/// choice is made). NVIDIA: up to 2^21 elements one_pass, 512 threads, 16-byte loads, unroll 2,
-/// uncapped (one launch; one_pass won every size up to 2^21 on the H200); above, atomic, 512
-/// threads, unroll 4, uncapped (the H200 winners from 2^22 up). AMD, every size: ROCm
-/// TransformerEngine's shipped kernel, `two_stage.t512.v<16 bytes>.u2.b65535`
-/// (transformer_engine_config(dtype, two_stage)), until a tuned database exists.
-KernelConfig builtin_default(const ArchInfo& arch, DType dtype, std::uint64_t n);
-
-/// Where builtin_default(arch, ...) comes from, in words with its source (for amax_explain and
-/// `amax-tune show`).
-std::string builtin_default_source(const ArchInfo& arch);
 
 /// Per-family facts of the dispatch tables (Config: KernelConfig or MultiConfig): the table entry
 /// type and what a call is looked up by (its Query).

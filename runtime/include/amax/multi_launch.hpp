@@ -124,6 +124,11 @@ void launch_multi_group(Backend& backend, FunctionHandle kernel, const MultiConf
                         NanMode nan_mode, const MultiScaleArgs* scale, StreamHandle stream,
                         std::vector<unsigned char>& args);
 
+/// The operation of launch `l` of `config` (its grid, config.threads per block), for enqueue.
+inline LaunchOp multi_launch_op(const MultiLaunch& l, const MultiConfig& config) noexcept {
+  return LaunchOp{LaunchOp::Kind::main, l.grid, config.threads};
+}
+
 /// Workspace bytes for `launches`: the largest launch's workspace_bytes() (the launches run one
 /// after another on one stream and reuse it), at least 4.
 std::uint64_t multi_workspace_bytes(std::span<const MultiLaunch> launches) noexcept;
