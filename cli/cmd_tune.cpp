@@ -27,6 +27,14 @@ namespace amax::cli {
 
 namespace {
 
+// The summary's strategy columns, spelled out: "atom = atomic, 2stg = two_stage, ...".
+std::string strategy_columns() {
+  std::string out;
+  for (const StrategyInfo& s : kStrategies)
+    out += (out.empty() ? "" : ", ") + std::string(s.column) + " = " + std::string(s.name);
+  return out;
+}
+
 struct TuneArgs {
   std::string arch;
   bool arch_given = false;  // --arch '' is an error, not "no --arch"
@@ -59,10 +67,10 @@ const tune::VariantResult* te(const tune::KeyResult& k, std::size_t i) {
 void print_table(const tune::TuneReport& r, std::ostream& os) {
   os << fmt::format("\n{} ({}, {} SMs/CUs, L2 {} MiB), {}, {}\n", r.device.name, r.device.arch, r.device.cu_count,
                     r.device.l2_bytes >> 20, r.device.driver_version, r.compiler);
-  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} "
-                    "{:>8} {:>5}\n",
-                    "dtype", "n", "winner", "GPU us", "GB/s", "%ceil", "L", "host us", "vs TE-at", "vs TE-2s", "vs atom",
-                    "vs 2stg", "vs 1pass", "vs self", "vs first", "vs frw", "vs spin", "ties");
+  os << fmt::format("{:<5} {:>11} {:<32} {:>9} {:>7} {:>6} {:>2} {:>7} {:>8} {:>8}", "dtype", "n", "winner", "GPU us",
+                    "GB/s", "%ceil", "L", "host us", "vs TE-at", "vs TE-2s");
+  for (const StrategyInfo& s : kStrategies) os << fmt::format(" {:>8}", "vs " + std::string(s.column));
+  os << fmt::format(" {:>5}\n", "ties");
   for (const auto& k : r.keys) {
     if (k.resumed) {
       if (k.stored)
@@ -77,15 +85,12 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
     }
     const auto& w = k.variants[k.winner];
     const char* conf = k.confirmation == tune::Confirmation::pooled ? "p" : k.confirmation == tune::Confirmation::agreed ? "c" : "";
-    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} "
-                      "{:>8} {:>8} {:>5}\n",
-                      to_string(k.dtype), k.n, w.label(), w.stats.median_us,
-                      tune::gbps(k.bytes(), w.stats.median_us), pct(k.ceiling.median_us, w.stats.median_us),
-                      w.launches, w.host_us, ratio(te(k, 0), w), ratio(te(k, 1), w), ratio(k.best(Strategy::atomic), w),
-                      ratio(k.best(Strategy::two_stage), w), ratio(k.best(Strategy::one_pass), w),
-                      ratio(k.best(Strategy::self_reset), w), ratio(k.best(Strategy::first_reset), w),
-                      ratio(k.best(Strategy::first_reset_warp), w), ratio(k.best(Strategy::spin), w),
-                      fmt::format("{}{}", k.tie_set.size(), conf));
+    os << fmt::format("{:<5} {:>11} {:<32} {:>9.2f} {:>7.0f} {:>6} {:>2} {:>7.2f} {:>8} {:>8}", to_string(k.dtype), k.n,
+                      w.label(), w.stats.median_us, tune::gbps(k.bytes(), w.stats.median_us),
+                      pct(k.ceiling.median_us, w.stats.median_us), w.launches, w.host_us, ratio(te(k, 0), w),
+                      ratio(te(k, 1), w));
+    for (const StrategyInfo& s : kStrategies) os << fmt::format(" {:>8}", ratio(k.best(s.value), w));
+    os << fmt::format(" {:>5}\n", fmt::format("{}{}", k.tie_set.size(), conf));
   }
   if (!r.groups.empty()) {
     os << fmt::format("\n{:<18} {:<40} {:>9} {:>7} {:>6} {:>8} {:>8} {:>8} {:>5}\n", "group", "winner (multi-tensor)",
@@ -126,13 +131,12 @@ void print_table(const tune::TuneReport& r, std::ostream& os) {
                     "%ceil: streaming-read kernel time / winner time on the same bytes; vs X: X's time / winner's\n"
                     "(below 1.00x: X is statistically tied with the winner, which has fewer launches, less host cost or "
                     "less spread).\n"
-                    "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; atom/2stg/1pass/self/first/frw: "
-                    "best of each strategy (self = self_reset, first = first_reset, frw = first_reset_warp; spin: '-' "
-                    "unless it was tuned, --full).\nties: size of the winner's tie set; c: confirmed by a second "
-                    "measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s (kernels {:.1f} s: "
-                    "{} compiled, {} cached; multi-tensor {} compiled, {} cached)\n",
-                    r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached, r.multi_kernels_compiled,
-                    r.multi_kernels_cached);
+                    "TE-at / TE-2s: TransformerEngine's fixed atomic / two_stage configs; vs <strategy>: the best of "
+                    "each strategy ('-' where it was not tuned: {}).\nties: size of the winner's tie set; c: confirmed "
+                    "by a second measurement, p: it disagreed and the pooled samples chose.\nwall time {:.1f} s "
+                    "(kernels {:.1f} s: {} compiled, {} cached; multi-tensor {} compiled, {} cached)\n",
+                    strategy_columns(), r.wall_s, r.compile_s, r.kernels_compiled, r.kernels_cached,
+                    r.multi_kernels_compiled, r.multi_kernels_cached);
   os << tune::summary_line(r.times, r.wall_s, r.compile_s) << "\n";
 }
 
@@ -317,9 +321,8 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
       ->capture_default_str();
   app.add_flag("--full", a.full, "Search the full space instead of the pruned default");
   app.add_option("--strategies", a.strategies,
-                 "Tune only these single-tensor strategies, comma-separated (atomic, two_stage, one_pass, "
-                 "self_reset, spin, first_reset, first_reset_warp; default: all), e.g. --full --strategies "
-                 "spin,self_reset,atomic,two_stage");
+                 "Tune only these single-tensor strategies, comma-separated (" + strategy_names() +
+                     "; default: all), e.g. --full --strategies spin,self_reset,atomic,two_stage");
   app.add_flag("--warm", a.warm, "Time with a warm L2 (same input every call) instead of cold rotating inputs");
   app.add_option("--json", a.json, "Write a machine-readable summary to FILE (- for stdout)");
   app.add_flag("-q,--quiet", a.quiet, "No progress output");

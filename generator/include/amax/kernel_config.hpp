@@ -87,6 +87,7 @@ struct StrategyInfo {
   Strategy value;
   std::string_view name;   ///< label spelling ("two_stage")
   std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_STRATEGY_TWO_STAGE"), value = enum value
+  std::string_view column;  ///< at most 5 characters: the tune summary's "vs <column>" column ("2stg")
   // ---- what a launch needs ----
   bool memset_output = false;  ///< the output is zeroed by a memset before the main kernel
   bool workspace = false;      ///< one workspace word per participant, with more than one
@@ -129,25 +130,26 @@ inline constexpr std::uint32_t kFirstResetWord = 2;
 /// defines, the search space, the launch plan and the tuner's per-strategy finalists derive from.
 /// A new strategy is its enumerator, one row here and its block in templates/amax_kernels.h.
 inline constexpr StrategyInfo kStrategies[] = {
-    {.value = Strategy::atomic, .name = "atomic", .macro = "AMAX_STRATEGY_ATOMIC", .memset_output = true,
-     .slot = SlotUse::scale_participants, .slot_count = 1, .fused = FusedAs::self_reset_in_space},
-    {.value = Strategy::two_stage, .name = "two_stage", .macro = "AMAX_STRATEGY_TWO_STAGE", .workspace = true,
-     .finish_kernel = true},
-    {.value = Strategy::one_pass, .name = "one_pass", .macro = "AMAX_STRATEGY_ONE_PASS", .workspace = true,
-     .slot = SlotUse::participants, .slot_count = 1},
-    {.value = Strategy::self_reset, .name = "self_reset", .macro = "AMAX_STRATEGY_SELF_RESET",
+    {.value = Strategy::atomic, .name = "atomic", .macro = "AMAX_STRATEGY_ATOMIC", .column = "atom",
+     .memset_output = true, .slot = SlotUse::scale_participants, .slot_count = 1,
+     .fused = FusedAs::self_reset_in_space},
+    {.value = Strategy::two_stage, .name = "two_stage", .macro = "AMAX_STRATEGY_TWO_STAGE", .column = "2stg",
+     .workspace = true, .finish_kernel = true},
+    {.value = Strategy::one_pass, .name = "one_pass", .macro = "AMAX_STRATEGY_ONE_PASS", .column = "1pass",
+     .workspace = true, .slot = SlotUse::participants, .slot_count = 1},
+    {.value = Strategy::self_reset, .name = "self_reset", .macro = "AMAX_STRATEGY_SELF_RESET", .column = "self",
      .slot = SlotUse::participants, .slot_count = 2, .pruned_min_threads = 256, .pruned_caps = 0x1e},
-    {.value = Strategy::spin, .name = "spin", .macro = "AMAX_STRATEGY_SPIN", .slot = SlotUse::participants,
-     .slot_first = kSpinFirstWord, .slot_count = kSpinMaxBlocks, .slot_macro = "AMAX_SPIN_FIRST_WORD",
-     .resident_grid = true, .max_grid = kSpinMaxBlocks, .clusters = false,
+    {.value = Strategy::spin, .name = "spin", .macro = "AMAX_STRATEGY_SPIN", .column = "spin",
+     .slot = SlotUse::participants, .slot_first = kSpinFirstWord, .slot_count = kSpinMaxBlocks,
+     .slot_macro = "AMAX_SPIN_FIRST_WORD", .resident_grid = true, .max_grid = kSpinMaxBlocks, .clusters = false,
      .amd_unsupported = "its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)",
      .in_pruned = false, .pruned_min_threads = 256, .pruned_caps = 0x07},
-    {.value = Strategy::first_reset, .name = "first_reset", .macro = "AMAX_STRATEGY_FIRST_RESET",
+    {.value = Strategy::first_reset, .name = "first_reset", .macro = "AMAX_STRATEGY_FIRST_RESET", .column = "first",
      .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
      .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .scale_epilogue = false, .clusters = false,
      .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4, .pruned_caps = 0x17},
     {.value = Strategy::first_reset_warp, .name = "first_reset_warp", .macro = "AMAX_STRATEGY_FIRST_RESET_WARP",
-     .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
+     .column = "frw", .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
      .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .extra_wave = true, .scale_epilogue = false,
      .clusters = false, .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4,
      .pruned_caps = 0x17},
