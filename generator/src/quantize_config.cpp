@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "amax/fp8_cast.hpp"
+#include "amax/launch_plan.hpp"
 #include "amax/render.hpp"
 #include "label_codec.hpp"
 #include "template_data.hpp"
@@ -107,6 +108,7 @@ std::string render_quantize_source(const QuantizeConfig& c, DType dtype, Fp8Form
   s += std::string("#define AMAX_FP8_FNUZ ") + (e.fnuz ? "1" : "0") + "\n";
   s += "#define AMAX_QUANT_FLAG_TORCHAO " + std::to_string(kQuantizeFlagTorchao) + "u\n";
   s += "#define AMAX_QUANT_KERNEL_NAME " + quantize_kernel_name(c, dtype, format) + "\n";
+  s += host_device_defines();
   s += vendor_prelude(vendor);
   detail::append_template(s, "amax_kernels.h");
   detail::append_template(s, "amax_fp8_cast.h");
