@@ -152,13 +152,17 @@ TEST(Wave64Model, EveryKernelCompilesForSm90WithNvrtc) {
       continue;
     }
     EXPECT_FALSE(b.code.binary.empty()) << programs[i].name;
-    // ptxas' report names each entry point: the kernel's own and the fault reader of the prelude.
+    cached += b.from_cache;
+    // ptxas' report names each entry point: the kernel's own and the fault reader of the prelude. A
+    // binary from the cache carries no report (the cache keeps code objects only): its compile was
+    // checked when it was made.
+    if (b.from_cache) continue;
     const auto usage = parse_ptxas_report(b.code.log);
     EXPECT_TRUE(usage.count(std::string(kFaultKernel))) << programs[i].name << ": no " << kFaultKernel;
-    cached += b.from_cache;
   }
   for (const SingleKernel& k : set.singles) {
     const auto& b = binaries[static_cast<std::size_t>(&k - set.singles.data())];
+    if (b.from_cache) continue;
     const auto usage = parse_ptxas_report(b.code.log);
     EXPECT_TRUE(usage.count(kernel_name(k.kernel, k.dtype))) << k.kernel.label();
     if (k.kernel.strategy == Strategy::two_stage) {
