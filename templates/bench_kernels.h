@@ -283,3 +283,165 @@ extern "C" __global__ void __launch_bounds__(1)
   if (force_pow_2_scales) scale = __uint_as_float(__float_as_uint(scale) & 0xff800000u);
   *scale_ptr = scale;
 }
+
+// ---- TransformerEngine's FP8 cast of current scaling, the last launch of its quantize ----
+// Written in this project from TransformerEngine's published source (read, not copied; the names
+// here are ours). What is reproduced, and from where (NVIDIA/TransformerEngine):
+//  * transformer_engine/common/util/vectorized_pointwise.h (commit 4faec057c15d): unary_kernel<nvec,
+//    aligned, fp32, Empty, identity> with an FP8 OutputType and VectorizedUnaryKernelLauncher:
+//    512 threads, grid min(ceil(aligned elements / 512), 65535); one grid-stride loop over the
+//    input's "aligned elements"; VectorizedLoader / VectorizedStorer (aligned: whole vectors;
+//    unaligned: the base shifted down to the vector boundary, the first and last vector element by
+//    element with a range check, loads outside the tensor zero); per element temp = float(x),
+//    max = fmaxf(fabsf(temp), max), temp = temp * s, output = OutputType(temp); after the loop the
+//    block reduction of max (reduce_max) and atomicMaxFloat only where the amax pointer is set;
+//    CheckAlignment of input and output at nvec x element size (in bytes): both 0 and N % nvec == 0
+//    -> the aligned kernel, equal -> the unaligned one, different -> nvec 1, aligned, over N.
+//    The later form of the same file that takes scale_inv: thread 0 of block 0 writes
+//    reciprocal(s) (__frcp_rn: rcp.rn.f32) to it; and the noop flag (return at once when *noop == 1).
+//  * transformer_engine/common/util/cast_kernels.cuh (commit 5d85857a018e):
+//    CastVectorizedUnaryKernelLauncher: nvec = 32 / sizeof(InputType) (32-byte loads, 16-byte
+//    stores for fp16/bf16, 8-byte for fp32), scale, amax and scale_inv the output tensor's.
+//  * transformer_engine/pytorch/csrc/quantizer.cpp (commit ad3f651f1dad):
+//    Float8CurrentScalingQuantizer::quantize_impl: amax, compute_scale_from_amax, then this cast with
+//    the output's amax pointer set to null ("avoid atomic amax updates"): the bench passes null.
+// OutputType(temp) for __nv_fp8_e4m3 / __nv_fp8_e5m2 is __nv_cvt_float_to_fp8(temp, __NV_SATFINITE,
+// ...), on sm_89+ one cvt.rn.satfinite.{e4m3,e5m2}x2.f32 per element (the other half of the pair
+// zero), which is what is written here; these entry points exist only there (NVIDIA sm_89+).
+#if !defined(AMAX_TE_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define AMAX_TE_HAS_FP8_CAST 1
+template <int BYTES>
+struct amax_te_bytes_to_type;  // BytesToType
+template <>
+struct amax_te_bytes_to_type<1> { typedef unsigned char type; };
+template <>
+struct amax_te_bytes_to_type<2> { typedef unsigned short type; };
+template <>
+struct amax_te_bytes_to_type<4> { typedef unsigned type; };
+template <>
+struct amax_te_bytes_to_type<8> { typedef unsigned long long type; };
+template <>
+struct amax_te_bytes_to_type<16> { typedef amax_u4 type; };
+template <>
+struct amax_te_bytes_to_type<32> { typedef amax_te_vec32 type; };
+
+// VectorizedAccessor<T, NVEC, ALIGNED> with VectorizedLoader's load and VectorizedStorer's store.
+template <class T, int NVEC, bool ALIGNED>
+struct amax_te_vectors {
+  typedef typename amax_te_bytes_to_type<sizeof(T) * NVEC>::type L;
+  union {
+    L whole;
+    T e[NVEC];
+  } s;
+  L* base;
+  T* ptr;
+  unsigned long long n_elems;
+  AMAX_DEVICE amax_te_vectors(T* p, unsigned long long N) : ptr(p) {
+    if (ALIGNED) {
+      base = (L*)p;
+      n_elems = (N + NVEC - 1) / NVEC;
+    } else {
+      const int alignment = (int)(((unsigned long long)p % sizeof(L)) / sizeof(T));
+      base = (L*)(p - alignment);
+      n_elems = (N + alignment + NVEC - 1) / NVEC;
+    }
+  }
+  AMAX_DEVICE bool whole_vector(unsigned long long id) const { return ALIGNED || (id > 0 && id < n_elems - 1); }
+  AMAX_DEVICE void load(unsigned long long id, unsigned long long N) {
+    if (whole_vector(id)) {
+      s.whole = base[id];
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < NVEC; ++j) {
+      const T* q = (const T*)(base + id) + j;
+      s.e[j] = (q >= ptr && q < ptr + N) ? *q : (T)0;
+    }
+  }
+  AMAX_DEVICE void store(unsigned long long id, unsigned long long N) {
+    if (whole_vector(id)) {
+      base[id] = s.whole;
+      return;
+    }
+#pragma unroll
+    for (int j = 0; j < NVEC; ++j) {
+      T* q = (T*)(base + id) + j;
+      if (q >= ptr && q < ptr + N) *q = s.e[j];
+    }
+  }
+};
+
+// static_cast<float>(InputType) per input dtype.
+struct amax_te_in_fp32 {
+  typedef float elem;
+  static AMAX_DEVICE float to_float(elem x) { return x; }
+};
+struct amax_te_in_fp16 {
+  typedef amax_te_u16 elem;
+  static AMAX_DEVICE float to_float(elem x) { return amax_te_f16_to_f32(x); }
+};
+struct amax_te_in_bf16 {
+  typedef amax_te_u16 elem;
+  static AMAX_DEVICE float to_float(elem x) { return amax_te_bf16_to_f32(x); }
+};
+
+// __nv_cvt_float_to_fp8(x, __NV_SATFINITE, e4m3 / e5m2) on sm_89+: x in the low byte of the pair.
+template <bool E5M2>
+AMAX_DEVICE unsigned char amax_te_to_fp8(float x) {
+  unsigned short r;
+  if (E5M2)
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  else
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return (unsigned char)r;
+}
+
+template <class C, int NVEC, bool ALIGNED, bool E5M2>
+AMAX_DEVICE void amax_te_cast_body(const typename C::elem* input, const float* noop, unsigned char* output,
+                                   const float* scale, float* amax, float* scale_inv, unsigned long long N,
+                                   unsigned long long M) {
+  if (noop != 0 && noop[0] == 1.0f) return;
+  amax_te_vectors<typename C::elem, NVEC, ALIGNED> loader((typename C::elem*)input, N);
+  amax_te_vectors<unsigned char, NVEC, ALIGNED> storer(output, N);
+  float max = 0.f, s = 0.f;
+  if (scale != 0) s = *scale;
+  if (blockIdx.x == 0 && threadIdx.x == 0 && scale_inv != 0) {
+    float r;
+    asm("rcp.rn.f32 %0, %1;" : "=f"(r) : "f"(s));  // reciprocal<float>: __frcp_rn
+    *scale_inv = r;
+  }
+  const int warp_id = threadIdx.x / AMAX_WAVE_SIZE;
+  for (unsigned long long tid = blockIdx.x * blockDim.x + threadIdx.x; tid < M; tid += gridDim.x * blockDim.x) {
+    loader.load(tid, N);
+#pragma unroll
+    for (int i = 0; i < NVEC; ++i) {
+      float temp = C::to_float(loader.s.e[i]);
+      max = fmaxf(fabsf(temp), max);
+      temp = temp * s;
+      storer.s.e[i] = amax_te_to_fp8<E5M2>(temp);
+    }
+    storer.store(tid, N);
+  }
+  max = amax_te_block_max<512 / AMAX_WAVE_SIZE>(max, warp_id);
+  if (threadIdx.x == 0 && amax != 0) atomicMax((int*)amax, __float_as_int(max));
+}
+
+// Entry points (512 threads): amax_te_cast_<dtype>_<format>_{aligned,unaligned,scalar}(in, noop, out,
+// scale, amax, scale_inv, N, M); scalar is the nvec-1 kernel of differently aligned pointers.
+#define AMAX_TE_CAST_ENTRY(NAME, C, NVEC, ALIGNED, E5M2)                                                       \
+  extern "C" __global__ void __launch_bounds__(512)                                                           \
+      NAME(const C::elem* in, const float* noop, unsigned char* out, const float* scale, float* amax,        \
+           float* scale_inv, unsigned long long N, unsigned long long M) {                                    \
+    amax_te_cast_body<C, NVEC, ALIGNED, E5M2>(in, noop, out, scale, amax, scale_inv, N, M);                   \
+  }
+#define AMAX_TE_CAST_ENTRIES(DT, C, NVEC, FMT, E5M2)                                \
+  AMAX_TE_CAST_ENTRY(amax_te_cast_##DT##_##FMT##_aligned, C, NVEC, true, E5M2)     \
+  AMAX_TE_CAST_ENTRY(amax_te_cast_##DT##_##FMT##_unaligned, C, NVEC, false, E5M2)  \
+  AMAX_TE_CAST_ENTRY(amax_te_cast_##DT##_##FMT##_scalar, C, 1, true, E5M2)
+AMAX_TE_CAST_ENTRIES(fp32, amax_te_in_fp32, 8, e4m3, false)
+AMAX_TE_CAST_ENTRIES(fp16, amax_te_in_fp16, 16, e4m3, false)
+AMAX_TE_CAST_ENTRIES(bf16, amax_te_in_bf16, 16, e4m3, false)
+AMAX_TE_CAST_ENTRIES(fp32, amax_te_in_fp32, 8, e5m2, true)
+AMAX_TE_CAST_ENTRIES(fp16, amax_te_in_fp16, 16, e5m2, true)
+AMAX_TE_CAST_ENTRIES(bf16, amax_te_in_bf16, 16, e5m2, true)
+#endif

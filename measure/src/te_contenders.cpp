@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "amax/scale_rule.hpp"
 
@@ -105,6 +106,81 @@ void TeKernels::launch(Backend& b, TeSequence s, DType dtype, const void* in, st
   int blocks = static_cast<int>(l.grid);
   void* fargs[] = {&workspace, &out, &blocks};
   b.launch(final_reduce_, 1, kFinalThreads, stream, fargs);
+}
+
+namespace {
+constexpr Fp8Format kCastFormats[] = {Fp8Format::e4m3, Fp8Format::e5m2};
+constexpr const char* kCastForms[] = {"aligned", "unaligned", "scalar"};
+std::string cast_entry(DType d, Fp8Format f, int form) {
+  return "amax_te_cast_" + std::string(to_string(d)) + "_" + std::string(info(f).name) + "_" + kCastForms[form];
+}
+}  // namespace
+
+bool te_cast_supports(Fp8Format format) noexcept {
+  return format == Fp8Format::e4m3 || format == Fp8Format::e5m2;
+}
+
+TeCastLaunch te_cast_launch(DType dtype, std::uintptr_t in, std::uintptr_t out, std::uint64_t n) noexcept {
+  TeCastLaunch l;
+  const std::uint32_t bytes = info(dtype).bytes, nvec = 32 / bytes;
+  // CheckAlignment compares each pointer's offset from its own vector size, in bytes.
+  const std::uint64_t in_off = in % (nvec * bytes), out_off = out % nvec;
+  if (in_off != out_off) {
+    l.nvec = 1, l.form = TeCastForm::scalar, l.aligned_elements = n;
+  } else {
+    l.nvec = nvec;
+    l.form = in_off == 0 && n % nvec == 0 ? TeCastForm::aligned : TeCastForm::unaligned;
+    l.aligned_elements = (n + in_off / bytes + nvec - 1) / nvec;  // get_num_aligned_elements
+  }
+  if (n == 0) return l;
+  l.grid = static_cast<std::uint32_t>(std::min<std::uint64_t>((l.aligned_elements + kThreads - 1) / kThreads, kMaxBlocks));
+  return l;
+}
+
+std::vector<std::string> te_cast_kernel_names() {
+  std::vector<std::string> out;
+  for (const auto& d : all_dtypes())
+    for (Fp8Format f : kCastFormats)
+      for (int form = 0; form < 3; ++form) out.push_back(cast_entry(d.dtype, f, form));
+  return out;
+}
+
+TeQuantizeKernels::TeQuantizeKernels(const Module& m, const std::string& arch) {
+  try {
+    (void)m.function(cast_entry(DType::bf16, Fp8Format::e4m3, 0));
+  } catch (const BackendError&) {
+    throw std::runtime_error("TransformerEngine's FP8 cast contender needs the FP8 conversion instruction of NVIDIA "
+                             "sm_89 or newer; this device is " + arch);
+  }
+  for (const auto& d : all_dtypes())
+    for (int f = 0; f < 2; ++f)
+      for (int form = 0; form < 3; ++form)
+        cast_[static_cast<int>(d.dtype)][f][form] = m.function(cast_entry(d.dtype, kCastFormats[f], form));
+}
+
+void TeQuantizeKernels::launch_cast(Backend& b, DType dtype, Fp8Format format, const void* in, std::uint64_t n,
+                                    unsigned char* out, const float* scale, float* scale_inv,
+                                    StreamHandle stream) const {
+  if (!te_cast_supports(format))
+    throw std::invalid_argument("TransformerEngine's cast contender has no " + std::string(info(format).name) +
+                                " kernel (e4m3 and e5m2 only)");
+  const TeCastLaunch l =
+      te_cast_launch(dtype, reinterpret_cast<std::uintptr_t>(in), reinterpret_cast<std::uintptr_t>(out), n);
+  if (n == 0) return;
+  const float* noop = nullptr;
+  float* amax = nullptr;  // quantize_impl clears the output's amax before the cast
+  unsigned long long count = n, m = l.aligned_elements;
+  void* args[] = {&in, &noop, &out, &scale, &amax, &scale_inv, &count, &m};
+  b.launch(cast_[static_cast<int>(dtype)][format == Fp8Format::e5m2][static_cast<int>(l.form)], l.grid, kThreads,
+           stream, args);
+}
+
+void TeQuantizeKernels::launch_quantize(Backend& b, const TeKernels& te, DType dtype, Fp8Format format,
+                                        const void* in, std::uint64_t n, unsigned char* out, float* amax,
+                                        float* scale, float* scale_inv, StreamHandle stream) const {
+  te.launch(b, TeSequence::zero_kernel, dtype, in, n, amax, nullptr, stream);
+  te.launch_scale(b, amax, scale, info(format).max_finite, false, 0.f, stream);
+  launch_cast(b, dtype, format, in, n, out, scale, scale_inv, stream);
 }
 
 }  // namespace amax::bench

@@ -1,7 +1,8 @@
 // The bench's kernels (templates/bench_kernels.h: streaming read, empty launch and the
 // TransformerEngine contenders) compile with the real JIT compilers on the CPU machine: NVRTC for
-// sm_90 (the half-precision max in PTX) and sm_75 (its fp32 fallback), hipRTC for gfx90a, with
-// every entry point the bench looks up present and no register spills.
+// sm_90 (the half-precision max in PTX, TE's FP8 cast with the conversion instruction) and sm_75
+// (its fp32 fallback, no FP8 cast), hipRTC for gfx90a (no FP8 cast), with every entry point the
+// bench looks up present and no register spills.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -59,6 +60,14 @@ TEST_P(BenchKernels, EveryEntryPointCompilesWithoutSpills) {
   names.push_back("amax_stream_read");
   names.push_back("amax_empty");
   ASSERT_EQ(names.size(), 17u);  // 3 dtypes x 2 alignments x 2 forms + zero + final reduce + scale + 2 references
+  // TE's FP8 cast: 3 dtypes x 2 formats x 3 forms, only where the FP8 conversion instruction is (sm_89+).
+  const std::vector<std::string> casts = bench::te_cast_kernel_names();
+  ASSERT_EQ(casts.size(), 18u);
+  const bool has_cast = t.vendor == Vendor::nvidia && compute_capability(ArchInfo::parse(t.arch)) >= 89;
+  for (const auto& name : casts) {
+    EXPECT_EQ(usage.count(name), has_cast ? 1u : 0u) << name << " in the " << t.arch << " resource report";
+    if (has_cast) names.push_back(name);
+  }
   for (const auto& name : names) {
     ASSERT_TRUE(usage.count(name)) << name << " missing from the " << t.arch << " resource report";
     if (name != "amax_empty") {  // AMD gives an empty kernel no VGPR

@@ -13,6 +13,7 @@
 
 #include "amax/backend.hpp"
 #include "amax/dtype.hpp"
+#include "amax/scale_rule.hpp"
 
 namespace amax::bench {
 
@@ -87,6 +88,59 @@ class TeKernels {
   FunctionHandle zero_ = nullptr;
   FunctionHandle final_reduce_ = nullptr;
   FunctionHandle scale_ = nullptr;
+};
+
+/// The contender name of TE's current-scaling quantize in `amax-tune bench --quantize`: the zero
+/// kernel, amax kernel, compute_scale_from_amax kernel and the FP8 cast (TeQuantizeKernels).
+inline constexpr const char* kTeQuantize = "TE current scaling (4 launches)";
+
+/// Which of TE's cast kernels VectorizedUnaryKernelLauncher picks (templates/bench_kernels.h):
+/// input and output both vector-aligned and n a multiple of nvec; equally misaligned (in bytes);
+/// or differently aligned (nvec 1 over the n elements).
+enum class TeCastForm : std::uint8_t { aligned, unaligned, scalar };
+
+/// How TE launches its FP8 cast of n elements of `dtype` from device address `in` to `out`
+/// (CastVectorizedUnaryKernelLauncher: nvec = 32 / element bytes; CheckAlignment,
+/// get_num_aligned_elements, 512 threads, at most 65535 blocks). Pure; thread-safe.
+struct TeCastLaunch {
+  std::uint32_t nvec = 0;            ///< elements per vector of the form launched (1 for scalar)
+  TeCastForm form = TeCastForm::aligned;
+  std::uint64_t aligned_elements = 0;  ///< the loop's bound M (n for scalar)
+  std::uint32_t grid = 0;            ///< min(ceil(M / 512), 65535); 0 when n == 0 (nothing launched)
+};
+TeCastLaunch te_cast_launch(DType dtype, std::uintptr_t in, std::uintptr_t out, std::uint64_t n) noexcept;
+
+/// The FP8 formats TE's cast contender is compiled for (NVIDIA's OCP formats): e4m3, e5m2.
+bool te_cast_supports(Fp8Format format) noexcept;
+
+/// Names of TE's cast kernels in the reference kernels' module where it has them (NVIDIA sm_89+):
+/// amax_te_cast_<dtype>_<format>_{aligned,unaligned,scalar} for every dtype and te_cast_supports format.
+std::vector<std::string> te_cast_kernel_names();
+
+/// TE's FP8 cast kernels of one loaded reference module, and its current-scaling quantize.
+class TeQuantizeKernels {
+ public:
+  /// Looks up te_cast_kernel_names() in `reference_module` (which must outlive this object).
+  /// Errors: std::runtime_error naming `arch` where the module has none (they need NVIDIA sm_89+'s
+  /// FP8 conversion instruction); BackendError when only some are missing.
+  TeQuantizeKernels(const Module& reference_module, const std::string& arch);
+
+  /// Enqueues TE's cast of n elements at `in` to n FP8 bytes at `out` with the fp32 scale at
+  /// `scale` (device memory), writing 1 / scale (rcp.rn) to `scale_inv`, as TE launches it
+  /// (te_cast_launch); no amax. Nothing for n == 0. Errors: std::invalid_argument for a format
+  /// te_cast_supports refuses; BackendError.
+  void launch_cast(Backend& backend, DType dtype, Fp8Format format, const void* in, std::uint64_t n, unsigned char* out,
+                   const float* scale, float* scale_inv, StreamHandle stream) const;
+
+  /// Enqueues TE's current-scaling quantize (quantize_impl): `te`'s zero kernel and amax kernel
+  /// into `amax`, compute_scale_from_amax (the format's max, epsilon 0) into `scale`, then
+  /// launch_cast. Four launches. Errors: as launch_cast.
+  void launch_quantize(Backend& backend, const TeKernels& te, DType dtype, Fp8Format format, const void* in,
+                       std::uint64_t n, unsigned char* out, float* amax, float* scale, float* scale_inv,
+                       StreamHandle stream) const;
+
+ private:
+  FunctionHandle cast_[3][2][3]{};  // [dtype][format][form]
 };
 
 }  // namespace amax::bench
