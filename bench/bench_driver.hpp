@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "amax/family.hpp"
+#include "amax/fp8_cast.hpp"
 #include "amax/reference.hpp"
 #include "amax/runner.hpp"
 #include "amax/scale_rule.hpp"
@@ -32,17 +33,20 @@
 namespace amax::bench::detail {
 
 /// One measured case: `tensors` tensors of `n` elements of `dtype` per call (1 for the single-tensor
-/// bench) in the warm or cold regime; `check`: its results are verified before it is timed.
+/// bench) in the warm or cold regime; `check`: its results are verified before it is timed;
+/// `format`: the FP8 format whose scale rule (and, for the quantize, cast) the results follow.
 struct Workload {
   DType dtype{};
   std::uint64_t tensors = 1, n = 0;
   bool warm = false, check = true;
+  Fp8Format format = Fp8Format::e4m3;
   std::uint64_t bytes() const { return tensors * n * info(dtype).bytes; }
 };
 
 /// One contender of a workload: its name and detail (as in the rows), its call on an input slice,
 /// and where its results land on the device (`tensors` words each; null: not produced, not
-/// checked): the amax, and for the fused amax + scale contenders the e4m3 scale and scale_inv.
+/// checked): the amax, and for the fused amax + scale contenders the scale and scale_inv of the
+/// workload's format; for a quantize, the n FP8 bytes (one tensor).
 struct Contender {
   std::string name;
   std::string detail;
@@ -50,6 +54,7 @@ struct Contender {
   float* amax = nullptr;
   float* scale = nullptr;
   float* scale_inv = nullptr;
+  unsigned char* fp8 = nullptr;
   bool gated = true;  ///< timed behind the gate (tune::Timed::gated)
 };
 
@@ -77,26 +82,48 @@ inline std::vector<std::uint32_t> reference(const std::uint8_t* host, const Work
   return out;
 }
 
+/// The FP8 bytes of the first tensor of `w` (at `host`) quantized with the scale whose bits are
+/// `scale` under TransformerEngine's rule, computed in parallel chunks.
+inline std::vector<std::uint8_t> reference_fp8(const std::uint8_t* host, const Workload& w, std::uint32_t scale) {
+  const unsigned T = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const std::uint64_t eb = info(w.dtype).bytes;
+  std::vector<std::uint8_t> out(w.n);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < T; ++t)
+    pool.emplace_back([&, t] {
+      const std::uint64_t lo = w.n * t / T, hi = w.n * (t + 1) / T;
+      reference_quantize(host + lo * eb, w.dtype, hi - lo, scale, w.format, CastRule::transformer_engine,
+                         out.data() + lo);
+    });
+  for (auto& th : pool) th.join();
+  return out;
+}
+
 /// Runs every contender with a result once on `in` (its outputs pre-filled with a NaN pattern no
-/// amax produces) and compares each tensor's amax with `amax` (the CPU reference's bits), then its
-/// scale and scale_inv with the FP8 rule's (e4m3, epsilon 0: ScaleRule{}). Throws
-/// std::runtime_error with `wrong(contender, what, tensor, got, want)` at the first mismatch.
+/// amax produces, its FP8 bytes with 0xa5) and compares each tensor's amax with `amax` (the CPU
+/// reference's bits), then its scale and scale_inv with the FP8 rule's (w.format's max, epsilon 0),
+/// then its FP8 bytes with reference_fp8 of `host` (the input's first bytes, on the host) at the
+/// reference scale. Throws std::runtime_error with `wrong(contender, what, index, got, want)` at
+/// the first mismatch.
 template <class Wrong>
-void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, const void* in,
-            const std::vector<std::uint32_t>& amax, Wrong wrong) {
+void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, const void* in, const Workload& w,
+            const std::uint8_t* host, const std::vector<std::uint32_t>& amax, Wrong wrong) {
   const std::size_t count = amax.size();
   std::vector<std::uint32_t> scale(count), scale_inv(count), got(count);
+  const ScaleRule rule{info(w.format).max_finite};
   for (std::size_t i = 0; i < count; ++i) {
-    const ScaleBits s = reference_scale_bits(amax[i], ScaleRule{});
+    const ScaleBits s = reference_scale_bits(amax[i], rule);
     scale[i] = s.scale;
     scale_inv[i] = s.scale_inv;
   }
+  std::vector<std::uint8_t> fp8_want, fp8_got;
   for (const Contender& c : cs) {
-    if (!c.amax) continue;
+    if (!c.amax && !c.fp8) continue;
     const std::tuple<float*, const std::vector<std::uint32_t>*, const char*> outputs[] = {
         {c.amax, &amax, "amax"}, {c.scale, &scale, "scale"}, {c.scale_inv, &scale_inv, "scale_inv"}};
     for (const auto& [dst, want, what] : outputs)
       if (dst) b.memset32_async(dst, 0x7fc0deadu, count, stream);
+    if (c.fp8) b.memset32_async(c.fp8, 0xa5a5a5a5u, (w.n + 3) / 4, stream);
     c.call(in);
     b.synchronize(stream);
     for (const auto& [dst, want, what] : outputs) {
@@ -105,6 +132,13 @@ void verify(Backend& b, StreamHandle stream, const std::vector<Contender>& cs, c
       for (std::size_t i = 0; i < count; ++i)
         if (got[i] != (*want)[i]) throw std::runtime_error(wrong(c, what, i, got[i], (*want)[i]));
     }
+    if (!c.fp8) continue;
+    if (fp8_want.empty()) fp8_want = reference_fp8(host, w, scale[0]);
+    fp8_got.resize(w.n);
+    b.copy_to_host(fp8_got.data(), c.fp8, w.n);
+    const auto [g, r] = std::mismatch(fp8_got.begin(), fp8_got.end(), fp8_want.begin());
+    if (g != fp8_got.end())
+      throw std::runtime_error(wrong(c, "FP8 byte", static_cast<std::size_t>(g - fp8_got.begin()), *g, *r));
   }
 }
 
@@ -151,7 +185,7 @@ typename BenchFamily<F>::Report run_family(const typename BenchFamily<F>::Option
         host.resize(check_bytes);
         b.copy_to_host(host.data(), inputs.base(), host.size());
       }
-      verify(b, stream, cs, inputs.base(), reference(host.data(), w),
+      verify(b, stream, cs, inputs.base(), w, host.data(), reference(host.data(), w),
              [&](const Contender& c, const char* what, std::size_t i, std::uint32_t got, std::uint32_t want) {
                return Family::wrong(w, c, what, i, got, want);
              });

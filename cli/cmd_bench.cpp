@@ -4,6 +4,7 @@
 // floor, side by side, and writes CSV, a Markdown report and (python3 + matplotlib) PNG/SVG plots;
 // bench-multi times many tensors per call against one call per tensor, TE's three-launch step per
 // tensor and the streaming read of the group's bytes (bench/include/amax/bench_multi.hpp).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,7 @@
 
 #include "amax/bench.hpp"
 #include "amax/bench_multi.hpp"
+#include "amax/bench_quantize.hpp"
 #include "amax/family.hpp"
 #include "amax/te_contenders.hpp"
 #include "commands.hpp"
@@ -120,19 +122,48 @@ struct BenchCommand<SingleFamily> {
                                     "Benchmark tuned dispatch against TransformerEngine, CUB and the hardware limits",
                                     "Where bench.csv, bench.md and the plots go", "No progress output"};
   struct Args : CommonArgs {
-    std::string dtypes = "fp32,fp16,bf16", sizes, regime = "both";
-    bool no_plot = false;
+    std::string dtypes = "fp32,fp16,bf16", sizes, regime = "both", formats = "e4m3";
+    bool no_plot = false, quantize = false;
   };
 
   static void add_options(CLI::App* sub, Args& a, int stage) {
     if (stage == 0) {
       sub->add_option("--dtypes", a.dtypes, "Comma-separated dtypes")->capture_default_str();
       sub->add_option("--sizes", a.sizes, "Element counts as for tune (default 2^10..2^30)");
+      sub->add_flag("--quantize", a.quantize,
+                    "Benchmark the FP8 quantize instead (against TransformerEngine's current scaling and the floor; "
+                    "bench_quantize.csv, bench_quantize.md)");
+      sub->add_option("--formats", a.formats, "With --quantize: comma-separated FP8 formats (e4m3, e5m2)")
+          ->capture_default_str();
     } else if (stage == 1) {
       sub->add_option("--regime", a.regime, "cold (rotating inputs), warm (same input) or both")->capture_default_str();
     } else {
       sub->add_flag("--no-plot", a.no_plot, "Do not render the plots (amax-tune-plot renders them from bench.csv later)");
     }
+  }
+
+  // --quantize: bench_quantize.csv and .md in the output folder, the report on stdout.
+  static void run_quantize(const Args& a, const std::string& command) {
+    bench::QuantizeBenchOptions o;
+    o.dtypes = parse_dtypes(a.dtypes);
+    if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
+    o.formats.clear();
+    for (std::size_t at = 0; at <= a.formats.size();) {
+      const std::size_t end = std::min(a.formats.find(',', at), a.formats.size());
+      const std::string name = a.formats.substr(at, end - at);
+      const auto f = std::find_if(kFp8Formats.begin(), kFp8Formats.end(), [&](const auto& i) { return i.name == name; });
+      if (f == kFp8Formats.end() || !bench::te_cast_supports(f->format))
+        throw UsageError("--formats: '" + name + "' is not an FP8 format the quantize bench has (e4m3, e5m2)");
+      o.formats.push_back(f->format);
+      at = end + 1;
+    }
+    set_bench_common(o, a);
+    o.cold = a.regime != "warm";
+    o.warm = a.regime != "cold";
+    const auto r = bench::run_bench_quantize(o);
+    const std::string md = bench::quantize_report_markdown(r, command);
+    std::ofstream(o.out_dir / "bench_quantize.md") << md;
+    std::cout << md << fmt::format("\nwrote {0}/bench_quantize.csv, {0}/bench_quantize.md\n", o.out_dir.string());
   }
 
   static void run(const Args& a, const std::string& command) {
@@ -141,6 +172,7 @@ struct BenchCommand<SingleFamily> {
     if (!a.sizes.empty()) o.sizes = parse_sizes(a.sizes);
     if (a.regime != "both" && a.regime != "cold" && a.regime != "warm")
       throw UsageError("--regime must be cold, warm or both, got '" + a.regime + "'");
+    if (a.quantize) return run_quantize(a, command);
     set_bench_common(o, a);
     o.cold = a.regime != "warm";
     o.warm = a.regime != "cold";

@@ -12,6 +12,8 @@
 #            becomes data/system-db.jsonl (in the tree and in $OUT)
 #   bench    amax-tune bench and bench-multi against the build's shipped system.db only, then
 #            python/bench/bench_torch.py
+#   quantize amax-tune bench --quantize (cold; bf16, fp16, fp32 -> e4m3, then bf16 -> e5m2), then
+#            python/bench/bench_quantize.py where the Python package is built
 #   python   the package installed with pip (offline) into a fresh --target, its CPU and GPU suites
 #            against that copy
 #   release  rebuild with the tree's data/system-db.jsonl (system.db and the kernel bundle), the
@@ -37,7 +39,7 @@ SYSDB=$B/share/amax-tune/system.db
 export AMAX_TUNE_CACHE_DIR=${AMAX_TUNE_CACHE_DIR:-/tmp/amax-kernel-cache}
 PYTHONUNBUFFERED=1; export PYTHONUNBUFFERED
 
-declare -A LIMIT=([build]=540 [tests]=540 [tune]=480 [bench]=360 [python]=300 [release]=360)
+declare -A LIMIT=([build]=540 [tests]=540 [tune]=480 [bench]=360 [quantize]=420 [python]=300 [release]=360)
 
 say() { echo "== $(date -u +%H:%M:%S) $*"; }
 
@@ -124,6 +126,27 @@ step_bench() {
   return $rc
 }
 
+step_quantize() {
+  local rc=0
+  [ -f $SYSDB ] || { say "no $SYSDB: run the build step first"; return 1; }
+  export AMAX_TUNE_DB=$WORK/no-user-db/tuning.db
+  step_cmd "amax-tune bench --quantize (e4m3)" "$R/quantize-e4m3.txt" 180 $T bench --quantize --regime cold \
+    --dtypes bf16,fp16,fp32 --formats e4m3 --system-db $SYSDB -o "$R/e4m3" || rc=1
+  grep -E "^\| " "$R/quantize-e4m3.txt" | head -80
+  step_cmd "amax-tune bench --quantize (bf16 e5m2)" "$R/quantize-e5m2.txt" 90 $T bench --quantize --regime cold \
+    --dtypes bf16 --formats e5m2 --system-db $SYSDB -o "$R/e5m2" || rc=1
+  grep -E "^\| " "$R/quantize-e5m2.txt" | tail -25
+  if [ -d $B/python/amax_tune ]; then
+    step_cmd "python quantize bench" "$R/torch-quantize.txt" 120 \
+      env AMAX_TUNE_SYSTEM_DB=$SYSDB PYTHONPATH=$B/python "$PY" python/bench/bench_quantize.py \
+      -o "$R/torch-quantize.csv" || rc=1
+    tail -45 "$R/torch-quantize.txt"
+  else
+    say "python quantize bench: not run ($B/python/amax_tune was not built: no pybind11 for $PY)"
+  fi
+  return $rc
+}
+
 step_python() {
   local site rc=0
   "$PY" - <<'EOF' || return 1
@@ -179,9 +202,9 @@ if [ "${1:-}" = --one ]; then  # one step, run by the loop below under its time 
   exit $?
 fi
 
-[ $# -gt 0 ] || { echo "usage: bash scripts/gpu.sh STEP... (build, tests, tune, bench, python, release)"; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash scripts/gpu.sh STEP... (build, tests, tune, bench, quantize, python, release)"; exit 2; }
 for step in "$@"; do
-  [ -n "${LIMIT[$step]:-}" ] || { echo "gpu.sh: unknown step '$step' (build, tests, tune, bench, python, release)"; exit 2; }
+  [ -n "${LIMIT[$step]:-}" ] || { echo "gpu.sh: unknown step '$step' (build, tests, tune, bench, quantize, python, release)"; exit 2; }
 done
 mkdir -p "$OUT" "$WORK"
 : > "$OUT/summary.txt"

@@ -1,18 +1,24 @@
 // The bench's TransformerEngine contenders on the GPU (label `gpu`): each launch sequence bit-exact
 // against the CPU reference (TE skips NaNs, so the reference in NaN-ignore mode) on every input
 // kind, on the aligned and the unaligned kernel, past the 65535-block grid; then a small bench run
-// end to end (its own verification included).
+// end to end (its own verification included); TE's current-scaling quantize bit-exact, and the
+// quantize bench in a quick mode.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "amax/reference.hpp"
 #include "amax/reference_kernels.hpp"
+#include "amax/arch.hpp"
 #include "amax/bench.hpp"
+#include "amax/bench_quantize.hpp"
+#include "amax/fp8_cast.hpp"
 #include "../gpu/gpu_env.hpp"
 #include "amax/te_contenders.hpp"
 
@@ -168,4 +174,87 @@ TEST(GpuBench, TeScaleKernelMatchesComputeScaleFromAmaxOnTheCpu) {
   EXPECT_EQ(amax_bits, reference_amax_bits(host.data(), DType::bf16, n, NanMode::ignore));
   EXPECT_EQ(got_scale, te_scale_from_amax(got_amax, 448.f, false, 0.f));
   std::printf("TE scale kernel: %d cases bit-exact\n", checked);
+}
+
+// TE's current-scaling quantize (zero kernel, amax, compute_scale_from_amax, its FP8 cast) against
+// the CPU reference: amax (TE skips NaNs: NaN-ignore), scale, scale_inv and every FP8 byte plus the
+// two after them untouched, every dtype, both formats, every input kind, in the cast's three forms
+// (aligned; n % nvec != 0: unaligned; differently aligned pointers: nvec 1).
+TEST(GpuBench, TeQuantizeIsBitExactInEveryCastForm) {
+  AMAX_REQUIRE_GPU();
+  Backend& b = *env->backend;
+  if (compute_capability(ArchInfo::parse(b.device().arch)) < 89 || b.vendor() != Vendor::nvidia)
+    GTEST_SKIP() << "TE's FP8 cast contender needs NVIDIA sm_89+ (" << b.device().arch << ")";
+  const TeQuantizeKernels tq(*te(*env).ref.module, b.device().arch);
+  const std::uint64_t max_n = (1u << 20) + 3;
+  DeviceBuffer in(b, max_n * 4 + 64), out(b, max_n + 64), words(b, 16);
+  int checked = 0;
+  std::set<TeCastForm> forms;
+  for (const auto& d : all_dtypes())
+    for (Fp8Format f : {Fp8Format::e4m3, Fp8Format::e5m2})
+      for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{17}, std::uint64_t{4096}, max_n})
+        for (auto [in_off, out_off] : {std::pair<int, int>{0, 0}, {1, 1}})
+          for (InputKind kind : all_input_kinds()) {
+            // The input in_off elements and the output out_off bytes past their vector boundaries:
+            // aligned pointers (the aligned or, n % nvec != 0, the unaligned form), or different
+            // byte offsets (the nvec-1 form).
+            const std::uint64_t in_bytes = std::uint64_t(in_off) * d.bytes, out_bytes = out_off;
+            const auto host = make_input(kind, d.dtype, n, 99 + n + in_off);
+            b.copy_to_device(in.get(in_bytes), host.data(), host.size());
+            b.memset32_async(out.get(), 0xa5a5a5a5u, (max_n + 64) / 4, nullptr);
+            b.memset32_async(words.get(), 0x7fc0deadu, 4, nullptr);
+            unsigned char* q = out.get<unsigned char>(out_bytes);
+            tq.launch_quantize(b, te(*env).kernels, d.dtype, f, in.get(in_bytes), n, q, words.get<float>(0),
+                               words.get<float>(4), words.get<float>(8), nullptr);
+            b.synchronize(nullptr);
+            forms.insert(te_cast_launch(d.dtype, reinterpret_cast<std::uintptr_t>(in.get(in_bytes)),
+                                        reinterpret_cast<std::uintptr_t>(q), n).form);
+            const std::uint32_t amax = reference_amax_bits(host.data(), d.dtype, n, NanMode::ignore);
+            const ScaleBits s = reference_scale_bits(amax, ScaleRule{info(f).max_finite});
+            std::vector<std::uint8_t> want(n + 2, 0xa5), got(n + 2);
+            reference_quantize(host.data(), d.dtype, n, s.scale, f, CastRule::transformer_engine, want.data());
+            b.copy_to_host(got.data(), q, n + 2);
+            std::uint32_t w[3];
+            b.copy_to_host(w, words.get(), sizeof w);
+            const std::string where = std::string(d.name) + " -> " + std::string(info(f).name) + " n=" +
+                                      std::to_string(n) + " offsets " + std::to_string(in_off) + "/" +
+                                      std::to_string(out_off) + " " + std::string(to_string(kind));
+            ASSERT_EQ(w[0], amax) << where;
+            ASSERT_EQ(w[1], s.scale) << where;
+            ASSERT_EQ(w[2], s.scale_inv) << where;
+            const auto [g, r] = std::mismatch(got.begin(), got.end(), want.begin());
+            ASSERT_TRUE(g == got.end()) << where << ": byte " << (g - got.begin()) << " got " << int(*g) << " want "
+                                        << int(*r);
+            ++checked;
+          }
+  EXPECT_EQ(forms.size(), 3u) << "every form of TE's cast was run";
+  std::printf("TE quantize: %d cases bit-exact (amax, scale, scale_inv, every byte)\n", checked);
+}
+
+// The quantize bench in a quick mode: every contender verified bit-exact (FP8 bytes, amax, scale,
+// scale_inv) before it is timed, else run_bench_quantize throws; both views timed.
+TEST(GpuBench, QuickQuantizeBenchVerifiesAndTimesEveryContender) {
+  AMAX_REQUIRE_GPU();
+  if (compute_capability(ArchInfo::parse(env->backend->device().arch)) < 89 ||
+      env->backend->vendor() != Vendor::nvidia)
+    GTEST_SKIP() << "TE's FP8 cast contender needs NVIDIA sm_89+";
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-gpu-qbench-" + std::to_string(::getpid()));
+  QuantizeBenchOptions o;
+  o.dtypes = {DType::bf16, DType::fp32};
+  o.formats = {Fp8Format::e4m3, Fp8Format::e5m2};
+  o.sizes = {1024, 1000003, 1u << 22};  // 1000003: TE's unaligned cast, amax-tune's tails
+  o.rounds = 3;
+  o.progress = false;
+  o.out_dir = dir;
+  const QuantizeBenchReport r = run_bench_quantize(o);
+  ASSERT_EQ(r.rows.size(), 2u * 2 * 3 * 5);
+  for (const auto& row : r.rows) {
+    EXPECT_GT(row.stats.median_us, 0) << row.contender;
+    EXPECT_EQ(row.stats.samples, 3) << row.contender;
+    EXPECT_GT(row.host_inclusive.median_us, 0) << row.contender;
+  }
+  EXPECT_EQ(r.targets.size(), 4u);  // the three of bf16 -> e4m3 and the Python line
+  EXPECT_TRUE(std::filesystem::exists(dir / "bench_quantize.csv"));
+  std::printf("%s", quantize_report_markdown(r, "test").c_str());
+  std::filesystem::remove_all(dir);
 }

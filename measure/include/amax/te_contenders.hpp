@@ -96,7 +96,10 @@ inline constexpr const char* kTeQuantize = "TE current scaling (4 launches)";
 
 /// Which of TE's cast kernels VectorizedUnaryKernelLauncher picks (templates/bench_kernels.h):
 /// input and output both vector-aligned and n a multiple of nvec; equally misaligned (in bytes);
-/// or differently aligned (nvec 1 over the n elements).
+/// or differently aligned (nvec 1 over the n elements). TE compares byte offsets, so an input and
+/// an output misaligned by the same bytes but a different count of elements get the unaligned
+/// kernel, whose loader and storer then shift by different element counts and misplace bytes; TE's
+/// tensors are allocated aligned, so no caller meets it, and the bench's pointers are aligned.
 enum class TeCastForm : std::uint8_t { aligned, unaligned, scalar };
 
 /// How TE launches its FP8 cast of n elements of `dtype` from device address `in` to `out`
