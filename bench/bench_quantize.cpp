@@ -354,7 +354,7 @@ std::string quantize_report_markdown(const QuantizeBenchReport& r, std::string_v
       "a scale known beforehand: one read, one write, no amax). amax-tune = the fastest of its three at each size. "
       "torch is measured from Python (python/bench/bench_quantize.py).\n\n",
       kTeQuantize, kQuantTwoLaunch, kQuantKeep, kQuantReread, kQuantFloor);
-  md += "| target (issue 42) | measured | |\n| --- | --- | --- |\n";
+  md += "| target (DESIGN.md section 7) | measured | |\n| --- | --- | --- |\n";
   for (const auto& t : r.targets)
     md += fmt::format("| {} | {} | {} |\n", t.target, t.measured,
                       !t.measured_ok ? "not measured" : t.met ? "met" : "**missed**");

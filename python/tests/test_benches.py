@@ -1,8 +1,9 @@
-"""CTest python.benches (label gpu): python/bench/bench_torch.py and bench_float8.py in --quick mode,
+"""CTest python.benches (label gpu): python/bench/bench_torch.py, bench_float8.py and bench_quantize.py in --quick mode,
 each in its own interpreter, from the build tree's package and from a ``pip install --target`` copy
 of it (offline, reusing BUILD) with ``--gate-dir BUILD/python/bench``. Each run must exit 0, and the
 timing gate must have measured: bench_torch's CSV has a GPU time for every amax_tune.amax(x, out=o)
-row, bench_float8's table one for the fused calls. A run killed by a signal is then localised: the
+row, bench_float8's table one for the fused calls, bench_quantize's CSV one for torch's eager quantize at every size
+(and amax_tune.quantize's bytes equal torch's, or the run exits 1). A run killed by a signal is then localised: the
 gate alone, after torch, after torch and amax_tune, each in a fresh interpreter.
 
 usage: python3 test_benches.py BUILD   (exit 77 = skipped: no torch with a device, or the package's
@@ -101,12 +102,26 @@ def check_float8_table(out, what):
     print("%s: GPU time fsdp %s us, te_multi %s us" % (what, gpu_fsdp, gpu_te_multi))
 
 
+def check_quantize_csv(path, what):
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["kind"] == "tensor" and r["contender"] == "torch_eager"]
+    if not rows:
+        fail("%s: %s has no torch_eager rows" % (what, path))
+    ungated = [r["n"] for r in rows if not r["gpu_us"]]
+    if ungated:
+        fail("%s: no GPU time for torch's eager quantize at n=%s" % (what, ", ".join(ungated)))
+    print("%s: GPU time at all %d torch eager quantize sizes" % (what, len(rows)))
+
+
 def benches(what, pythonpath, gate_args, tmp):
     csv_path = os.path.join(tmp, what.replace(" ", "_") + ".csv")
     run("bench_torch " + what, ["bench_torch.py", "--quick", "-o", csv_path] + gate_args, pythonpath)
     check_torch_csv(csv_path, "bench_torch " + what)
     check_float8_table(run("bench_float8 " + what, ["bench_float8.py", "--quick"] + gate_args, pythonpath),
                        "bench_float8 " + what)
+    quantize_csv = os.path.join(tmp, what.replace(" ", "_") + "-quantize.csv")
+    run("bench_quantize " + what, ["bench_quantize.py", "--quick", "-o", quantize_csv] + gate_args, pythonpath)
+    check_quantize_csv(quantize_csv, "bench_quantize " + what)
 
 
 def main():

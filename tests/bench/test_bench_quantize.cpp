@@ -1,6 +1,6 @@
 // The quantize bench's host side on the CPU: TE's cast launch arithmetic (CheckAlignment,
 // get_num_aligned_elements, the grid), the variants amax-tune's contenders run, the targets of
-// issue 42 on synthetic rows, the CSV and the Markdown report.
+// DESIGN.md section 7 on synthetic rows, the CSV and the Markdown report.
 #include <gtest/gtest.h>
 
 #include <unistd.h>

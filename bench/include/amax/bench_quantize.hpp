@@ -67,7 +67,7 @@ struct QuantizeBenchReport : Report<QuantizeRow> {};
 /// values), BackendError, CompileError.
 QuantizeBenchReport run_bench_quantize(const QuantizeBenchOptions& options);
 
-/// Issue 42's targets in GPU time on the cold bf16 -> e4m3 rows of `rows` ("amax-tune" is the fastest
+/// The quantize targets (DESIGN.md section 7) in GPU time on the cold bf16 -> e4m3 rows of `rows` ("amax-tune" is the fastest
 /// of kQuantAmaxTune at each size; input sizes in bytes, KiB/MiB = 2^10/2^20): >= 1.6x kTeQuantize in
 /// geometric mean over 256 KiB - 32 MiB; never slower than kTeQuantize; within kQuantFloor + 1.0 us
 /// up to 16 MiB. A target without rows to judge it is left out; torch and torchao are listed as
