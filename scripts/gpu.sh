@@ -136,6 +136,10 @@ step_quantize() {
   step_cmd "amax-tune bench --quantize (bf16 e5m2)" "$R/quantize-e5m2.txt" 90 $T bench --quantize --regime cold \
     --dtypes bf16 --formats e5m2 --system-db $SYSDB -o "$R/e5m2" || rc=1
   grep -E "^\| " "$R/quantize-e5m2.txt" | tail -25
+  for f in e4m3 e5m2; do
+    [ -f "$R/$f/bench_quantize.csv" ] && { scripts/amax-tune-plot "$R/$f/bench_quantize.csv" --quiet ||
+      say "amax-tune-plot $f: exit $?"; }
+  done
   if [ -d $B/python/amax_tune ]; then
     step_cmd "python quantize bench" "$R/torch-quantize.txt" 120 \
       env AMAX_TUNE_SYSTEM_DB=$SYSDB PYTHONPATH=$B/python "$PY" python/bench/bench_quantize.py \

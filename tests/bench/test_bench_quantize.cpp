@@ -227,3 +227,38 @@ TEST(QuantizeBenchVariants, CompileForSm90WithNvrtc) {
     }
   EXPECT_EQ(compiled, 12);
 }
+
+// scripts/amax-tune-plot draws a bench_quantize.csv: TE's time over each contender's, one panel per
+// dtype -> format (skips where no python3 has matplotlib; CI installs it).
+TEST(QuantizeReport, PlotScriptDrawsTheSpeedupOverTe) {
+  const auto dir = std::filesystem::temp_directory_path() / ("amax-qbench-plot-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<QuantizeRow> rows;
+  add_key(rows, DType::bf16, Fp8Format::e4m3, 1u << 20, 9.0, 6.0, 4.5, 5.0, 3.5);
+  add_key(rows, DType::bf16, Fp8Format::e4m3, 1u << 22, 20.0, 16.0, 12.5, 10.0, 8.0);
+  DeviceInfo dev;
+  dev.name = "Test GPU";
+  dev.arch = "sm_90";
+  write_quantize_csv(rows, dev, dir / "bench_quantize.csv");
+  std::string why;
+  render_plots(dir / "bench_quantize.csv", dir, why);
+  if (why.find("matplotlib") != std::string::npos) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << why;
+  }
+  EXPECT_TRUE(why.empty()) << why;
+  EXPECT_TRUE(std::filesystem::exists(dir / "quantize_speedup.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "quantize_speedup.svg"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "speedup.png"));  // the amax bench's plots are not drawn
+  std::ifstream f(dir / "plot_values.csv");
+  std::stringstream s;
+  s << f.rdbuf();
+  const std::string values = s.str();
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(values.find("speedup,bf16 -> e4m3,2097152,amax-tune one-launch (keep),2.0000\n"), std::string::npos)
+      << values;
+  EXPECT_NE(values.find("speedup,bf16 -> e4m3,8388608,\"floor (cast, known scale)\",2.5000\n"), std::string::npos)
+      << values;
+  EXPECT_EQ(values.find(kTeQuantize), std::string::npos) << "TE is the baseline, not a line";
+  EXPECT_EQ(std::count(values.begin(), values.end(), '\n'), 1 + 2 * 4);
+}
