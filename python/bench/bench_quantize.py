@@ -15,7 +15,9 @@ Lists (bf16): the 224 linear weights of Llama 3 8B (bench_float8.py's shapes) an
   torchao      torchao's FSDP2 precompute (precompute_float8_dynamic_scale_for_fsdp's formula:
                _foreach_norm(ws, inf), clamp(1e-12), 448 / amax in float64, float32), then per weight
                to_fp8_saturated(w.float() * scale)
-  amax_tune    amax_tune.quantize per weight, where the package has it
+  amax_tune    amax_tune.quantize(w, torch.float8_e4m3fn, rule="torchao") per weight, where the package
+               has it (the scale agrees with torchao's: 448 / amax in float64 rounded to float32 is the
+               correctly rounded float32 quotient that amax_tune computes)
 The FP8 bytes and scale_inv of amax_tune must equal the torch contender's (else exit 1 naming the first
 difference); without amax_tune.quantize only the torch contenders are timed and the comparison lines say
 so.
@@ -66,7 +68,7 @@ def torchao_step(ws):
 
 
 def amax_tune_step(ws):
-    return [amax_tune.quantize(w, F8) for w in ws]
+    return [amax_tune.quantize(w, F8, rule="torchao") for w in ws]
 
 
 def first_difference(got, want):
