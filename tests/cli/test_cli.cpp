@@ -135,6 +135,9 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"export --db " + (dir / "none.db").string(), "--format is required"},
       {"bench --regime lukewarm", "--regime must be cold, warm or both, got 'lukewarm'"},
       {"bench --rounds 1", "--rounds must be at least 3, got 1"},
+      {"bench --quantize --formats e4m3,e4m3fnuz",
+       "--formats: 'e4m3fnuz' is not an FP8 format the quantize bench has (e4m3, e5m2)"},
+      {"bench --quantize --rounds 2", "--rounds must be at least 3, got 2"},
       {"bench-multi --groups 500x4096", "invalid group '500x4096' in --groups '500x4096': not TENSORSxN:DTYPE"},
       {"bench-multi --groups 500x4096:fp32,8x1M:fp64", "invalid group '8x1M:fp64' in --groups '500x4096:fp32,8x1M:fp64': unknown dtype 'fp64'"},
       {"bench-multi --groups 5x12q:bf16", "invalid group '5x12q:bf16'"},
@@ -987,7 +990,7 @@ TEST_F(Cli, EmitSaysWhichDtypeItAssumed) {
 // Issue 24 item 2 for the benchmarks: the output directory is checked before anything is measured.
 TEST_F(Cli, BenchOutputDirectoriesAreCheckedFirst) {
   std::ofstream(dir / "file") << "x";
-  for (const std::string cmd : {"bench --no-plot", "bench-multi"}) {
+  for (const std::string cmd : {"bench --no-plot", "bench --quantize", "bench-multi"}) {
     const CmdResult r = run(cmd + " -o " + (dir / "file").string());
     EXPECT_EQ(r.code, 1) << cmd << "\n" << r.out;
     EXPECT_TRUE(has(r.out, "amax-tune: error: -o " + (dir / "file").string() + ": '" + (dir / "file").string() +
