@@ -296,7 +296,8 @@ extern "C" __global__ void __launch_bounds__(1)
 //    max = fmaxf(fabsf(temp), max), temp = temp * s, output = OutputType(temp); after the loop the
 //    block reduction of max (reduce_max) and atomicMaxFloat only where the amax pointer is set;
 //    CheckAlignment of input and output at nvec x element size (in bytes): both 0 and N % nvec == 0
-//    -> the aligned kernel, equal -> the unaligned one, different -> nvec 1, aligned, over N.
+//    -> the aligned kernel, equal -> the unaligned one, different -> nvec 1, aligned, over N (the
+//    grid still that of the nvec-wide vectors).
 //    The later form of the same file that takes scale_inv: thread 0 of block 0 writes
 //    reciprocal(s) (__frcp_rn: rcp.rn.f32) to it; and the noop flag (return at once when *noop == 1).
 //  * transformer_engine/common/util/cast_kernels.cuh (commit 5d85857a018e):

@@ -125,15 +125,17 @@ TeCastLaunch te_cast_launch(DType dtype, std::uintptr_t in, std::uintptr_t out, 
   const std::uint32_t bytes = info(dtype).bytes, nvec = 32 / bytes;
   // CheckAlignment compares each pointer's offset from its own vector size, in bytes.
   const std::uint64_t in_off = in % (nvec * bytes), out_off = out % nvec;
+  const std::uint64_t vectors = (n + in_off / bytes + nvec - 1) / nvec;  // get_num_aligned_elements
   if (in_off != out_off) {
     l.nvec = 1, l.form = TeCastForm::scalar, l.aligned_elements = n;
   } else {
     l.nvec = nvec;
     l.form = in_off == 0 && n % nvec == 0 ? TeCastForm::aligned : TeCastForm::unaligned;
-    l.aligned_elements = (n + in_off / bytes + nvec - 1) / nvec;  // get_num_aligned_elements
+    l.aligned_elements = vectors;
   }
   if (n == 0) return l;
-  l.grid = static_cast<std::uint32_t>(std::min<std::uint64_t>((l.aligned_elements + kThreads - 1) / kThreads, kMaxBlocks));
+  // The grid follows the vectors in every form: the nvec-1 kernel strides over n with it.
+  l.grid = static_cast<std::uint32_t>(std::min<std::uint64_t>((vectors + kThreads - 1) / kThreads, kMaxBlocks));
   return l;
 }
 

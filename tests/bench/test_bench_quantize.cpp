@@ -71,12 +71,14 @@ TEST(TeCastLaunch, FollowsCheckAlignmentAndTheGridRule) {
   l = te_cast_launch(DType::bf16, 4096 + 2, 8192 + 2, 1024);
   EXPECT_EQ(l.form, TeCastForm::unaligned);
   EXPECT_EQ(l.aligned_elements, 65u);  // ceil((1024 + 1) / 16)
-  // Input offset 2 bytes, output 1 byte: different, the nvec-1 kernel over n.
+  // Input offset 2 bytes, output 1 byte: different, the nvec-1 kernel over n, its grid still the
+  // 16-element vectors' (ceil(65 / 512) = 1 block striding over 1024 elements).
   l = te_cast_launch(DType::bf16, 4096 + 2, 8192 + 1, 1024);
   EXPECT_EQ(l.form, TeCastForm::scalar);
   EXPECT_EQ(l.nvec, 1u);
   EXPECT_EQ(l.aligned_elements, 1024u);
-  EXPECT_EQ(l.grid, 2u);
+  EXPECT_EQ(l.grid, 1u);
+  EXPECT_EQ(te_cast_launch(DType::bf16, 4096 + 2, 8192 + 1, 1u << 20).grid, 129u);  // ceil(65537 / 512)
   // fp32: nvec 8 (32-byte loads, 8-byte stores); the grid stops at 65535 blocks.
   l = te_cast_launch(DType::fp32, 0, 0, 1ull << 30);
   EXPECT_EQ(l.form, TeCastForm::aligned);

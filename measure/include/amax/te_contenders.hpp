@@ -109,7 +109,9 @@ struct TeCastLaunch {
   std::uint32_t nvec = 0;            ///< elements per vector of the form launched (1 for scalar)
   TeCastForm form = TeCastForm::aligned;
   std::uint64_t aligned_elements = 0;  ///< the loop's bound M (n for scalar)
-  std::uint32_t grid = 0;            ///< min(ceil(M / 512), 65535); 0 when n == 0 (nothing launched)
+  /// min(ceil(vectors / 512), 65535), vectors = get_num_aligned_elements at nvec 32 / element
+  /// bytes also for the nvec-1 form (the launcher computes it once); 0 when n == 0 (nothing launched)
+  std::uint32_t grid = 0;
 };
 TeCastLaunch te_cast_launch(DType dtype, std::uintptr_t in, std::uintptr_t out, std::uint64_t n) noexcept;
 
