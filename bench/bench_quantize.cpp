@@ -116,7 +116,8 @@ struct BenchFamily<QuantizeBench> {
       }
       fp8_ = DeviceBuffer(b_, max_n + 64);
       ws_ = DeviceBuffer(b_, max_ws);
-      b_.memset32_async(sync_.get(), 0u, 4, stream_);  // the one-launch barrier's words: 0 between launches
+      // The one-launch barrier's words (AMAX_QUANT_SYNC_*, indices within a stream slot): 0 when first used.
+      b_.memset32_async(sync_.get(), 0u, kSyncWords, stream_);
       b_.synchronize(stream_);
     }
 
@@ -244,7 +245,8 @@ struct BenchFamily<QuantizeBench> {
     ArchInfo arch_;
     TeQuantizeKernels te_;
     std::map<std::string, Loaded> loaded_;
-    DeviceBuffer fp8_, ws_, words_{b_, 64 * 4}, sync_{b_, 16};
+    static constexpr std::size_t kSyncWords = 64;  // more than the words a stream slot's users index
+    DeviceBuffer fp8_, ws_, words_{b_, 64 * 4}, sync_{b_, 4 * kSyncWords};
   };
 };
 
