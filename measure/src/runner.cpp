@@ -35,8 +35,14 @@ std::vector<BatchResult> Runner::run(const std::vector<std::pair<Timed*, BatchSp
 }
 
 void Runner::prepare(Timed& t, std::uint64_t bytes, bool warm_up) {
-  if (t.batch == 0) t.batch = batch_size(protocol_, run({{&t, spec(t, bytes, 1)}, {&t, spec(t, bytes, 1)}}).back().us);
-  if (warm_up)
+  int probed = 0;  // calls of t the probe just ran
+  if (t.batch == 0) {
+    t.batch = batch_size(protocol_, run({{&t, spec(t, bytes, 1)}, {&t, spec(t, bytes, 1)}}).back().us);
+    probed = 2;
+  }
+  // The probe's calls warm up (module, clocks, TLB) as a warm-up of as many calls would: where they
+  // are at least the warm-up's calls (batches of one or two calls), a warm-up would only repeat them.
+  if (warm_up && probed < protocol_.warmup_batches * t.batch)
     for (int k = 0; k < protocol_.warmup_batches; ++k) warmups_.push_back({&t, spec(t, bytes, t.batch, false)});
 }
 

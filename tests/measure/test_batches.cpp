@@ -233,6 +233,29 @@ TEST(Runner, ProbesWarmUpsAndInterleavedRoundsComeInProtocolOrderWithEachEntrysT
   EXPECT_EQ(s.b.max_queued, 70u + 103u);
 }
 
+TEST(Runner, TheProbeIsTheWarmUpOfBatchesOfOneOrTwoCalls) {
+  // Per-call times giving batches of 1, 2 and 3 calls (200 us target): the probe's two calls stand
+  // for a warm-up of 1 or 2 calls; a batch of 3 still gets its warm-up batch.
+  const std::pair<double, int> cases[] = {{250.0, 1}, {150.0, 2}, {70.0, 3}};
+  for (const auto& [us, batch] : cases) {
+    Sim s;
+    tune::TimingProtocol p;
+    tune::Runner runner(s.b, s.stream, s.inputs, p, &s.gate);
+    tune::Timed t{s.call(1, us)};
+    t.launches = 1;
+    runner.prepare(t, 4096);
+    EXPECT_EQ(t.batch, batch) << us;
+    const auto got = runner.measure(t, 4096, 3);
+    std::vector<std::pair<int, int>> want{{1, 1}, {1, 1}};
+    if (batch > 2) want.push_back({1, batch});
+    want.insert(want.end(), 3, {1, batch});
+    EXPECT_EQ(gated_batches(s.b.op_log), want) << us;
+    ASSERT_EQ(got.size(), 3u);
+    for (double x : got) EXPECT_NEAR(x, us, 1e-3) << us;
+    EXPECT_EQ(t.spent.calls, 2 + (batch > 2 ? batch : 0) + 3 * batch) << us;
+  }
+}
+
 TEST(Runner, AWarmUpRunsAheadOfTheNextMeasurementAndSynchronizeDropsIt) {
   Sim s;
   tune::TimingProtocol p;

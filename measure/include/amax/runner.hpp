@@ -73,7 +73,9 @@ class Runner {
 
   /// Finds t.batch when it is 0 (two one-call batches; the second's per-call time decides, through
   /// batch_size()), then, when `warm_up`, queues protocol.warmup_batches untimed batches that run
-  /// first in the runner's next batches. `bytes`: the input size of one call. Errors: BackendError.
+  /// first in the runner's next batches, unless the probe just ran at least as many calls (batches
+  /// of one or two calls: the probe is their warm-up). `bytes`: the input size of one call.
+  /// Errors: BackendError.
   void prepare(Timed& t, std::uint64_t bytes, bool warm_up = true);
 
   /// Per-call time of each of `batches` batches of t.batch calls, microseconds (prepare() first):
