@@ -1,8 +1,8 @@
-// Probe (not part of the build; issue 27): where amax's time goes beyond the streaming read, from
-// 16 KiB to 16 MiB, in GPU time. One file, no project dependencies.
+// Probe (not part of the build, not maintained: experiments/README.md): where amax's time goes
+// beyond the streaming read, from 16 KiB to 16 MiB, in GPU time. One file, no project dependencies.
 //
 // Build and run on the GPU machine (sm_90: the cluster candidates need Hopper):
-//   nvcc -O3 -arch=sm_90 -std=c++17 scripts/probes/tail_probe.cu -o tail_probe && ./tail_probe
+//   nvcc -O3 -arch=sm_90 -std=c++17 experiments/tail_probe.cu -o tail_probe && ./tail_probe
 // Options: --quick (3 sizes, fewer shapes: a smoke test), --sizes 16K,1M (a subset),
 // --rounds N (final rounds, default 9). With OUT set, the table is also written to
 // $OUT/tail_probe.csv. Exit status 1 if any candidate gave a wrong result (it is then not timed).
