@@ -73,6 +73,14 @@ TEST(GpuTuner, TunesASmallGridRecordsEveryTrialAndResumes) {
   EXPECT_LE(t.device_s, t.startup_s);
   EXPECT_LE(t.load_s, r.compile_s);
   EXPECT_GT(t.fill_s, 0.0);  // the input region, filled beside the compiles
+  // On NVIDIA the work items whose kernels were built while the pool still compiled are verified
+  // beside it: with this cold kernel cache the multi-tensor kernels (first in the pool) are built
+  // seconds before the single-tensor ones, so some are; every variant above still passed.
+  EXPECT_LE(t.verify_beside_s, r.compile_s);
+  EXPECT_LE(t.verified_beside, 6 + static_cast<int>(r.groups.size()));
+  if (v == Vendor::nvidia) {
+    EXPECT_GT(t.verified_beside, 0);
+  }
   long variant_batches = 0, kind_batches = 0;
   std::size_t timed_variants = 0;
   int kind_variants = 0;

@@ -92,6 +92,8 @@ TEST(TuneTimes, TheJsonHoldsEveryPhaseOfEachFamilyAndEveryKind) {
   EXPECT_DOUBLE_EQ(j.at("compile_s").get<double>(), 5.0);
   EXPECT_DOUBLE_EQ(j.at("load_s").get<double>(), 0.75);
   EXPECT_DOUBLE_EQ(j.at("fill_s").get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(j.at("verify_beside_s").get<double>(), 0.0);
+  EXPECT_EQ(j.at("verified_beside").get<int>(), 0);
   EXPECT_DOUBLE_EQ(j.at("other_s").get<double>(), 20.0 - 0.5 - 5.0 - 10.0 - 4.0);
   const auto& keys = j.at("keys");
   EXPECT_EQ(keys.at("items").get<int>(), 2);
@@ -138,4 +140,13 @@ TEST(TuneTimes, TheSummaryLineNamesEachPartOnce) {
   EXPECT_EQ(line.find("groups"), std::string::npos) << line;
   EXPECT_EQ(line.find("by kind"), std::string::npos) << line;
   EXPECT_NE(line.find(" + other 0.5"), std::string::npos) << line;
+  // Verification beside the compiles, where it ran, is named inside the compile part.
+  t.verify_beside_s = 6.25;
+  t.verified_beside = 90;
+  const std::string beside = summary_line(t, 16.0, 5.0);
+  EXPECT_NE(beside.find("compile 5.0 (load 0.8, fill 1.5 beside it, verify 6.2 of 90 work items beside it) + keys"),
+            std::string::npos)
+      << beside;
+  EXPECT_DOUBLE_EQ(to_json(t, 16.0, 5.0).at("verify_beside_s").get<double>(), 6.25);
+  EXPECT_EQ(to_json(t, 16.0, 5.0).at("verified_beside").get<int>(), 90);
 }

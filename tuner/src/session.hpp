@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <future>
 #include <map>
@@ -37,6 +38,11 @@ struct FamilyRun {
   std::vector<typename TuneFamily<F>::Work> work;
   std::vector<KernelBuild<F>> builds;
   std::map<std::string, Built> built;
+  /// The full verification pass's failures per dtype (label -> reason), once it ran.
+  std::map<DType, std::map<std::string, std::string>> small;
+  /// Per work item (index into `work`): its variants with both verification passes done, where
+  /// they ran beside the compile pool (verify_ahead); tune_one takes it from here.
+  std::vector<std::optional<typename TuneFamily<F>::Result>> verified;
 };
 
 // Orchestration of a run: device and database checks, the work of each family, the compile pool,
@@ -68,6 +74,13 @@ class Session {
   // thread.
   void build_kernels();
 
+  // One step of verification beside the compile pool, for family F (its builds are pool jobs
+  // first.. of `done`): where every kernel of one of its dtypes is compiled, loads them, then runs
+  // that dtype's full pass or else the pass of its next work item not yet verified (that one needs
+  // the input region: only once the fill is done). Returns whether it did a step.
+  template <class F>
+  bool verify_ahead(std::size_t first, const std::vector<std::atomic<bool>>& done, Verifier& verifier);
+
   // Tunes, records and reports every work item of family F in turn, within the time budget.
   template <class F>
   void tune_all(Clock::time_point t0);
@@ -80,9 +93,13 @@ class Session {
   // its dtype), screening, finalists, the final pass, the winner confirmed, and the streaming read
   // of its bytes as the ceiling. Expected failures are recorded in the variants, never thrown.
   template <class F>
-  typename TuneFamily<F>::Result tune_one(const typename TuneFamily<F>::Work& w, Lane& lane,
-                                          Verifier& verifier,
-                                          const std::map<std::string, std::string>& small);
+  typename TuneFamily<F>::Result tune_one(std::size_t i, Lane& lane, Verifier& verifier);
+
+  // Work item w's variants with what their builds, the full pass (`small`) and the pass at its own
+  // size or shape (on `inputs`) found: the variants tune_one times are those still ok.
+  template <class F>
+  typename TuneFamily<F>::Result verified(const typename TuneFamily<F>::Work& w, Verifier& verifier,
+                                          InputRegion& inputs, const std::map<std::string, std::string>& small);
 
   template <class F>
   FamilyRun<F>& family() {

@@ -22,22 +22,27 @@ void compile(const TuneContext& ctx, KernelBuild<F>& k) {
   }
 }
 
-// Loads every built kernel of `run` (a load failure becomes its outcome), counting each as compiled
-// or read from the cache in `report`, and keeps what became of each by name.
+// Loads kernel k of `run` if built (a load failure becomes its outcome), counting it as compiled
+// or read from the cache in `report`, and keeps what became of it by name.
+template <class F>
+void load_one(const TuneContext& ctx, FamilyRun<F>& run, KernelBuild<F>& k, TuneReport& report) {
+  if (k.binary) {
+    ++(k.binary->from_cache ? TuneFamily<F>::cached(report) : TuneFamily<F>::compiled(report));
+    try {
+      ctx.kernels.load(std::move(*k.binary));
+    } catch (const BackendError& e) {
+      k.outcome = BuildOutcome::load_failure(e.what());
+    }
+    k.binary.reset();
+  }
+  run.built[F::kernel_name(k.config, k.dtype, k.capacity)] = {k.outcome, k.usage};
+}
+
+// Loads every kernel of `run` not loaded yet (load_one).
 template <class F>
 void load(const TuneContext& ctx, FamilyRun<F>& run, TuneReport& report) {
-  for (KernelBuild<F>& k : run.builds) {
-    if (k.binary) {
-      ++(k.binary->from_cache ? TuneFamily<F>::cached(report) : TuneFamily<F>::compiled(report));
-      try {
-        ctx.kernels.load(std::move(*k.binary));
-      } catch (const BackendError& e) {
-        k.outcome = BuildOutcome::load_failure(e.what());
-      }
-      k.binary.reset();
-    }
-    run.built[F::kernel_name(k.config, k.dtype, k.capacity)] = {k.outcome, k.usage};
-  }
+  for (KernelBuild<F>& k : run.builds)
+    if (!run.built.count(F::kernel_name(k.config, k.dtype, k.capacity))) load_one(ctx, run, k, report);
 }
 
 }  // namespace
@@ -57,14 +62,55 @@ void Session::build_kernels() {
   CompileProgress shown(ns + nm, tty, [this](const std::string& text) {
     if (o_.progress) std::fputs(text.c_str(), stderr);
   });
+  // Jobs: the multi-tensor kernels first, then the single-tensor ones; each job's flag is set once
+  // its kernel is built (release: the main thread then reads the build).
+  std::vector<std::atomic<bool>> done(nm + ns);
+  // While the pool compiles, the GPU would idle: this thread verifies what is built (verify_ahead).
+  // Only on NVIDIA: hipRTC's comgr is not safe to call concurrently, and a module load may use it.
+  const bool ahead = arch_.vendor == Vendor::nvidia;
+  std::optional<StreamHandle> stream;
+  std::optional<Verifier> verifier;
+  if (ahead) {
+    stream = backend_->create_stream();
+    verifier.emplace(*backend_, *stream);
+  }
+  double beside_s = 0;
+  std::exception_ptr failed;  // a verification error, rethrown once the pool has stopped
   run_compile_pool(
-      nm + ns, jobs, [&](std::size_t j) { j < nm ? compile(ctx, multi.builds[j]) : compile(ctx, single.builds[j - nm]); },
-      std::chrono::milliseconds(100), [&](std::size_t done) { shown.update(done); });
+      nm + ns, jobs,
+      [&](std::size_t j) {
+        j < nm ? compile(ctx, multi.builds[j]) : compile(ctx, single.builds[j - nm]);
+        done[j].store(true, std::memory_order_release);
+      },
+      std::chrono::milliseconds(100), [&](std::size_t) {
+        const auto count = [&] {
+          return static_cast<std::size_t>(
+              std::count_if(done.begin(), done.end(), [](const auto& d) { return d.load(std::memory_order_acquire); }));
+        };
+        shown.update(count());
+        if (!ahead || failed) return;
+        const auto tv = Clock::now();
+        // Step by step while the pool still runs, so that the progress line keeps moving.
+        try {
+          while (count() < done.size() &&
+                 (verify_ahead<MultiFamily>(0, done, *verifier) || verify_ahead<SingleFamily>(nm, done, *verifier)))
+            shown.update(count());
+        } catch (...) {
+          failed = std::current_exception();
+        }
+        beside_s += seconds_since(tv);
+      });
+  if (stream) {
+    verifier.reset();
+    backend_->destroy_stream(*stream);
+  }
+  if (failed) std::rethrow_exception(failed);
+  report_.times.verify_beside_s = beside_s;
   const auto tl = Clock::now();
   load(ctx, single, report_);
   reference_ = ReferenceKernels::load(*backend_, *compiler_, kernels_->binaries());
   load(ctx, multi, report_);
-  report_.times.load_s = seconds_since(tl);
+  report_.times.load_s += seconds_since(tl);
   report_.compile_s = seconds_since(t0);
   progress(fmt::format("{}kernels: {} compiled, {} from the cache ({}){}, {:.1f} s", tty ? "\r" : "",
                        report_.kernels_compiled, report_.kernels_cached,
@@ -93,7 +139,6 @@ void Session::tune_all(Clock::time_point t0) {
   Lane lane(*backend_, reference_, o_.protocol, *inputs_, out_words, ws);
   Verifier verifier(ctx.backend, lane.stream);
   region.reset();
-  std::map<DType, std::map<std::string, std::string>> small;
   // ETA model from the H200 runs: a key costs about 0.35 s plus 1 s per 1.5 GB of input.
   auto cost = [](std::uint64_t bytes) { return 0.35 + static_cast<double>(bytes) / 1.5e9; };
   double cost_done = 0, cost_total = 0;
@@ -109,11 +154,11 @@ void Session::tune_all(Clock::time_point t0) {
       break;
     }
     const DType d = Fam::result(ctx, w).dtype;
-    if (!small.count(d)) {
+    if (!run.small.count(d)) {
       PhaseTimer timer(times[Phase::verify], nullptr);
-      small[d] = Fam::verify_small(ctx, verifier, run.work, d);
+      run.small[d] = Fam::verify_small(ctx, verifier, run.work, d);
     }
-    auto r = tune_one<F>(w, lane, verifier, small[d]);
+    auto r = tune_one<F>(i, lane, verifier);
     {
       PhaseTimer timer(times[Phase::record], nullptr);
       Fam::record(*db_, arch_.name, r, run.current);
@@ -131,15 +176,45 @@ void Session::tune_all(Clock::time_point t0) {
 }
 
 template <class F>
-typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::Work& w, Lane& lane,
-                                                 Verifier& verifier,
-                                                 const std::map<std::string, std::string>& small) {
+bool Session::verify_ahead(std::size_t first, const std::vector<std::atomic<bool>>& done, Verifier& verifier) {
+  using Fam = TuneFamily<F>;
+  FamilyRun<F>& run = family<F>();
+  const TuneContext ctx = context();
+  run.verified.resize(run.work.size());
+  std::set<DType> dtypes;
+  for (const auto& w : run.work) dtypes.insert(Fam::result(ctx, w).dtype);
+  for (DType d : dtypes) {
+    bool built = true;
+    for (std::size_t j = 0; built && j < run.builds.size(); ++j)
+      built = run.builds[j].dtype != d || done[first + j].load(std::memory_order_acquire);
+    if (!built) continue;
+    const auto tl = Clock::now();
+    for (KernelBuild<F>& k : run.builds)
+      if (k.dtype == d && !run.built.count(F::kernel_name(k.config, k.dtype, k.capacity))) load_one(ctx, run, k, report_);
+    report_.times.load_s += seconds_since(tl);
+    if (!run.small.count(d)) {
+      run.small[d] = Fam::verify_small(ctx, verifier, run.work, d);
+      return true;
+    }
+    if (!inputs_ && fill_.valid() && fill_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+      inputs_ = fill_.get();
+    if (!inputs_) continue;
+    for (std::size_t i = 0; i < run.work.size(); ++i)
+      if (!run.verified[i] && Fam::result(ctx, run.work[i]).dtype == d) {
+        run.verified[i] = verified<F>(run.work[i], verifier, *inputs_, run.small[d]);
+        ++report_.times.verified_beside;
+        return true;
+      }
+  }
+  return false;
+}
+
+template <class F>
+typename TuneFamily<F>::Result Session::verified(const typename TuneFamily<F>::Work& w, Verifier& verifier,
+                                                 InputRegion& inputs, const std::map<std::string, std::string>& small) {
   using Fam = TuneFamily<F>;
   const TuneContext ctx = context();
   const FamilyRun<F>& run = family<F>();
-  FamilyTimes& times = Fam::times(report_);
-  const TimingSpent* timed = &lane.runner.spent();
-  std::optional<PhaseTimer> phase(std::in_place, times[Phase::verify], timed);
   auto r = Fam::result(ctx, w);
   for (const auto& c : Fam::timed_candidates(ctx, w)) {
     VariantResult v = Fam::variant(ctx, r, c);
@@ -157,23 +232,38 @@ typename TuneFamily<F>::Result Session::tune_one(const typename TuneFamily<F>::W
     }
     r.variants.push_back(std::move(v));
   }
-  {  // verification at the work item's own size or shape
-    std::vector<typename F::Config> cs;
-    std::vector<const Loaded<typename F::Config>*> ks;
-    std::vector<std::size_t> idx;
-    for (std::size_t i = 0; i < r.variants.size(); ++i)
-      if (r.variants[i].status == db::TrialStatus::ok) {
-        cs.push_back(Fam::config(r.variants[i]));
-        ks.push_back(ctx.kernels.find(cs.back(), r.dtype, Fam::capacity(r)));
-        idx.push_back(i);
-      }
-    const auto reasons = verifier.verify_at(lane.inputs, Fam::shape(r), cs, ks);
-    for (std::size_t j = 0; j < idx.size(); ++j)
-      if (!reasons[j].empty()) {
-        r.variants[idx[j]].status = db::TrialStatus::wrong_result;
-        r.variants[idx[j]].reason = reasons[j];
-      }
-  }
+  // verification at the work item's own size or shape
+  std::vector<typename F::Config> cs;
+  std::vector<const Loaded<typename F::Config>*> ks;
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < r.variants.size(); ++i)
+    if (r.variants[i].status == db::TrialStatus::ok) {
+      cs.push_back(Fam::config(r.variants[i]));
+      ks.push_back(ctx.kernels.find(cs.back(), r.dtype, Fam::capacity(r)));
+      idx.push_back(i);
+    }
+  const auto reasons = verifier.verify_at(inputs, Fam::shape(r), cs, ks);
+  for (std::size_t j = 0; j < idx.size(); ++j)
+    if (!reasons[j].empty()) {
+      r.variants[idx[j]].status = db::TrialStatus::wrong_result;
+      r.variants[idx[j]].reason = reasons[j];
+    }
+  return r;
+}
+
+template <class F>
+typename TuneFamily<F>::Result Session::tune_one(std::size_t i, Lane& lane, Verifier& verifier) {
+  using Fam = TuneFamily<F>;
+  const TuneContext ctx = context();
+  FamilyRun<F>& run = family<F>();
+  FamilyTimes& times = Fam::times(report_);
+  const TimingSpent* timed = &lane.runner.spent();
+  std::optional<PhaseTimer> phase(std::in_place, times[Phase::verify], timed);
+  const auto& w = run.work[i];
+  run.verified.resize(run.work.size());
+  auto r = run.verified[i] ? std::move(*run.verified[i])
+                           : verified<F>(w, verifier, lane.inputs, run.small.at(Fam::result(ctx, w).dtype));
+  run.verified[i].reset();
   FamilySource<F> source(ctx, lane, r);
   phase.emplace(times[Phase::screen], timed);
   screen(r.variants, o_.protocol, source);
@@ -214,5 +304,7 @@ template std::uint64_t Session::max_input_bytes<SingleFamily>();
 template std::uint64_t Session::max_input_bytes<MultiFamily>();
 template void Session::tune_all<SingleFamily>(Clock::time_point);
 template void Session::tune_all<MultiFamily>(Clock::time_point);
+template bool Session::verify_ahead<SingleFamily>(std::size_t, const std::vector<std::atomic<bool>>&, Verifier&);
+template bool Session::verify_ahead<MultiFamily>(std::size_t, const std::vector<std::atomic<bool>>&, Verifier&);
 
 }  // namespace amax::tune::detail

@@ -57,6 +57,8 @@ nlohmann::json to_json(const TuneTimes& t, double wall_s, double compile_s) {
           {"compile_s", compile_s},
           {"load_s", t.load_s},
           {"fill_s", t.fill_s},
+          {"verify_beside_s", t.verify_beside_s},
+          {"verified_beside", t.verified_beside},
           {"keys", family_json(t.keys)},
           {"groups", family_json(t.groups)},
           {"other_s", wall_s - t.startup_s - compile_s - t.keys.wall_s - t.groups.wall_s},
@@ -65,8 +67,10 @@ nlohmann::json to_json(const TuneTimes& t, double wall_s, double compile_s) {
 
 std::string summary_line(const TuneTimes& t, double wall_s, double compile_s) {
   std::string s = fmt::format("time: {:.1f} s = startup {:.1f} (device {:.1f}) + compile {:.1f} (load {:.1f}, fill {:.1f} "
-                              "beside it)",
+                              "beside it",
                               wall_s, t.startup_s, t.device_s, compile_s, t.load_s, t.fill_s);
+  if (t.verified_beside) s += fmt::format(", verify {:.1f} of {} work items beside it", t.verify_beside_s, t.verified_beside);
+  s += ")";
   if (t.keys.items) s += family_text("keys", t.keys);
   if (t.groups.items) s += family_text("groups", t.groups);
   s += fmt::format(" + other {:.1f}", wall_s - t.startup_s - compile_s - t.keys.wall_s - t.groups.wall_s);

@@ -61,6 +61,10 @@ struct TuneTimes {
   /// Allocating and filling the run's input region, on a thread of its own while the kernels
   /// compile (beside compile_s; a family's region phase includes any wait for it).
   double fill_s = 0;
+  /// Verifying built kernels (both passes, work item by work item) on this thread while the pool
+  /// still compiles (beside compile_s; NVIDIA only), and how many work items were verified so.
+  double verify_beside_s = 0;
+  int verified_beside = 0;
   FamilyTimes keys, groups;
   /// By kind: the single-tensor strategy's name ("first_reset"), "multi.thread" or "multi.warp".
   std::map<std::string, KindTime> kinds;
@@ -88,7 +92,8 @@ class PhaseTimer {
   TimingSpent before_;
 };
 
-/// The breakdown as JSON: {"wall_s", "startup_s", "device_s", "compile_s", "load_s", "fill_s", "keys",
+/// The breakdown as JSON: {"wall_s", "startup_s", "device_s", "compile_s", "load_s", "fill_s",
+/// "verify_beside_s", "verified_beside", "keys",
 /// "groups", "other_s", "kinds"}; a family is {"items", "wall_s", "other_s", "phases": {phase:
 /// {"wall_s", "batches", "calls", "gpu_s", "enqueue_s", "timing_wall_s", "gate_timeouts"}}}; a
 /// kind is {"variants", "batches", "calls", "gpu_s", "enqueue_s", "timing_wall_s",
