@@ -61,6 +61,71 @@ std::optional<std::string> QuantizeConfig::validate(const ArchInfo& arch, DType 
   return std::nullopt;
 }
 
+namespace {
+constexpr Fp8Format kOcpFormats[] = {Fp8Format::e4m3, Fp8Format::e5m2};
+constexpr Fp8Format kFnuzFormats[] = {Fp8Format::e4m3fnuz, Fp8Format::e5m2fnuz};
+}  // namespace
+
+std::span<const Fp8Format> quantize_formats(const ArchInfo& arch) noexcept {
+  if (arch.processor == "gfx942") return kFnuzFormats;
+  return kOcpFormats;
+}
+
+Fp8Format tuned_fp8_format(const ArchInfo& arch) noexcept { return quantize_formats(arch).front(); }
+
+std::vector<QuantizeConfig> enumerate_quantize_space(const ArchInfo& arch, DType dtype, SpaceKind kind) {
+  std::vector<QuantizeConfig> out;
+  auto add = [&](const QuantizeConfig& c) {
+    if (!c.validate(arch, dtype)) out.push_back(c);
+  };
+  const std::uint32_t wide = 16 / info(dtype).bytes;
+  if (kind == SpaceKind::pruned) {
+    using K = QuantizeKind;
+    add({K::cast, 256, wide, 4, 0, BlockCap::per_cu(8)});
+    add({K::cast, 512, wide, 2, 0, BlockCap::uncapped()});
+    add({K::cast, 512, wide, 4, 0, BlockCap::per_cu(4)});
+    const std::pair<std::uint32_t, std::uint32_t> kept[] = {{256, 2}, {256, 4}, {256, 8}, {256, 16}, {512, 1},
+                                                             {512, 2}, {512, 4}, {512, 8}, {1024, 1}, {1024, 2}};
+    for (const auto& [t, k] : kept) add({K::keep, t, wide, 4, k, BlockCap::uncapped()});
+    add({K::reread, 256, wide, 4, 0, BlockCap::uncapped()});
+    add({K::reread, 512, wide, 2, 0, BlockCap::uncapped()});
+    add({K::reread, 512, wide, 4, 0, BlockCap::uncapped()});
+    add({K::reread, 1024, wide, 4, 0, BlockCap::uncapped()});
+    return out;
+  }
+  for (const QuantizeKindInfo& ki : kQuantizeKinds)
+    for (std::uint32_t t = static_cast<std::uint32_t>(arch.wave_size); t <= 1024; t *= 2)
+      for (std::uint32_t v = 1; v <= wide; v *= 2)
+        for (std::uint32_t u = 1; u <= 8; u *= 2) {
+          if (ki.value == QuantizeKind::cast) {
+            for (std::uint32_t b = 1; b <= 16; b *= 2) add({ki.value, t, v, u, 0, BlockCap::per_cu(b)});
+            add({ki.value, t, v, u, 0, BlockCap::uncapped()});
+          } else if (ki.value == QuantizeKind::keep) {
+            for (std::uint32_t k = 1; k <= kMaxKeep; k *= 2) add({ki.value, t, v, u, k, BlockCap::uncapped()});
+          } else {
+            add({ki.value, t, v, u, 0, BlockCap::uncapped()});
+          }
+        }
+  return out;
+}
+
+QuantizeConfig builtin_quantize_default(const ArchInfo&, DType dtype, std::uint64_t n) {
+  const std::uint32_t wide = 16 / info(dtype).bytes;
+  if (n <= kQuantizeOneLaunchMaxBytes / info(dtype).bytes)
+    return {QuantizeKind::keep, 256, wide, 4, 8, BlockCap::uncapped()};
+  return {QuantizeKind::cast, 512, wide, 4, 0, BlockCap::per_cu(4)};
+}
+
+std::uint32_t quantize_grid(const QuantizeConfig& c, DType, std::uint64_t n, std::uint32_t cu_count,
+                            std::uint32_t resident_per_cu) noexcept {
+  const std::uint64_t vectors = n / c.nvec + 1;  // the body's, and the head and tail's elements
+  const std::uint64_t per_block = std::uint64_t{c.threads} * (c.kind == QuantizeKind::keep ? c.keep : c.unroll);
+  std::uint64_t grid = std::min<std::uint64_t>((vectors + per_block - 1) / per_block, c.max_blocks.max_blocks(cu_count));
+  if (c.one_launch() && resident_per_cu > 0)
+    grid = std::min<std::uint64_t>(grid, std::uint64_t{resident_per_cu} * std::max(1u, cu_count));
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(grid, 1));
+}
+
 std::string quantize_kernel_name(const QuantizeConfig& c, DType dtype, Fp8Format format) {
   std::string name = "amax_" + c.kernel_label() + "_" + std::string(to_string(dtype)) + "_" +
                      std::string(info(format).name);

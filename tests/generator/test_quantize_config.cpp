@@ -4,9 +4,14 @@
 // (fp8_cast.hpp) over structured and fresh random fp32 patterns in every format under both rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <random>
+#include <set>
+#include <stdexcept>
 
+#include "amax/family.hpp"
 #include "amax/fp8_cast.hpp"
 #include "amax/quantize_config.hpp"
 #include "amax/render.hpp"
@@ -147,4 +152,113 @@ TEST(QuantizeConfig, TemplateCastEqualsTheCpuReferenceInEveryFormat) {
   checked += compare_device_cast_with_reference<Fp8Format::e4m3fnuz>(rng);
   checked += compare_device_cast_with_reference<Fp8Format::e5m2fnuz>(rng);
   std::printf("quantize: amax_fp8_cast.h equals fp8_from_fp32_bits on %ld fp32 patterns x 2 rules\n", checked);
+}
+
+TEST(QuantizeSpace, PrunedIs17VariantsOfDistinctKernelsOnEveryArchAndDtype) {
+  for (const char* arch : {"sm_80", "sm_90", "gfx90a", "gfx942", "gfx950"})
+    for (DType d : {DType::fp32, DType::fp16, DType::bf16}) {
+      const ArchInfo a = ArchInfo::parse(arch);
+      const auto cs = enumerate_quantize_space(a, d, SpaceKind::pruned);
+      ASSERT_EQ(cs.size(), 17u) << arch << " " << to_string(d);
+      std::set<std::string> labels, kernels;
+      std::map<QuantizeKind, int> per_kind;
+      for (const auto& c : cs) {
+        EXPECT_FALSE(c.validate(a, d)) << c.label();
+        EXPECT_EQ(c.nvec * info(d).bytes, 16u) << c.label();
+        EXPECT_EQ(QuantizeConfig::parse(c.label()), c);
+        labels.insert(c.label());
+        kernels.insert(c.kernel_label());
+        ++per_kind[c.kind];
+      }
+      EXPECT_EQ(labels.size(), 17u);
+      EXPECT_EQ(kernels.size(), 17u);
+      EXPECT_EQ(per_kind[QuantizeKind::cast], 3);
+      EXPECT_EQ(per_kind[QuantizeKind::keep], 10);
+      EXPECT_EQ(per_kind[QuantizeKind::reread], 4);
+      EXPECT_NE(std::find(cs.begin(), cs.end(), builtin_quantize_default(a, d, 1)), cs.end());
+      EXPECT_NE(std::find(cs.begin(), cs.end(), builtin_quantize_default(a, d, 1ull << 30)), cs.end());
+    }
+  EXPECT_EQ(enumerate_quantize_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::pruned)[0].label(),
+            "quant.cast.t256.v8.u4.k0.b8cu");
+}
+
+TEST(QuantizeSpace, FullSpaceIsValidDistinctAndHoldsThePruned) {
+  for (const char* arch : {"sm_90", "gfx942"}) {
+    const ArchInfo a = ArchInfo::parse(arch);
+    const auto full = enumerate_quantize_space(a, DType::fp32, SpaceKind::full);
+    std::set<std::string> labels;
+    for (const auto& c : full) {
+      EXPECT_FALSE(c.validate(a, DType::fp32)) << c.label();
+      labels.insert(c.label());
+    }
+    EXPECT_EQ(labels.size(), full.size());
+    for (const auto& c : enumerate_quantize_space(a, DType::fp32, SpaceKind::pruned))
+      EXPECT_TRUE(labels.count(c.label())) << c.label();
+    // Register-bound keeps are left out: 1024 threads leave 64 registers, keep 4 needs about 72.
+    EXPECT_FALSE(labels.count("quant.keep.t1024.v4.u4.k4.buncapped"));
+    EXPECT_TRUE(labels.count("quant.keep.t1024.v4.u4.k2.buncapped"));
+  }
+  // sm_90 fp32: threads 32..1024 (6), nvec 1,2,4 (3), unroll 1-8 (4): cast 6 caps each, reread 1,
+  // keep those of 1-16 that fit the registers; 1024 threads at nvec 4 and unroll 8 do not fit either.
+  const auto full = enumerate_quantize_space(ArchInfo::parse("sm_90"), DType::fp32, SpaceKind::full);
+  EXPECT_EQ(std::count_if(full.begin(), full.end(), [](auto& c) { return c.kind == QuantizeKind::cast; }), (6 * 3 * 4 - 1) * 6);
+  EXPECT_EQ(std::count_if(full.begin(), full.end(), [](auto& c) { return c.kind == QuantizeKind::reread; }), 6 * 3 * 4 - 1);
+}
+
+TEST(QuantizeDefault, OneLaunchUpTo8MiBOfInputThenTheCast) {
+  for (const char* arch : {"sm_90", "gfx942"})
+    for (DType d : {DType::fp32, DType::fp16, DType::bf16}) {
+      const ArchInfo a = ArchInfo::parse(arch);
+      const std::uint64_t last = (8ull << 20) / info(d).bytes;
+      const std::string v = std::to_string(16 / info(d).bytes);
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4097}, last})
+        EXPECT_EQ(builtin_quantize_default(a, d, n).label(), "quant.keep.t256.v" + v + ".u4.k8.buncapped") << n;
+      for (std::uint64_t n : {last + 1, std::uint64_t{1} << 34})
+        EXPECT_EQ(builtin_quantize_default(a, d, n).label(), "quant.cast.t512.v" + v + ".u4.k0.b4cu") << n;
+    }
+}
+
+TEST(QuantizeGrid, CoversTheVectorsWithinTheCapAndTheResidentGrid) {
+  const QuantizeConfig keep{QuantizeKind::keep, 256, 8, 4, 8, BlockCap::uncapped()};
+  // 256 threads x 8 kept vectors of 8 elements: 16384 elements per block; n / 8 + 1 vectors.
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 0, 132, 2), 1u);
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 16383, 132, 2), 1u);  // 2048 vectors
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 16384, 132, 2), 2u);
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 100 * 16384, 132, 2), 101u);
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 1ull << 30, 132, 2), 264u);   // resident: 2 per SM
+  EXPECT_EQ(quantize_grid(keep, DType::bf16, 1ull << 30, 132, 0), 65537u);  // occupancy unknown
+  const QuantizeConfig reread{QuantizeKind::reread, 512, 8, 2, 0, BlockCap::uncapped()};
+  EXPECT_EQ(quantize_grid(reread, DType::bf16, 1024 * 8 * 3, 132, 1), 4u);  // 3 x 1024 + 1 vectors
+  EXPECT_EQ(quantize_grid(reread, DType::bf16, 1ull << 28, 304, 4), 1216u);
+  const QuantizeConfig cast{QuantizeKind::cast, 512, 8, 4, 0, BlockCap::per_cu(4)};
+  EXPECT_EQ(quantize_grid(cast, DType::bf16, 1ull << 28, 132, 1), 528u);  // the cap, not the resident grid
+  EXPECT_EQ(quantize_grid(cast, DType::bf16, 2048 * 8 - 1, 132, 1), 1u);
+}
+
+TEST(QuantizeFamilyTag, NamesAndRendersAKernelPerFormat) {
+  const QuantizeConfig c{QuantizeKind::reread, 512, 8, 4, 0, BlockCap::per_cu(2)};
+  const ArchInfo gfx942 = ArchInfo::parse("gfx942"), sm90 = ArchInfo::parse("sm_90");
+  EXPECT_EQ(tuned_fp8_format(gfx942), Fp8Format::e4m3fnuz);
+  EXPECT_EQ(tuned_fp8_format(sm90), Fp8Format::e4m3);
+  EXPECT_EQ(tuned_fp8_format(ArchInfo::parse("gfx950")), Fp8Format::e4m3);
+  EXPECT_EQ(std::vector<Fp8Format>(quantize_formats(gfx942).begin(), quantize_formats(gfx942).end()),
+            (std::vector<Fp8Format>{Fp8Format::e4m3fnuz, Fp8Format::e5m2fnuz}));
+  EXPECT_EQ(std::vector<Fp8Format>(quantize_formats(sm90).begin(), quantize_formats(sm90).end()),
+            (std::vector<Fp8Format>{Fp8Format::e4m3, Fp8Format::e5m2}));
+  using F = QuantizeFamily;
+  static_assert(std::is_same_v<family_of_t<QuantizeConfig>, F> && is_kernel_family_v<F>);
+  EXPECT_EQ(F::kernel_name(c, DType::bf16, F::variant_of(Fp8Format::e5m2fnuz)),
+            "amax_quant_reread_t512_v8_u4_k0_bf16_e5m2fnuz");
+  EXPECT_EQ(F::render(c, DType::bf16, gfx942, F::variant_of(Fp8Format::e4m3fnuz)),
+            render_quantize_source(c.compile_time_part(), DType::bf16, Fp8Format::e4m3fnuz, gfx942));
+  EXPECT_EQ(F::template_hash(), quantize_template_hash());
+  try {
+    F::kernel_name(c, DType::bf16, 4);
+    ADD_FAILURE() << "format 4 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "quantize kernel: 4 is not an FP8 format (0..3)");
+  }
+  EXPECT_EQ(F::fallback(c, sm90, DType::bf16, 1ull << 30, 132), builtin_quantize_default(sm90, DType::bf16, 1ull << 30));
+  EXPECT_EQ(F::fused(c, sm90, DType::bf16), c);
+  EXPECT_EQ(F::space(sm90, DType::fp16, SpaceKind::pruned), enumerate_quantize_space(sm90, DType::fp16, SpaceKind::pruned));
 }

@@ -8,15 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "amax/aggregate_arity.hpp"
 #include "amax/arch.hpp"
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/scale_rule.hpp"
+#include "amax/search_space.hpp"
 
 namespace amax {
 
@@ -95,6 +98,48 @@ struct QuantizeConfig {
 };
 static_assert(aggregate_arity<QuantizeConfig>() == std::tuple_size_v<decltype(QuantizeConfig::fields())>,
               "every QuantizeConfig member must be listed in QuantizeConfig::fields()");
+
+/// The FP8 formats the quantize kernels of `arch` are built for (the release bundle ships each):
+/// e4m3fnuz and e5m2fnuz on gfx942 (its FP8 instructions' formats), the OCP e4m3 and e5m2
+/// elsewhere. The first is tuned_fp8_format(arch). Thread-safe.
+std::span<const Fp8Format> quantize_formats(const ArchInfo& arch) noexcept;
+/// The format the tuner measures the quantize variants of `arch` with: the first of
+/// quantize_formats (e4m3fnuz on gfx942, e4m3 elsewhere). The tuning key leaves the format out: it
+/// changes only the constants of the same code (the cast's encoding), so the choice serves every
+/// format of the arch (docs/tuning.md). Thread-safe.
+Fp8Format tuned_fp8_format(const ArchInfo& arch) noexcept;
+
+/// The quantize space of `arch` and `dtype`, in a stable order (kind, threads, nvec, unroll, keep,
+/// grid cap); every config passes validate(). pruned (the tuner's default, 17 variants per dtype
+/// from 17 compiled sources): 16-byte vectors; cast with 256 threads and unroll 4 at 8 blocks per
+/// CU, 512 threads at unroll 4 and 4 per CU, 512 threads at unroll 2 uncapped; keep with unroll 4:
+/// 256 threads keeping 2, 4, 8 or 16 vectors, 512 threads 1, 2, 4 or 8, 1024 threads 1 or 2;
+/// reread uncapped with unroll 4 at 256, 512 and 1024 threads and unroll 2 at 512. full: threads
+/// each power of two from the wave size to 1024, every nvec, unroll 1-8, keep 1-16 (powers of two),
+/// cast grid caps 1-16 per CU or uncapped, the one-launch kinds uncapped (their grid is the resident
+/// one at most). Thread-safe (pure).
+std::vector<QuantizeConfig> enumerate_quantize_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
+
+/// Largest input, bytes, the built-in default quantizes in one launch (keep); larger tensors take
+/// the two launches (fused amax + scale, then cast). 8 MiB: what a resident grid of the default
+/// keep variant (256 threads keeping eight 16-byte vectors, two blocks per SM) holds in registers on
+/// a 132-SM H200.
+inline constexpr std::uint64_t kQuantizeOneLaunchMaxBytes = 8ull << 20;
+
+/// The built-in quantize default for `n` elements of `dtype` (the one place it is chosen): up to
+/// kQuantizeOneLaunchMaxBytes of input one launch `quant.keep.t256.vV.u4.k8.buncapped`, above it
+/// the cast `quant.cast.t512.vV.u4.k0.b4cu` after the single-tensor family's fused amax + scale
+/// (V: 16-byte vectors). Both vendors. Thread-safe (pure).
+QuantizeConfig builtin_quantize_default(const ArchInfo& arch, DType dtype, std::uint64_t n);
+
+/// The grid of one launch of `c` on `n` elements of `dtype` on a device of `cu_count` CUs/SMs
+/// holding `resident_per_cu` blocks of the kernel each (its occupancy; 0 unknown: not bounded): the
+/// blocks that cover the input's vectors (cast: `unroll` vectors per thread per pass; keep: `keep`
+/// vectors per thread, so the grid keeps all of them where it can; reread: `unroll` per thread),
+/// at most the grid cap; the one-launch kinds at most cu_count x resident_per_cu (a cooperative
+/// launch needs every block resident). At least 1. Thread-safe (pure).
+std::uint32_t quantize_grid(const QuantizeConfig& c, DType dtype, std::uint64_t n, std::uint32_t cu_count,
+                            std::uint32_t resident_per_cu) noexcept;
 
 /// Entry point of `c` for `dtype` and `format`: `amax_quant_keep_t512_v8_u4_k4_bf16_e4m3` (the
 /// kernel label, '.' -> '_').
