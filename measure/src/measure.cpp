@@ -210,7 +210,8 @@ bool may_overlap(const BatchSpec& running, const BatchSpec& next) noexcept {
 }
 
 std::vector<BatchResult> run_batches(Backend& b, StreamHandle stream, InputRegion& inputs,
-                                     const std::vector<BatchSpec>& specs, Gate* gate) {
+                                     const std::vector<BatchSpec>& specs, Gate* gate,
+                                     const std::function<bool(std::size_t, const BatchResult&)>& stop) {
   std::vector<BatchResult> out(specs.size());
   const SlotEvents ev(b);
   auto last = Clock::now();
@@ -238,19 +239,35 @@ std::vector<BatchResult> run_batches(Backend& b, StreamHandle stream, InputRegio
     return late;
   };
   std::vector<std::size_t> again;  // timed batches whose gate timed out
+  bool stopped = false;             // `stop` ended the run
+  // Finishes the running batch k: a late one is timed again later; a timed one may end the run.
+  const auto done = [&](std::size_t k, const Enqueued& e) {
+    if (finish(k, e)) {
+      if (specs[k].timed) again.push_back(k);
+    } else if (stop && out[k].timed && stop(k, out[k])) {
+      stopped = true;
+    }
+  };
   std::optional<std::pair<std::size_t, Enqueued>> running;
-  for (std::size_t j = 0, slot = 0; j < specs.size(); ++j, slot ^= 1) {
+  for (std::size_t j = 0, slot = 0; j < specs.size() && !stopped; ++j, slot ^= 1) {
     if (running && !(gate && may_overlap(specs[running->first], specs[j]))) {
-      if (finish(running->first, running->second) && specs[running->first].timed) again.push_back(running->first);
+      done(running->first, running->second);
       running.reset();
+      if (stopped) break;
     }
     const Enqueued e = enqueue(b, stream, inputs, specs[j], specs[j].calls, gate, ev, static_cast<int>(slot));
-    if (running && finish(running->first, running->second) && specs[running->first].timed)
-      again.push_back(running->first);
+    if (running) done(running->first, running->second);
     running.emplace(j, e);
   }
-  if (running && finish(running->first, running->second) && specs[running->first].timed)
-    again.push_back(running->first);
+  if (running) {
+    if (stopped) {  // enqueued before the run was stopped: waited for, its time not used
+      finish(running->first, running->second);
+      out[running->first].timed = false;
+      out[running->first].us = 0;
+    } else {
+      done(running->first, running->second);
+    }
+  }
   // Each late batch alone again, with half as many calls each time: four attempts in all.
   for (std::size_t j : again)
     for (int calls = specs[j].calls, attempt = 1;; ++attempt) {

@@ -18,14 +18,17 @@ Runner::Runner(Backend& backend, StreamHandle stream, InputRegion& inputs, Timin
   if (protocol.gated && !gate) throw std::invalid_argument("Runner: a gated timing protocol needs a Gate");
 }
 
-std::vector<BatchResult> Runner::run(const std::vector<std::pair<Timed*, BatchSpec>>& batches) {
+std::vector<BatchResult> Runner::run(const std::vector<std::pair<Timed*, BatchSpec>>& batches,
+                                     const std::function<bool(std::size_t, const BatchResult&)>& stop) {
   std::vector<std::pair<Timed*, BatchSpec>> all;
   all.swap(warmups_);
   const std::size_t first = all.size();
   all.insert(all.end(), batches.begin(), batches.end());
   std::vector<BatchSpec> specs;
   for (const auto& [t, s] : all) specs.push_back(s);
-  std::vector<BatchResult> r = run_batches(b_, stream_, inputs_, specs, gate_);
+  std::function<bool(std::size_t, const BatchResult&)> ask;
+  if (stop) ask = [&](std::size_t k, const BatchResult& r) { return k >= first && stop(k - first, r); };
+  std::vector<BatchResult> r = run_batches(b_, stream_, inputs_, specs, gate_, ask);
   for (std::size_t i = 0; i < all.size(); ++i) {
     all[i].first->spent += r[i].spent;
     spent_ += r[i].spent;
@@ -53,6 +56,19 @@ std::vector<double> Runner::measure(Timed& t, std::uint64_t bytes, int batches) 
     us.push_back(r.us);
     t.host_us.push_back(r.host_us);
   }
+  return us;
+}
+
+std::vector<double> Runner::measure_unless(Timed& t, std::uint64_t bytes, int more, double stop_above) {
+  std::vector<double> us;
+  const std::vector<std::pair<Timed*, BatchSpec>> batches(1 + static_cast<std::size_t>(std::max(0, more)),
+                                                          std::pair{&t, spec(t, bytes, t.batch)});
+  for (const BatchResult& r :
+       run(batches, [stop_above](std::size_t k, const BatchResult& b) { return k == 0 && b.us > stop_above; }))
+    if (r.timed) {
+      us.push_back(r.us);
+      t.host_us.push_back(r.host_us);
+    }
   return us;
 }
 

@@ -57,6 +57,19 @@ std::vector<std::pair<int, int>> gated_batches(const std::vector<std::string>& l
 
 using Ops = std::vector<std::string>;
 
+// A runner with the default protocol (batches >= 200 us, warm-up 1 batch) and a call of kernel 1
+// (`us` per call, one launch) prepared on it: probed, its warm-up queued.
+struct Prepared {
+  explicit Prepared(double us) : t{s.call(1, us)} {
+    t.launches = 1;
+    runner.prepare(t, 4096);
+  }
+  Sim s;
+  tune::TimingProtocol p;
+  tune::Runner runner{s.b, s.stream, s.inputs, p, &s.gate};
+  tune::Timed t;
+};
+
 }  // namespace
 
 TEST(TimedBatches, TheNextBatchIsEnqueuedBehindTheOtherGateWhileThePreviousRuns) {
@@ -82,6 +95,40 @@ TEST(TimedBatches, TheNextBatchIsEnqueuedBehindTheOtherGateWhileThePreviousRuns)
     EXPECT_GE(x.spent.wall_s, 0.0);
   }
   EXPECT_EQ(s.b.events_created, s.b.events_destroyed);
+}
+
+TEST(TimedBatches, AStopEndsTheRunAndTheBatchAlreadyEnqueuedGivesNoTime) {
+  Sim s;
+  const auto call = s.call(1, 2.5);
+  const std::vector<tune::BatchSpec> four(4, spec(call, 80, 1));
+  std::vector<std::size_t> asked;
+  const auto r = tune::run_batches(s.b, s.stream, s.inputs, four, &s.gate, [&](std::size_t k, const tune::BatchResult& b) {
+    asked.push_back(k);
+    EXPECT_NEAR(b.us, 2.5, 1e-5);
+    return k == 0;
+  });
+  // Batch 1 was enqueued before batch 0's time was read: it runs (waited for), batches 2-3 never.
+  EXPECT_EQ(without_calls(s.b.op_log),
+            (Ops{"gate 0", "record", "record", "gate 1", "record", "record", "wait", "wait"}));
+  EXPECT_EQ(gated_batches(s.b.op_log), (std::vector<std::pair<int, int>>{{1, 80}, {1, 80}}));
+  EXPECT_EQ(asked, (std::vector<std::size_t>{0}));
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_TRUE(r[0].timed);
+  EXPECT_NEAR(r[0].us, 2.5, 1e-5);
+  EXPECT_FALSE(r[1].timed);
+  EXPECT_EQ(r[1].us, 0.0);
+  EXPECT_EQ(r[1].spent.calls, 80);  // what it cost is still counted
+  EXPECT_FALSE(r[2].timed);
+  EXPECT_EQ(r[2].spent.calls, 0);
+  EXPECT_FALSE(r[3].timed);
+  // Never stopping: every batch timed, as without `stop`.
+  Sim t;
+  const auto call2 = t.call(2, 4.0);
+  const auto all = tune::run_batches(t.b, t.stream, t.inputs, std::vector<tune::BatchSpec>(3, spec(call2, 50, 1)),
+                                     &t.gate, [](std::size_t, const tune::BatchResult&) { return false; });
+  ASSERT_EQ(all.size(), 3u);
+  for (const auto& x : all) EXPECT_TRUE(x.timed);
+  EXPECT_EQ(gated_batches(t.b.op_log).size(), 3u);
 }
 
 TEST(TimedBatches, TwoBatchesAreInFlightOnlyWhereBothFitInTheLaunchQueue) {
@@ -238,12 +285,8 @@ TEST(Runner, TheProbeIsTheWarmUpOfBatchesOfOneOrTwoCalls) {
   // for a warm-up of 1 or 2 calls; a batch of 3 still gets its warm-up batch.
   const std::pair<double, int> cases[] = {{250.0, 1}, {150.0, 2}, {70.0, 3}};
   for (const auto& [us, batch] : cases) {
-    Sim s;
-    tune::TimingProtocol p;
-    tune::Runner runner(s.b, s.stream, s.inputs, p, &s.gate);
-    tune::Timed t{s.call(1, us)};
-    t.launches = 1;
-    runner.prepare(t, 4096);
+    Prepared x(us);
+    auto& [s, p, runner, t] = x;
     EXPECT_EQ(t.batch, batch) << us;
     const auto got = runner.measure(t, 4096, 3);
     std::vector<std::pair<int, int>> want{{1, 1}, {1, 1}};
@@ -256,13 +299,27 @@ TEST(Runner, TheProbeIsTheWarmUpOfBatchesOfOneOrTwoCalls) {
   }
 }
 
+TEST(Runner, ScreeningEnqueuesTheSecondBatchBeforeTheFirstsTimeAndDropsItWhenTheFirstIsTooSlow) {
+  for (const bool slow : {false, true}) {
+    Prepared x(4.0);
+    auto& [s, p, runner, t] = x;
+    // 4.0 us per call: above a limit of 3.9 (stopped), within 6.0 (two more batches).
+    const auto got = runner.measure_unless(t, 4096, 2, slow ? 3.9 : 6.0);
+    // The probes, the warm-up, then the first batch and the second, enqueued before the first's
+    // time is read; the third only when not stopped.
+    std::vector<std::pair<int, int>> want{{1, 1}, {1, 1}, {1, 50}, {1, 50}, {1, 50}};
+    if (!slow) want.push_back({1, 50});
+    EXPECT_EQ(gated_batches(s.b.op_log), want) << slow;
+    ASSERT_EQ(got.size(), slow ? 1u : 3u);
+    for (double x : got) EXPECT_NEAR(x, 4.0, 1e-5);
+    EXPECT_EQ(t.host_us.size(), got.size());  // the batches returned only
+    EXPECT_EQ(t.spent.calls, 2 + 50 + (slow ? 2 : 3) * 50);
+  }
+}
+
 TEST(Runner, AWarmUpRunsAheadOfTheNextMeasurementAndSynchronizeDropsIt) {
-  Sim s;
-  tune::TimingProtocol p;
-  tune::Runner runner(s.b, s.stream, s.inputs, p, &s.gate);
-  tune::Timed t{s.call(1, 4.0)};
-  t.launches = 1;
-  runner.prepare(t, 4096);
+  Prepared x(4.0);
+  auto& [s, p, runner, t] = x;
   EXPECT_EQ(gated_batches(s.b.op_log), (std::vector<std::pair<int, int>>{{1, 1}, {1, 1}}));  // the probes only
   EXPECT_EQ(t.batch, 50);
   const auto got = runner.measure(t, 4096, 2);

@@ -13,6 +13,17 @@ std::vector<double> RunnerSource::sample(std::size_t i, int batches, bool prepar
   return us;
 }
 
+std::vector<double> RunnerSource::screen_sample(std::size_t i, int more, double stop_above) {
+  Timed& t = timed(i);
+  const TimingSpent before = t.spent;
+  runner_.prepare(t, bytes_);
+  t.host_us.clear();
+  auto us = runner_.measure_unless(t, bytes_, more, stop_above);
+  host_[i].insert(host_[i].end(), t.host_us.begin(), t.host_us.end());
+  spent_[i] += t.spent.since(before);
+  return us;
+}
+
 std::vector<std::vector<double>> RunnerSource::rounds(const std::vector<std::size_t>& which, int rounds, bool second) {
   std::vector<Timed> ts;
   for (std::size_t i : which) {

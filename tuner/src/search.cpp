@@ -59,11 +59,8 @@ void screen(std::vector<VariantResult>& variants, const TimingProtocol& protocol
     auto& r = variants[i];
     if (r.status != db::TrialStatus::ok) continue;
     try {
-      std::vector<double> times = source.sample(i, 1, true);
-      if (times[0] <= protocol.early_stop * best) {  // else clearly slower: one batch is its sample
-        const auto more = source.sample(i, protocol.screen_batches - 1, false);
-        times.insert(times.end(), more.begin(), more.end());
-      }
+      // A first batch above early_stop x best is clearly slower: one batch is its sample.
+      const std::vector<double> times = source.screen_sample(i, protocol.screen_batches - 1, protocol.early_stop * best);
       r.stats = Stats::of(times);
       r.host_us = source.host_us(i);
       best = std::min(best, r.stats.median_us);

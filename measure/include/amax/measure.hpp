@@ -218,10 +218,13 @@ struct BatchResult {
 /// took longer than the gate's timeout to enqueue it) gives no time: once the others are done it
 /// is timed again alone with half as many calls, at most three more times, and then GateTimeout is
 /// thrown (at once for a batch of one call). Without `gate` (host-inclusive time) each batch is
-/// enqueued back to back and waited for before the next. Errors: BackendError, GateTimeout;
-/// whatever a call throws (after its gate is released).
+/// enqueued back to back and waited for before the next. `stop`, where given, is asked after each
+/// batch that gave a time (its index, its result): true ends the run there; a batch already
+/// enqueued behind it still runs but gives no time (timed false), and later ones are not enqueued.
+/// Errors: BackendError, GateTimeout; whatever a call throws (after its gate is released).
 std::vector<BatchResult> run_batches(Backend& backend, StreamHandle stream, InputRegion& inputs,
-                                     const std::vector<BatchSpec>& specs, Gate* gate);
+                                     const std::vector<BatchSpec>& specs, Gate* gate,
+                                     const std::function<bool(std::size_t, const BatchResult&)>& stop = {});
 
 /// Times `call` (which enqueues one operation on `stream` reading `in`) with device events:
 /// `batches` batches of `batch` back-to-back calls, each on the next input (InputRegion::next). With `gate`

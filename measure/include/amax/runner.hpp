@@ -83,6 +83,13 @@ class Runner {
   /// Errors: BackendError, GateTimeout.
   std::vector<double> measure(Timed& t, std::uint64_t bytes, int batches);
 
+  /// Screening's measurement: like measure() of 1 + `more` batches, except that the batches after
+  /// the first are left out when the first one's per-call time is above `stop_above` (the second
+  /// is enqueued before the first one's time is known: it then runs, untimed and not returned).
+  /// The first batch is always returned first; a first batch whose gate timed out (timed again
+  /// alone later) never stops the others. Errors: BackendError, GateTimeout.
+  std::vector<double> measure_unless(Timed& t, std::uint64_t bytes, int more, double stop_above);
+
   /// Prepares every entry (in order), then runs `rounds` rounds, each timing one batch of every
   /// entry in `order`, so that drift affects all alike. Returns each entry's per-call times
   /// (microseconds), one per round, in round order. Errors: BackendError.
@@ -106,7 +113,9 @@ class Runner {
   }
   // run_batches of the queued warm-ups, then `batches`, on this runner's stream, inputs and gate;
   // each batch's cost added to its Timed's spent and to spent_. Returns the results of `batches`.
-  std::vector<BatchResult> run(const std::vector<std::pair<Timed*, BatchSpec>>& batches);
+  // `stop`: run_batches' question, with indices into `batches` (never asked about a warm-up).
+  std::vector<BatchResult> run(const std::vector<std::pair<Timed*, BatchSpec>>& batches,
+                               const std::function<bool(std::size_t, const BatchResult&)>& stop = {});
 
   Backend& b_;
   StreamHandle stream_;

@@ -18,6 +18,8 @@ class RunnerSource : public SampleSource {
  public:
   RunnerSource(Runner& runner, std::uint64_t bytes) : runner_(runner), bytes_(bytes) {}
   std::vector<double> sample(std::size_t i, int batches, bool prepare) override;
+  /// Through Runner::measure_unless: the second batch is enqueued while the first one runs.
+  std::vector<double> screen_sample(std::size_t i, int more, double stop_above) override;
   /// A fresh probe per pass: each entry is a copy of timed(i)'s call (and launch count) with no
   /// batch size yet.
   std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds, bool second) override;

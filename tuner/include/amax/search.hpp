@@ -90,6 +90,18 @@ class SampleSource {
   /// `batches` per-call times of variant i, each of one batch; `prepare`: probe its batch size
   /// and warm it up first. Errors: BackendError (the variant's launch failed).
   virtual std::vector<double> sample(std::size_t i, int batches, bool prepare) = 0;
+  /// Screening's samples of variant i (prepared first): one batch, then `more` batches unless the
+  /// first one's per-call time is above `stop_above`. The default takes them in two sample()
+  /// calls; a source may enqueue the second batch before the first one's time is known (the
+  /// samples are the same). Errors: as sample().
+  virtual std::vector<double> screen_sample(std::size_t i, int more, double stop_above) {
+    std::vector<double> times = sample(i, 1, true);
+    if (times[0] <= stop_above) {
+      const auto rest = sample(i, more, false);
+      times.insert(times.end(), rest.begin(), rest.end());
+    }
+    return times;
+  }
   /// Interleaved rounds over `which` (prepared first): result[j] holds rounds times of which[j].
   /// `second`: the confirmation measurement, in another order than the first (runner.hpp Order).
   virtual std::vector<std::vector<double>> rounds(const std::vector<std::size_t>& which, int rounds,
