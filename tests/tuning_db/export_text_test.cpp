@@ -278,8 +278,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "line 2: unknown row type \"loser\""},
         BadText{"Duplicate", kHeader + kWinner + "\n" + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 3: duplicates line 2"},
-        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":6}\n", ErrorKind::FutureSchema,
-                "schema version 6, but this build of amax-tune understands versions 1 to 5"},
+        BadText{"FutureVersion", "{\"format\":\"amax-tune-db\",\"schema_version\":7}\n", ErrorKind::FutureSchema,
+                "schema version 7, but this build of amax-tune understands versions 1 to 6"},
         // Text format 2: the end line with the row counts is required and checked.
         BadText{"CutShort", kHeader2 + kWinner + "\n", ErrorKind::InvalidArgument,
                 "line 2: the end line {\"end\":\"amax-tune-db\",\"rows\":{...}} is missing after 1 rows: the dump is "

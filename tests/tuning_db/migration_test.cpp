@@ -108,15 +108,15 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 5);
+    EXPECT_EQ(db.schema_version(), 6);
     EXPECT_EQ(db.winners<SingleFamily>(), ref.winners<SingleFamily>());
     EXPECT_EQ(db.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
     EXPECT_EQ(dump_of(db), dump_of(ref));
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
     expect_no_group_rows(db);
   }
-  EXPECT_EQ(log.count("migrated schema version 3 to 5"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
+  EXPECT_EQ(log.count("migrated schema version 3 to 6"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"6"});
   EXPECT_EQ(raw_query(p, "SELECT count(*) FROM provenance"), std::vector<std::string>{std::to_string(provenances)});
   // Row ids (the last tie-break of every listing) are kept.
   EXPECT_EQ(raw_query(p, "SELECT t.id, t.n, t.label, p.timestamp FROM trials AS t JOIN provenance AS p "
@@ -129,7 +129,7 @@ TEST_F(MigrationTest, Schema3FileMigratesKeepingEveryRowAndValue) {
   // A second open migrates nothing; ReadOnly reads the new layout alike.
   LogCapture again;
   const TuningDb ro = TuningDb::open(p, OpenMode::ReadOnly);
-  EXPECT_EQ(ro.schema_version(), 5);
+  EXPECT_EQ(ro.schema_version(), 6);
   EXPECT_EQ(ro.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
   EXPECT_EQ(again.count("migrated"), 0);
 }
@@ -170,7 +170,7 @@ TEST_F(MigrationTest, Schema2FileReadOnlyAndMigrated) {
   }
   EXPECT_EQ(read_bytes(p), before);
   TuningDb db = TuningDb::open(p);
-  EXPECT_EQ(db.schema_version(), 5);
+  EXPECT_EQ(db.schema_version(), 6);
   EXPECT_EQ(db.winners<SingleFamily>(), ref.winners<SingleFamily>());
   EXPECT_EQ(db.all_trials<SingleFamily>(), ref.all_trials<SingleFamily>());
   EXPECT_EQ(dump_of(db), dump_of(ref));
@@ -190,7 +190,7 @@ TEST_F(MigrationTest, InMemoryFallbackMigratesItsCopyOnly) {
     OpenOptions o;
     o.memory_fallback = true;
     TuningDb db = TuningDb::open(sys / "t.db", OpenMode::ReadWrite, o);
-    if (!db.in_memory() || db.schema_version() != 5) return 11;
+    if (!db.in_memory() || db.schema_version() != 6) return 11;
     if (db.all_trials<SingleFamily>() != ref.all_trials<SingleFamily>() || db.winners<SingleFamily>() != ref.winners<SingleFamily>()) return 12;
     record_group_simple(db, gkey(2, 2, 1), h200(), "m", 1.0);
     return db.winners<MultiFamily>().size() == 1 ? 0 : 13;

@@ -33,8 +33,8 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   const fs::path p = file("x/y/z/tuning.sqlite");
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 5);
-    EXPECT_EQ(TuningDb::kSchemaVersion, 5);
+    EXPECT_EQ(db.schema_version(), 6);
+    EXPECT_EQ(TuningDb::kSchemaVersion, 6);
     EXPECT_EQ(db.mode(), OpenMode::ReadWrite);
     EXPECT_EQ(db.path(), p);
     EXPECT_EQ(db.journal_mode(), "wal");
@@ -42,13 +42,15 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
     EXPECT_EQ(db.integrity_check(), std::vector<std::string>{"ok"});
   }
   ASSERT_TRUE(fs::is_regular_file(p));
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"6"});
   EXPECT_EQ(raw_query(p, "PRAGMA application_id"), std::vector<std::string>{"1095582040"});
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"),
-            (std::vector<std::string>{"group_trials", "group_winners", "meta", "provenance", "trials", "winners"}));
+            (std::vector<std::string>{"group_trials", "group_winners", "meta", "provenance", "quant_trials",
+                                      "quant_winners", "trials", "winners"}));
   EXPECT_EQ(raw_query(p, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"),
             (std::vector<std::string>{"group_trials_identity", "group_winners_identity", "provenance_unique",
-                                      "trials_identity", "winners_identity"}));
+                                      "quant_trials_identity", "quant_winners_identity", "trials_identity",
+                                      "winners_identity"}));
   EXPECT_EQ(column_names(p, "trials"), kTrialColumns);
   EXPECT_EQ(column_names(p, "winners"),
             (std::vector<std::string>{"id", "arch", "dtype", "n", "label", "median_us", "gbps", "provenance_id"}));
@@ -63,6 +65,15 @@ TEST_F(OpenTest, CreatesSchemaAndParentDirectories) {
   EXPECT_EQ(column_names(p, "group_winners"),
             (std::vector<std::string>{"id", "arch", "dtype", "tensors", "total_bytes", "largest_bytes", "label",
                                       "median_us", "gbps", "provenance_id"}));
+  EXPECT_EQ(column_names(p, "quant_trials"),
+            (std::vector<std::string>{"id", "arch", "dtype", "n", "label", "status", "reason", "median_us",
+                                      "spread_us", "samples", "gbps", "registers", "spill_bytes", "tie_rank",
+                                      "confirm_median_us", "host_us", "launches", "provenance_id"}));
+  EXPECT_EQ(column_names(p, "quant_winners"),
+            (std::vector<std::string>{"id", "arch", "dtype", "n", "label", "median_us", "gbps", "provenance_id"}));
+  EXPECT_EQ(raw_query(p, "SELECT sql FROM sqlite_master WHERE name = 'quant_trials_identity'"),
+            std::vector<std::string>{"CREATE UNIQUE INDEX quant_trials_identity ON quant_trials (arch, dtype, n, "
+                                     "provenance_id, label)"});
   EXPECT_EQ(raw_query(p, "SELECT sql FROM sqlite_master WHERE name = 'trials_identity'"),
             std::vector<std::string>{"CREATE UNIQUE INDEX trials_identity ON trials (arch, dtype, n, provenance_id, label)"});
   EXPECT_EQ(raw_query(p, "SELECT sql FROM sqlite_master WHERE name = 'group_winners_identity'"),
@@ -168,7 +179,7 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
   LogCapture log;
   {
     TuningDb db = TuningDb::open(p);
-    EXPECT_EQ(db.schema_version(), 5);
+    EXPECT_EQ(db.schema_version(), 6);
     const auto trials = db.trials<SingleFamily>(k);
     ASSERT_EQ(trials.size(), 1u);
     EXPECT_EQ(trials[0], (TrialRow{k, expected_trial, mi300x_v1()}));
@@ -180,8 +191,8 @@ TEST_F(OpenTest, ReadsAndMigratesHandMadeVersion1File) {
     db.record<SingleFamily>(key(8), h200(), std::vector<Trial>{t}, std::nullopt);
     EXPECT_EQ(db.trials<SingleFamily>(key(8)).at(0).trial.spill_bytes, 7);
   }
-  EXPECT_EQ(log.count("migrated schema version 1 to 5"), 1) << log.text();
-  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"5"});
+  EXPECT_EQ(log.count("migrated schema version 1 to 6"), 1) << log.text();
+  EXPECT_EQ(raw_query(p, "SELECT value FROM meta WHERE key = 'schema_version'"), std::vector<std::string>{"6"});
   // The migrated tables have exactly the columns (names, types, NOT NULL, defaults) of a fresh file.
   const fs::path fresh = file("fresh.db");
   { (void)TuningDb::open(fresh); }
@@ -204,7 +215,7 @@ TEST_F(OpenTest, FutureSchemaIsRefusedNamingBothVersions) {
   for (OpenMode mode : {OpenMode::ReadWrite, OpenMode::ReadOnly}) {
     const std::string msg = expect_db_error(ErrorKind::FutureSchema, [&] { (void)TuningDb::open(p, mode); });
     EXPECT_NE(msg.find("schema version 99"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("schema version 5"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("schema version 6"), std::string::npos) << msg;
     EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
   }
   EXPECT_EQ(read_bytes(p), before);

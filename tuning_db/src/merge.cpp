@@ -142,24 +142,27 @@ MergeReport merge(const fs::path& a_path, const fs::path& b_path, const fs::path
 
   auto read = [](const fs::path& path) {
     const TuningDb db = TuningDb::open(path, OpenMode::ReadOnly);
-    return std::tuple{db.winners<SingleFamily>(), db.all_trials<SingleFamily>(), db.winners<MultiFamily>(),
-                      db.all_trials<MultiFamily>()};
+    return std::tuple{db.winners<SingleFamily>(),   db.all_trials<SingleFamily>(),   db.winners<MultiFamily>(),
+                      db.all_trials<MultiFamily>(),   db.winners<QuantizeFamily>(),   db.all_trials<QuantizeFamily>()};
   };
-  const auto [wa, ta, gwa, gta] = read(a_path);
-  const auto [wb, tb, gwb, gtb] = read(b_path);
+  const auto [wa, ta, gwa, gta, qwa, qta] = read(a_path);
+  const auto [wb, tb, gwb, gtb, qwb, qtb] = read(b_path);
   auto single = merge_rows<SingleFamily>(wa, wb, ta, tb, a_path, b_path, policy);
   auto group = merge_rows<MultiFamily>(gwa, gwb, gta, gtb, a_path, b_path, policy);
-  if (const std::size_t conflicts = single.conflicts + group.conflicts; conflicts > 0) {
-    invalid((single.conflicts ? single.first_conflict : group.first_conflict) +
+  auto quant = merge_rows<QuantizeFamily>(qwa, qwb, qta, qtb, a_path, b_path, policy);
+  if (const std::size_t conflicts = single.conflicts + group.conflicts + quant.conflicts; conflicts > 0) {
+    invalid((single.conflicts ? single.first_conflict
+             : group.conflicts ? group.first_conflict
+                               : "quantize " + quant.first_conflict) +
             (conflicts > 1 ? " (and " + std::to_string(conflicts - 1) + " more key(s))" : "") +
             "; rows from different devices are never mixed silently: give --allow-different-devices to keep "
             "the faster winner anyway");
   }
 
   detail::build_beside(out_path, [&](TuningDb& out) {
-    out.import_rows(single.winners, single.trials, group.winners, group.trials);
+    out.import_rows(single.winners, single.trials, group.winners, group.trials, quant.winners, quant.trials);
   });
-  return MergeReport{std::move(single.report), std::move(group.report)};
+  return MergeReport{std::move(single.report), std::move(group.report), std::move(quant.report)};
 }
 
 }  // namespace amax::db

@@ -247,10 +247,12 @@ TuningDb::Impl::Snapshot TuningDb::Impl::snapshot(bool with_winners, bool with_t
     if (with_winners) {
       s.winners = select_filtered<detail::WinnersTable>(*this, {});
       s.group_winners = select_filtered<detail::GroupWinnersTable>(*this, {});
+      s.quant_winners = select_filtered<detail::QuantWinnersTable>(*this, {});
     }
     if (with_trials) {
       s.trials = select_filtered<detail::TrialsTable>(*this, {});
       s.group_trials = select_filtered<detail::GroupTrialsTable>(*this, {});
+      s.quant_trials = select_filtered<detail::QuantTrialsTable>(*this, {});
     }
     t.commit();
     return s;

@@ -10,6 +10,7 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include <map>
+#include <type_traits>
 
 namespace amax::db {
 
@@ -17,15 +18,16 @@ using detail::quoted;
 
 namespace {
 
-/// Deletes what a record of @p key replaces: the rows of the same key and provenance identity
-/// (a group key: of every shape of its bucket). Returns how many rows.
-int delete_replaced(SQLite::Database& db, const TuningKey& key, const Provenance& provenance) {
-  return detail::delete_same_identity<detail::TrialsTable>(db, {key, {}, provenance}) +
-         detail::delete_same_identity<detail::WinnersTable>(db, {key, {}, provenance});
-}
-
-int delete_replaced(SQLite::Database& db, const GroupKey& key, const Provenance& provenance) {
-  return detail::delete_group_bucket(db, key, provenance, false);
+/// Deletes what a record of @p key of family F replaces: the rows of the same key and provenance
+/// identity (a group key: of every shape of its bucket). Returns how many rows.
+template <class F>
+int delete_replaced(SQLite::Database& db, const KeyOf<F>& key, const Provenance& provenance) {
+  if constexpr (std::is_same_v<KeyOf<F>, GroupKey>) {
+    return detail::delete_group_bucket(db, key, provenance, false);
+  } else {
+    return detail::delete_same_identity<detail::TrialsOf<F>>(db, {key, {}, provenance}) +
+           detail::delete_same_identity<detail::WinnersOf<F>>(db, {key, {}, provenance});
+  }
 }
 
 }  // namespace
@@ -40,7 +42,7 @@ void TuningDb::record(const KeyOf<F>& key, const Provenance& provenance, std::sp
   detail::validate_record(im.path, key, provenance, trials, winner);
   im.run("recording " + to_string(key), [&] {
     SQLite::Transaction t(*im.db, SQLite::TransactionBehavior::IMMEDIATE);
-    const int deleted = delete_replaced(*im.db, key, provenance);
+    const int deleted = delete_replaced<F>(*im.db, key, provenance);
     detail::ProvenanceIds ids(*im.db);
     detail::RowWriter<detail::TrialsOf<F>> trial_writer(*im.db, ids);
     for (const Trial& trial : trials) trial_writer.insert({key, trial, provenance});
@@ -56,7 +58,8 @@ void TuningDb::record(const KeyOf<F>& key, const Provenance& provenance, std::sp
 AMAX_DB_FOR_EACH_FAMILY(AMAX_DB_INSTANTIATE_RECORD)
 
 void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials,
-                           std::span<const GroupWinnerRow> group_winners, std::span<const GroupTrialRow> group_trials) {
+                           std::span<const GroupWinnerRow> group_winners, std::span<const GroupTrialRow> group_trials,
+                           std::span<const WinnerRow> quant_winners, std::span<const TrialRow> quant_trials) {
   Impl& im = impl();
   im.require_writable("import_rows");
   auto fail = [&](const std::string& what, std::size_t i, const std::string& msg) {
@@ -74,6 +77,8 @@ void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const T
   check(trials, "trial");
   check(group_winners, "group winner");
   check(group_trials, "group trial");
+  check(quant_winners, "quantize winner");
+  check(quant_trials, "quantize trial");
   // One shape per arch, dtype, bucket and identity among the group rows themselves.
   struct Shape {
     const GroupKey* key;
@@ -110,6 +115,8 @@ void TuningDb::import_rows(std::span<const WinnerRow> winners, std::span<const T
     write(detail::TrialsTable{}, trials);
     write(detail::GroupWinnersTable{}, group_winners);
     write(detail::GroupTrialsTable{}, group_trials);
+    write(detail::QuantWinnersTable{}, quant_winners);
+    write(detail::QuantTrialsTable{}, quant_trials);
     if (deleted > 0) detail::delete_unused_provenance(*im.db);
     t.commit();
   });

@@ -33,7 +33,8 @@ FileState inspect(SQLite::Database& db) {
 namespace {
 
 /// The tables of rows, in creation order.
-using RowTables = std::tuple<TrialsTable, WinnersTable, GroupTrialsTable, GroupWinnersTable>;
+using RowTables = std::tuple<TrialsTable, WinnersTable, GroupTrialsTable, GroupWinnersTable, QuantTrialsTable,
+                             QuantWinnersTable>;
 
 template <class F>
 void for_each_table(F&& f) {
@@ -144,9 +145,16 @@ std::vector<std::string> v4_statements() {
 }
 
 /// Columns added at version @p k (fields with since_schema == k) to the tables older than k, and
-/// (from schema 5 on) to the provenance table, whose unique index then spans them too.
+/// (from schema 5 on) to the provenance table, whose unique index then spans them too; the tables
+/// that start at k (after schema 4: a family's tables, empty).
 std::vector<std::string> added_columns(int k) {
   std::vector<std::string> out;
+  for_each_table([&](auto table) {
+    using Table = decltype(table);
+    if (Table::since_schema != k) return;
+    out.push_back(create_table<Table>(k));
+    out.push_back(identity_index<Table>(k));
+  });
   for_each_table([&](auto table) {
     using Table = decltype(table);
     if (!has_table<Table>(k - 1)) return;

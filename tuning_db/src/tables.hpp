@@ -30,7 +30,7 @@
 /// Calls X(F) for every kernel family tag F: the explicit instantiations of TuningDb's family
 /// templates and their private helpers (record.cpp, queries.cpp, validate.cpp). A new family
 /// adds its tag here.
-#define AMAX_DB_FOR_EACH_FAMILY(X) X(SingleFamily) X(MultiFamily)
+#define AMAX_DB_FOR_EACH_FAMILY(X) X(SingleFamily) X(MultiFamily) X(QuantizeFamily)
 
 namespace amax::db::detail {
 
@@ -94,6 +94,8 @@ using TrialsTable = TrialsOf<SingleFamily>;
 using WinnersTable = WinnersOf<SingleFamily>;
 using GroupTrialsTable = TrialsOf<MultiFamily>;
 using GroupWinnersTable = WinnersOf<MultiFamily>;
+using QuantTrialsTable = TrialsOf<QuantizeFamily>;
+using QuantWinnersTable = WinnersOf<QuantizeFamily>;
 
 /// Whether a file at schema @p version has Table.
 template <class Table>

@@ -29,9 +29,9 @@ constexpr std::string_view kTextFormat = "amax-tune-db";
 /// {"end":"amax-tune-db","rows":{TAG:COUNT,...}}, which load_text requires.
 constexpr int kTextFormatVersion = 2;
 /// The row types of a dump, in the order dump_text writes them (and counts them on the end line).
-constexpr std::array<std::string_view, 4> kRowTags = {detail::WinnersTable::dump_tag, detail::TrialsTable::dump_tag,
-                                                      detail::GroupWinnersTable::dump_tag,
-                                                      detail::GroupTrialsTable::dump_tag};
+constexpr std::array<std::string_view, 6> kRowTags = {
+    detail::WinnersTable::dump_tag,      detail::TrialsTable::dump_tag,      detail::GroupWinnersTable::dump_tag,
+    detail::GroupTrialsTable::dump_tag, detail::QuantWinnersTable::dump_tag, detail::QuantTrialsTable::dump_tag};
 
 void check_stream(const std::ostream& out, const fs::path& path, std::string_view what) {
   if (!out) {
@@ -82,14 +82,21 @@ int table_version() {
   return v;
 }
 
+/// The tables an export or dump writes beyond the single-tensor ones, in kRowTags order after them.
+struct Written {
+  bool group_winners = false, group_trials = false, quant_winners = false, quant_trials = false;
+};
+
 /// The schema version an export or dump declares: the oldest one that has every table and column
-/// it may write. The single-tensor tables always count (they are the format's base); the group
-/// tables when their rows are written. A database without group rows therefore exports and dumps
-/// exactly what schema 3 did, and its dumps load in builds of schema 3.
-int format_version(bool group_winners, bool group_trials) {
+/// it may write. The single-tensor tables always count (they are the format's base); the other
+/// families' tables when their rows are written. A database without group or quantize rows
+/// therefore exports and dumps exactly what schema 3 did, and its dumps load in builds of schema 3.
+int format_version(const Written& w) {
   int v = std::max(table_version<detail::WinnersTable>(), table_version<detail::TrialsTable>());
-  if (group_winners) v = std::max(v, table_version<detail::GroupWinnersTable>());
-  if (group_trials) v = std::max(v, table_version<detail::GroupTrialsTable>());
+  if (w.group_winners) v = std::max(v, table_version<detail::GroupWinnersTable>());
+  if (w.group_trials) v = std::max(v, table_version<detail::GroupTrialsTable>());
+  if (w.quant_winners) v = std::max(v, table_version<detail::QuantWinnersTable>());
+  if (w.quant_trials) v = std::max(v, table_version<detail::QuantTrialsTable>());
   return v;
 }
 
@@ -124,18 +131,25 @@ void dump_rows(std::ostream& out, std::vector<typename WinnersT::Row> ws, std::v
 
 void TuningDb::export_json(std::ostream& out, ExportTable table) const {
   const bool group_only = table == ExportTable::GroupWinners || table == ExportTable::GroupTrials;
-  const bool winners = table == ExportTable::Winners || table == ExportTable::All || table == ExportTable::GroupWinners;
-  const bool trials = table == ExportTable::Trials || table == ExportTable::All || table == ExportTable::GroupTrials;
+  const bool quant_only = table == ExportTable::QuantWinners || table == ExportTable::QuantTrials;
+  const bool winners = table == ExportTable::Winners || table == ExportTable::All ||
+                       table == ExportTable::GroupWinners || table == ExportTable::QuantWinners;
+  const bool trials = table == ExportTable::Trials || table == ExportTable::All || table == ExportTable::GroupTrials ||
+                      table == ExportTable::QuantTrials;
   const Impl::Snapshot s = impl().snapshot(winners, trials);
-  const bool with[4] = {winners && !group_only, trials && !group_only,
-                        winners && (group_only || !s.group_winners.empty()),
-                        trials && (group_only || !s.group_trials.empty())};
+  const bool all = !group_only && !quant_only;
+  const Written w{winners && (group_only || (all && !s.group_winners.empty())),
+                  trials && (group_only || (all && !s.group_trials.empty())),
+                  winners && (quant_only || (all && !s.quant_winners.empty())),
+                  trials && (quant_only || (all && !s.quant_trials.empty()))};
   ojson doc = ojson::object();
-  doc["schema_version"] = format_version(with[2], with[3]);
-  if (with[0]) doc["winners"] = json_array<detail::WinnersTable>(s.winners);
-  if (with[1]) doc["trials"] = json_array<detail::TrialsTable>(s.trials);
-  if (with[2]) doc["group_winners"] = json_array<detail::GroupWinnersTable>(s.group_winners);
-  if (with[3]) doc["group_trials"] = json_array<detail::GroupTrialsTable>(s.group_trials);
+  doc["schema_version"] = format_version(w);
+  if (winners && all) doc["winners"] = json_array<detail::WinnersTable>(s.winners);
+  if (trials && all) doc["trials"] = json_array<detail::TrialsTable>(s.trials);
+  if (w.group_winners) doc["group_winners"] = json_array<detail::GroupWinnersTable>(s.group_winners);
+  if (w.group_trials) doc["group_trials"] = json_array<detail::GroupTrialsTable>(s.group_trials);
+  if (w.quant_winners) doc["quant_winners"] = json_array<detail::QuantWinnersTable>(s.quant_winners);
+  if (w.quant_trials) doc["quant_trials"] = json_array<detail::QuantTrialsTable>(s.quant_trials);
   out << doc.dump(2, ' ', false, ojson::error_handler_t::replace) << '\n';
   check_stream(out, impl().path, "JSON export");
 }
@@ -154,11 +168,17 @@ void TuningDb::export_csv(std::ostream& out, ExportTable table) const {
     case ExportTable::GroupTrials:
       write_csv<detail::GroupTrialsTable>(out, all_trials<MultiFamily>());
       break;
+    case ExportTable::QuantWinners:
+      write_csv<detail::QuantWinnersTable>(out, winners<QuantizeFamily>());
+      break;
+    case ExportTable::QuantTrials:
+      write_csv<detail::QuantTrialsTable>(out, all_trials<QuantizeFamily>());
+      break;
     case ExportTable::All:
       throw DbError(ErrorKind::InvalidArgument,
                     "tuning database " + quoted(impl().path) +
                         ": export_csv writes one table per CSV; ask for ExportTable::Winners, ::Trials, "
-                        "::GroupWinners or ::GroupTrials",
+                        "::GroupWinners, ::GroupTrials, ::QuantWinners or ::QuantTrials",
                     impl().path);
   }
   check_stream(out, impl().path, "CSV export");
@@ -169,15 +189,23 @@ void TuningDb::dump_text(std::ostream& out) const {
   ojson header = ojson::object();
   header["format"] = std::string(kTextFormat);
   header["format_version"] = kTextFormatVersion;
-  header["schema_version"] = format_version(!s.group_winners.empty(), !s.group_trials.empty());
+  header["schema_version"] = format_version(
+      {!s.group_winners.empty(), !s.group_trials.empty(), !s.quant_winners.empty(), !s.quant_trials.empty()});
   out << header.dump() << '\n';
   // The end line's counts, per row tag in the order the rows are written.
   ojson counts = ojson::object();
-  const std::size_t sizes[] = {s.winners.size(), s.trials.size(), s.group_winners.size(), s.group_trials.size()};
-  for (std::size_t i = 0; i < kRowTags.size(); ++i) counts[std::string(kRowTags[i])] = sizes[i];
+  const std::size_t sizes[] = {s.winners.size(),      s.trials.size(),        s.group_winners.size(),
+                               s.group_trials.size(), s.quant_winners.size(), s.quant_trials.size()};
+  // The quantize counts only where there are quantize rows: a dump without them ends as schema 5's
+  // did, and loads in builds that know no quantize tag.
+  const bool quant = sizes[4] + sizes[5] > 0;
+  for (std::size_t i = 0; i < kRowTags.size(); ++i)
+    if (i < 4 || quant) counts[std::string(kRowTags[i])] = sizes[i];
   dump_rows<detail::WinnersTable, detail::TrialsTable>(out, std::move(s.winners), std::move(s.trials));
   dump_rows<detail::GroupWinnersTable, detail::GroupTrialsTable>(out, std::move(s.group_winners),
                                                                   std::move(s.group_trials));
+  dump_rows<detail::QuantWinnersTable, detail::QuantTrialsTable>(out, std::move(s.quant_winners),
+                                                                  std::move(s.quant_trials));
   ojson end = ojson::object();
   end["end"] = std::string(kTextFormat);
   end["rows"] = std::move(counts);
@@ -236,6 +264,8 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::p
   std::vector<TrialRow> ts;
   std::vector<GroupWinnerRow> gws;
   std::vector<GroupTrialRow> gts;
+  std::vector<WinnerRow> qws;
+  std::vector<TrialRow> qts;
   std::map<std::string, std::size_t> seen;  // unique key -> line
   std::map<std::string, std::pair<GroupKey, std::size_t>> slots;  // group slot -> its shape, line
   bool header = false;
@@ -338,8 +368,13 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::p
     take_if(detail::TrialsTable{}, ts);
     take_if(detail::GroupWinnersTable{}, gws);
     take_if(detail::GroupTrialsTable{}, gts);
+    take_if(detail::QuantWinnersTable{}, qws);
+    take_if(detail::QuantTrialsTable{}, qts);
     if (!known) {
-      p.fail("unknown row type " + tag->dump() + " (expected \"winner\", \"trial\", \"group_winner\" or \"group_trial\")");
+      std::string expected;
+      for (std::size_t i = 0; i < kRowTags.size(); ++i)
+        expected += (i == 0 ? "" : i + 1 == kRowTags.size() ? " or " : ", ") + ("\"" + std::string(kRowTags[i]) + "\"");
+      p.fail("unknown row type " + tag->dump() + " (expected " + expected + ")");
     }
   }
   if (in.bad()) throw DbError(ErrorKind::Io, "text dump for " + quoted(out_path) + ": reading the input failed", out_path);
@@ -360,7 +395,7 @@ void TuningDb::load_text(std::istream& in, const fs::path& out_path, const fs::p
   }
 
   detail::build_beside(out_path, [&](TuningDb& db) {
-    db.import_rows(ws, ts, gws, gts);
+    db.import_rows(ws, ts, gws, gts, qws, qts);
     db.use_rollback_journal();
   });
 }

@@ -73,6 +73,8 @@ struct TuningDb::Impl {
     std::vector<TrialRow> trials;
     std::vector<GroupWinnerRow> group_winners;
     std::vector<GroupTrialRow> group_trials;
+    std::vector<WinnerRow> quant_winners;
+    std::vector<TrialRow> quant_trials;
   };
 
   /// The winners (single and group) and/or trials (single and group) read in one read

@@ -20,6 +20,7 @@ namespace amax {
 // The kernel family tags of the generator (amax/family.hpp); the database needs only their names.
 struct SingleFamily;
 struct MultiFamily;
+struct QuantizeFamily;
 }  // namespace amax
 
 namespace amax::db {
@@ -84,6 +85,17 @@ struct DbFamily<MultiFamily> {
   }
   template <class At>
   static std::size_t nearest(const Query& q, std::size_t count, At&& at) { return nearest_group(q, count, at); }
+};
+
+/// FP8 quantize of one tensor: results per (arch, dtype, n), keyed, served and replaced as the
+/// single-tensor family's (the same key, rows and nearest rule) in tables of their own. The FP8
+/// format is not part of the key: the tuner measures the arch's tuned_fp8_format and the choice
+/// serves every format (the format changes only the cast's constants).
+template <>
+struct DbFamily<QuantizeFamily> : DbFamily<SingleFamily> {
+  static constexpr std::string_view winners_table = "quant_winners", trials_table = "quant_trials";
+  static constexpr int since_schema = 6;
+  static constexpr std::string_view rows = "quantize ", record_call = "record_quantize_key";
 };
 
 // The types of family F.

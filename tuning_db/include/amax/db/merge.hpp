@@ -48,6 +48,7 @@ struct FamilyMergeReport {
 struct MergeReport {
   FamilyMergeReport<SingleFamily> single;
   FamilyMergeReport<MultiFamily> group;
+  FamilyMergeReport<QuantizeFamily> quantize;
 };
 
 /// Merges the databases at @p a_path and @p b_path (opened ReadOnly, never written) into a new

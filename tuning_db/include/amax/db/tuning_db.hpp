@@ -81,6 +81,8 @@ enum class ExportTable {
   All,           ///< winners and trials (JSON: all arrays; CSV: not allowed, one table per CSV)
   GroupWinners,  ///< multi-tensor winner rows only
   GroupTrials,   ///< multi-tensor trial rows only
+  QuantWinners,  ///< quantize winner rows only
+  QuantTrials,   ///< quantize trial rows only
 };
 
 /// The tuning database: trials (every variant measured for a key, with provenance) and winners
@@ -101,8 +103,9 @@ class TuningDb {
   /// winners. Version 2: trials.spill_bytes. Version 3: trials.tie_rank, trials.confirm_median_us.
   /// Version 4: provenance stored once (table provenance, referenced by provenance_id);
   /// group_trials and group_winners. Version 5: trials.host_us and trials.launches (group trials
-  /// too); median_us and spread_us are GPU time from then on.
-  static constexpr int kSchemaVersion = 5;
+  /// too); median_us and spread_us are GPU time from then on. Version 6: quant_trials and
+  /// quant_winners (the FP8 quantize family, keys (arch, dtype, n)).
+  static constexpr int kSchemaVersion = 6;
 
   /// Opens (ReadWrite: creates if missing) the database at @p path.
   ///
@@ -296,7 +299,8 @@ class TuningDb {
   /// two shapes of one bucket and identity, naming both), ReadOnly, Locked...
   void import_rows(std::span<const WinnerRow> winners, std::span<const TrialRow> trials,
                    std::span<const GroupWinnerRow> group_winners = {},
-                   std::span<const GroupTrialRow> group_trials = {});
+                   std::span<const GroupTrialRow> group_trials = {},
+                   std::span<const WinnerRow> quant_winners = {}, std::span<const TrialRow> quant_trials = {});
 
   /// Switches the file to the rollback journal (PRAGMA journal_mode=DELETE) after a checkpoint,
   /// so that it is one self-contained file that ReadOnly opens without creating -wal/-shm.
