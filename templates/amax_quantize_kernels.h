@@ -48,18 +48,22 @@
 //     tensor fits). Correct for any n; KEEP reads the input once when n <= grid x AMAX_THREADS x
 //     AMAX_QUANT_KEEP x AMAX_NVEC (the launcher sizes the grid so).
 //     With more than one block the launch must be cooperative (every block resident: the
-//     barrier waits for all of them) and `sync` holds 3 words of the stream's slot, zero when the
-//     slot is allocated and kept from launch to launch: sync[0] the arrival count (0 between
-//     launches), sync[1] the amax accumulator (0 between launches), sync[2] the publication:
-//     the final amax's bits (bits 0-30; an amax has no sign) and a parity bit (bit 31) that each
-//     launch flips. A one-block grid touches none of them.
+//     barrier waits for all of them) and `sync` is the stream's slot, zero when allocated, of
+//     which three words are used: sync[AMAX_QUANT_SYNC_ARRIVALS] the arrival count (0 between
+//     launches), sync[AMAX_QUANT_SYNC_ACCUMULATOR] the amax accumulator (0 between launches),
+//     sync[AMAX_QUANT_SYNC_PUBLISHED] the publication, kept from launch to launch: the final
+//     amax's bits (bits 0-30; an amax has no sign) and a parity bit (bit 31) that each launch
+//     flips. A one-block grid touches none of them.
 // The unaligned head and tail of the input (as amax_range_partial splits it) are single elements;
 // the body's vectors are stored as AMAX_NVEC-byte words where out + head is AMAX_NVEC-aligned,
 // byte by byte otherwise (the input and the output may be misaligned differently).
 
-#define AMAX_QUANT_SYNC_ARRIVALS 0u
-#define AMAX_QUANT_SYNC_ACCUMULATOR 1u
-#define AMAX_QUANT_SYNC_PUBLISHED 2u
+// The sync words' indices in the stream slot (AMAX_QUANT_SYNC_*) come from host_device_defines
+// (launch_plan.hpp: kQuantize*Word), where the host checks them against the strategies' words.
+static_assert(AMAX_QUANT_SYNC_ARRIVALS != AMAX_QUANT_SYNC_ACCUMULATOR &&
+                  AMAX_QUANT_SYNC_PUBLISHED != AMAX_QUANT_SYNC_ARRIVALS &&
+                  AMAX_QUANT_SYNC_PUBLISHED != AMAX_QUANT_SYNC_ACCUMULATOR,
+              "the quantize sync words must be three distinct words of the slot");
 #define AMAX_QUANT_PARITY 0x80000000u
 
 #if AMAX_NVEC == 8

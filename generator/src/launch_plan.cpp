@@ -9,6 +9,9 @@ std::string host_device_defines() {
   s += "#define AMAX_RULE_FORCE_POW2 " + std::to_string(kRuleForcePow2) + "u\n";
   s += "#define AMAX_RULE_NAN_PROPAGATES " + std::to_string(kRuleNanPropagates) + "u\n";
   s += "#define AMAX_SCALE_ARGS_BYTES " + std::to_string(sizeof(ScaleArgs)) + "\n";
+  s += "#define AMAX_QUANT_SYNC_ARRIVALS " + std::to_string(kQuantizeArrivalWord) + "u\n";
+  s += "#define AMAX_QUANT_SYNC_ACCUMULATOR " + std::to_string(kQuantizeAccumulatorWord) + "u\n";
+  s += "#define AMAX_QUANT_SYNC_PUBLISHED " + std::to_string(kQuantizePublishedWord) + "u\n";
   std::string_view last;  // rows sharing their words share their macro: one line for them
   for (const StrategyInfo& r : kStrategies)
     if (!r.slot_macro.empty() && r.slot_macro != last) {
@@ -53,6 +56,21 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   if (s.memset_output) add({LaunchOp::Kind::memset_output});
   add({LaunchOp::Kind::main, s.grid, s.block, s.extra_wave, s.cooperative, false});
   if (s.finish_kernel) add({LaunchOp::Kind::finish, 1, s.block, false, false, s.dependent_finish});
+  return s;
+}
+
+LaunchShape launch_shape(const QuantizeConfig& c, DType dtype, std::uint64_t n, std::uint32_t cu_count,
+                         std::uint32_t resident_per_cu) {
+  LaunchShape s;
+  s.block = c.threads;
+  s.resident_grid = c.one_launch();
+  if (n == 0) return s;
+  s.grid = quantize_grid(c, dtype, n, cu_count, resident_per_cu);
+  s.parts = s.grid;
+  const bool many = s.grid > 1;
+  s.uses_slot = c.one_launch() && many;
+  s.cooperative = c.one_launch() && many;
+  s.ops_storage[s.op_count++] = {LaunchOp::Kind::main, s.grid, s.block, false, s.cooperative, false};
   return s;
 }
 

@@ -141,8 +141,9 @@ if _warn:
     del warnings
 del _warn
 
-__all__ = ["amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "explain", "explain_multi", "preload",
-           "preload_multi", "context", "system_db_path", "cuda_array_fields", "Context", "Error", "Status",
+__all__ = ["amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "quantize", "explain", "explain_multi",
+           "explain_quantize", "preload", "preload_multi", "preload_quantize", "context", "system_db_path",
+           "cuda_array_fields", "Context", "Error", "Status",
            "Explanation", "MultiExplanation", "TorchVersionWarning", "TORCH_MIN", "PYTHON_MIN", "__version__"]
 
 
@@ -184,6 +185,34 @@ gradient), so torch.compile(fullgraph=True) keeps it in the graph; under torch.c
 after ``preload(dtypes, sizes, scale=True)``. Raises ValueError / TypeError naming a bad format /
 max / nan / out, amax_tune.Error for a failed C status (e.g. INVALID_ARGUMENT for a negative
 epsilon, naming it). Thread-safe as amax."""
+
+if _torch is not None:
+    quantize = _torch.quantize
+else:
+    def quantize(x, dtype=None, **kwargs):
+        raise _no_torch("amax_tune.quantize")
+
+quantize.__doc__ = """quantize(x, dtype=torch.float8_e4m3fn, *, epsilon=0.0, force_pow2=False, nan_propagates=False,
+rule="transformer_engine", nan="propagate", out=None, return_amax=False) -> (q, scale_inv), or with
+return_amax=True (q, scale_inv, amax, scale): FP8 current scaling of x in one call (the C API's
+amax_quantize): amax of x, scale and scale_inv by amax_and_scale's rule with dtype's largest finite
+value as the numerator, and q = dtype(x * scale), a new contiguous tensor of x's shape; scale_inv,
+amax and scale are 0-d torch.float32 tensors on x's device.
+
+dtype: torch.float8_e4m3fn or torch.float8_e5m2 (or "e4m3" / "e5m2"); torch.float8_e4m3fnuz and
+torch.float8_e5m2fnuz on gfx942 only (elsewhere amax_tune.Error INVALID_ARGUMENT naming the
+device). The product x * scale is fp32, rounded to nearest; rule="transformer_engine" converts it
+as TransformerEngine's cast (round to nearest even, saturate to +-max, NaN stays NaN, fnuz: +-Inf
+becomes NaN), rule="torchao" as torchao's to_fp8_saturated (clamp to +-max, then convert): the
+bytes equal those projects' bit for bit. epsilon, force_pow2, nan_propagates and nan as for
+amax_and_scale; x as for amax (a strided or permuted x is copied contiguous first). out: a tuple
+laid out as the result ((q, scale_inv), or (q, scale_inv, amax, scale) with return_amax): q a
+contiguous tensor of dtype with x's element count, the others distinct 1-element float32 tensors,
+all on x's device; written and returned. Asynchronous on torch's current stream. It is the custom
+op ``torch.ops.amax_tune.quantize`` (and ``quantize_out``, fake kernels, no gradient), so
+torch.compile(fullgraph=True) keeps it in the graph; under torch.cuda.graph capture after
+``preload_quantize(dtypes, sizes, dtype)``. Raises ValueError / TypeError naming a bad dtype, rule,
+nan or out, amax_tune.Error for a failed C status. Thread-safe as amax."""
 
 if _torch is not None:
     amax_multi = _torch.amax_multi
@@ -278,15 +307,67 @@ def preload(dtypes, sizes, *, scale=False, device=None, nan="propagate"):
     nan_mode = _core.nan_code(nan, fn)
     if type(scale) is not bool:
         raise TypeError("%s: scale=%r (expected True or False)" % (fn, scale))
+    codes, counts, dev = _preload_args(dtypes, sizes, device, fn)
+    with _on_device(dev):
+        _core.context_of(dev, nan_mode).preload(codes, counts, scale)
+
+
+def _preload_args(dtypes, sizes, device, fn):
+    """(dtype codes, element counts, device ordinal) of the preload calls' arguments (one dtype or
+    size may be given bare), each checked and named."""
     if isinstance(dtypes, str) or not hasattr(dtypes, "__iter__"):
         dtypes = [dtypes]
     if isinstance(sizes, int):
         sizes = [sizes]
     codes = [_dtype_code(d, fn) for d in dtypes]
     counts = [_core.element_count(n, fn) for n in sizes]
+    return codes, counts, _core._device_ordinal(_default_device() if device is None else device, fn)
+
+
+def _fp8_format_code(fp8, fn):
+    """The amax_fp8_format_t value of an FP8 format name ("e4m3", ...) or torch FP8 dtype."""
+    if isinstance(fp8, str):
+        code = _core.FP8_FORMATS.get(fp8)
+        if code is None:
+            raise ValueError("%s: format=%r is not an FP8 format; use one of %s"
+                             % (fn, fp8, ", ".join(repr(k) for k in _core.FP8_FORMATS)))
+        return code
+    if _torch is None:
+        raise _no_torch(fn + " with a torch dtype")
+    return _torch.fp8_code(fp8, fn)
+
+
+def preload_quantize(dtypes, sizes, format="e4m3", *, device=None, nan="propagate"):
+    """Compiles (or loads from the kernel cache) every kernel that quantize uses for each (dtype,
+    size) pair into ``format`` (an FP8 format name "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", or a
+    torch FP8 dtype), so that quantize calls during ``torch.cuda.graph`` capture need no JIT
+    (amax_preload_quantize). dtypes, sizes, device and nan as for :func:`preload`. Blocking
+    (releases the GIL). Raises ValueError naming a bad format, amax_tune.Error (NO_DEVICE,
+    INVALID_ARGUMENT for a fnuz format off gfx942, COMPILE_FAILED, ...).
+    """
+    fn = "amax_tune.preload_quantize"
+    nan_mode = _core.nan_code(nan, fn)
+    fmt = _fp8_format_code(format, fn)
+    codes, counts, dev = _preload_args(dtypes, sizes, device, fn)
+    with _on_device(dev):
+        _core.context_of(dev, nan_mode).preload_quantize(codes, counts, fmt)
+
+
+def explain_quantize(dtype, n, format="e4m3", *, device=None, nan="propagate"):
+    """Which variant quantize runs for ``n`` elements of ``dtype`` ("fp32", "fp16", "bf16" or a
+    torch dtype) into ``format`` (as preload_quantize takes it), and why: an :class:`Explanation`
+    (amax_explain_quantize: label ``quant.<kind>...``; launches 1 for the one-launch kinds, the
+    fused amax launches + 1 for ``cast``). device: ordinal (default torch's current device, else 0).
+    Raises as preload_quantize.
+    """
+    fn = "amax_tune.explain_quantize"
+    nan_mode = _core.nan_code(nan, fn)
+    fmt = _fp8_format_code(format, fn)
+    code = _dtype_code(dtype, fn)
+    n = _core.element_count(n, fn)
     dev = _core._device_ordinal(_default_device() if device is None else device, fn)
     with _on_device(dev):
-        _core.context_of(dev, nan_mode).preload(codes, counts, scale)
+        return _core.explanation_of(_core.context_of(dev, nan_mode).explain_quantize(code, n, fmt), code, n)
 
 
 def preload_multi(tensors_or_shapes, scale=False, *, device=None, nan="propagate"):

@@ -206,10 +206,14 @@ class Explanation(_Described):
     detail: str
 
 
-def explain_code(ctx, code, n, scale=False):
-    d = ctx.explain(code, n, scale)
+def explanation_of(d, code, n):
+    """An Explanation of the dict of one of _C.Context's explain calls for (dtype code, n)."""
     d["source"] = SOURCES.get(d["source"], str(d["source"]))
     return Explanation(dtype=DTYPE_NAMES[code], n=n, **d)
+
+
+def explain_code(ctx, code, n, scale=False):
+    return explanation_of(ctx.explain(code, n, scale), code, n)
 
 
 @dataclasses.dataclass(frozen=True)

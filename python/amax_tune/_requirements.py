@@ -10,7 +10,7 @@ PYTHON_MIN = (3, 9)
 #: register_autograd (torch 2.4), torch.compiler.is_compiling (2.3)
 TORCH_MIN = (2, 4)
 #: what the torch layer is, for messages: the calls that need torch >= TORCH_MIN
-TORCH_CALLS = ("amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "explain(x) of a tensor",
+TORCH_CALLS = ("amax", "amax_and_scale", "amax_multi", "amax_multi_and_scale", "quantize", "explain(x) of a tensor",
                "preload_multi / explain_multi of tensors", "amax_tune.float8")
 
 

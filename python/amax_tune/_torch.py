@@ -1,10 +1,10 @@
-"""The PyTorch layer: amax and amax_multi on torch tensors (and __dlpack__ /
+"""The PyTorch layer: amax, amax_multi and quantize on torch tensors (and __dlpack__ /
 __cuda_array_interface__ producers), the torch.library custom ops amax_tune::amax, amax_out,
-amax_multi and amax_multi_out with fake kernels, and the workspace allocator (torch's caching
-allocator). Imported only where torch is importable."""
+amax_multi, amax_multi_out, quantize and quantize_out with fake kernels, and the workspace allocator
+(torch's caching allocator). Imported only where torch is importable."""
 import contextlib
 import operator
-from typing import List
+from typing import List, Tuple
 
 import torch
 
@@ -413,6 +413,148 @@ def _amax_and_scale_out_op(x: torch.Tensor, amax_out: torch.Tensor, scale_out: t
 def _amax_and_scale_out_fake(x, amax_out, scale_out, scale_inv_out, format, max, epsilon, force_pow2, nan_propagates,
                              nan_ignore):
     _check_scale_outs((amax_out, scale_out, scale_inv_out), 1, _check_input(x, _FN_SCALE)[0], _FN_SCALE)
+
+
+# --- FP8 quantize (amax_quantize) ---
+
+_FN_QUANT = "amax_tune.quantize"
+_CAST_RULES = dict(_C.CAST_RULES)
+# torch's FP8 dtypes (those this torch has) and the library's format codes
+_FP8_DTYPES = {getattr(torch, t): _core.FP8_FORMATS[f] for f, t in (
+    ("e4m3", "float8_e4m3fn"), ("e5m2", "float8_e5m2"), ("e4m3fnuz", "float8_e4m3fnuz"),
+    ("e5m2fnuz", "float8_e5m2fnuz")) if hasattr(torch, t)}
+_FP8_OF_CODE = {c: d for d, c in _FP8_DTYPES.items()}
+
+
+def fp8_code(dtype, fn):
+    """The amax_fp8_format_t value of a torch FP8 dtype or a format name ("e4m3", ...); ValueError naming it."""
+    code = _FP8_DTYPES.get(dtype) if not isinstance(dtype, str) else _core.FP8_FORMATS.get(dtype)
+    if code is None or code not in _FP8_OF_CODE:
+        raise ValueError("%s: dtype=%r is not an FP8 dtype of this torch; use one of %s"
+                         % (fn, dtype, ", ".join(str(d) for d in _FP8_DTYPES)))
+    return code
+
+
+def _rule_code(rule, fn):
+    code = _CAST_RULES.get(rule) if isinstance(rule, str) else None
+    if code is None:
+        raise ValueError("%s: rule=%r is not a cast rule; use 'transformer_engine' (TransformerEngine's cast) or "
+                         "'torchao' (torchao's to_fp8_saturated)" % (fn, rule))
+    return code
+
+
+def _check_quantize_out(out, x, fp8, with_amax, fn):
+    """out= of quantize: a tuple (q, scale_inv) or, with return_amax, (q, scale_inv, amax, scale): q a
+    contiguous tensor of dtype `fp8` and x's element count on x's device, the others distinct
+    1-element float32 tensors there; TypeError / ValueError naming the bad one. Returns
+    (q, amax, scale, scale_inv), amax and scale new (one (2,) tensor) when not given."""
+    want = 4 if with_amax else 2
+    if not isinstance(out, (tuple, list)) or len(out) != want:
+        raise TypeError("%s: out must be a tuple of %d tensors %s, got %s" % (
+            fn, want, "(q, scale_inv, amax, scale)" if with_amax else "(q, scale_inv)",
+            "%d items" % len(out) if isinstance(out, (tuple, list)) else type(out).__qualname__))
+    q = out[0]
+    if not isinstance(q, _Tensor):
+        raise TypeError("%s: out[0] (q) must be a torch.Tensor, got %s" % (fn, type(q).__qualname__))
+    if q.dtype != fp8:
+        raise TypeError("%s: out[0] (q) has dtype %s; it must be %s" % (fn, q.dtype, fp8))
+    if q.numel() != x.numel() or not q.is_contiguous():
+        raise ValueError("%s: out[0] (q) must be a contiguous tensor of x's %d elements, got shape %s%s"
+                         % (fn, x.numel(), tuple(q.shape), "" if q.is_contiguous() else " (not contiguous)"))
+    if q.device != x.device:
+        raise ValueError("%s: out[0] (q) is on device '%s' but x is on '%s'" % (fn, q.device, x.device))
+    words = list(out[1:])
+    if not with_amax:
+        words += list(_empty(2, dtype=_F32, device=x.device).unbind(0))
+    scale_inv, amax, scale = words
+    _check_scale_outs((amax, scale, scale_inv), 1, x.get_device(), fn)
+    return q, amax, scale, scale_inv
+
+
+def quantize(x, dtype=None, *, epsilon=0.0, force_pow2=False, nan_propagates=False, rule="transformer_engine",
+             nan="propagate", out=None, return_amax=False):
+    """amax_tune.quantize (its docstring): eagerly one C call with the per-stream workspace; traced
+    (torch.compile), under dispatch modes or for tensor subclasses the custom ops
+    amax_tune::quantize / quantize_out."""
+    fn = _FN_QUANT
+    nan_mode = _NAN_PROPAGATE if nan == "propagate" else _core.nan_code(nan, fn)
+    fmt = fp8_code(torch.float8_e4m3fn if dtype is None else dtype, fn)
+    fp8 = _FP8_OF_CODE[fmt]
+    args = (fmt, float(epsilon), bool(force_pow2), bool(nan_propagates), _rule_code(rule, fn))
+    if not isinstance(x, _Tensor):
+        x = as_tensor(x, fn)
+    if not _eager(x):
+        if out is None:
+            q, words = torch.ops.amax_tune.quantize(x, *args, nan_mode == _NAN_IGNORE)
+            amax, scale, scale_inv = words.unbind(0)
+        else:
+            q, amax, scale, scale_inv = _check_quantize_out(out, x, fp8, return_amax, fn)
+            torch.ops.amax_tune.quantize_out(x, q, amax, scale, scale_inv, *args, nan_mode == _NAN_IGNORE)
+        return (q, scale_inv, amax, scale) if return_amax else (q, scale_inv)
+    shape = x.shape
+    x, dev, code, _ = _prepare(x, False, fn)
+    if not x.is_contiguous():
+        x = x.contiguous()  # a permuted tensor: the bytes follow the logical order
+    if out is None:
+        q = _empty(shape, dtype=fp8, device=x.device)
+        amax, scale, scale_inv = _empty(3, dtype=_F32, device=x.device).unbind(0)
+    else:
+        q, amax, scale, scale_inv = _check_quantize_out(out, x, fp8, return_amax, fn)
+    with _on_device_of(dev):
+        _core.context_of(dev, nan_mode).quantize(x.data_ptr(), code, x.numel(), *args, q.data_ptr(), amax.data_ptr(),
+                                                 scale.data_ptr(), scale_inv.data_ptr(), _raw_stream(dev))
+    return (q, scale_inv, amax, scale) if return_amax else (q, scale_inv)
+
+
+def compute_quantize_op_local(x, nan_mode, args, q, outs):
+    """The quantize custom ops' body: amax_quantize with a workspace of this call only (see
+    compute_op_local) into q and outs (amax, scale, scale_inv: 1-element fp32 tensors)."""
+    fn = _FN_QUANT
+    x, dev, code, _ = _prepare(x, False, fn)
+    if not x.is_contiguous():
+        x = x.contiguous()
+    with _on_device_of(dev):
+        ctx = _core.context_of(dev, nan_mode)
+        n = x.numel()
+        ws = _empty(ctx.quantize_workspace_size(code, n, args[0]), dtype=_U8, device=x.device)
+        ctx.quantize_with_workspace(x.data_ptr(), code, n, *args, q.data_ptr(), outs[0].data_ptr(),
+                                    outs[1].data_ptr(), outs[2].data_ptr(), ws.data_ptr(), ws.numel(),
+                                    _raw_stream(dev))
+
+
+@torch.library.custom_op("amax_tune::quantize", mutates_args=())
+def _quantize_op(x: torch.Tensor, format: int, epsilon: float, force_pow2: bool, nan_propagates: bool,
+                 cast_rule: int, nan_ignore: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    q = _empty(x.shape, dtype=_FP8_OF_CODE[format], device=x.device)
+    words = _empty(3, dtype=_F32, device=x.device)
+    compute_quantize_op_local(x, int(nan_ignore), (format, epsilon, force_pow2, nan_propagates, cast_rule), q,
+                              words.unbind(0))
+    return q, words
+
+
+@_quantize_op.register_fake
+def _quantize_fake(x, format, epsilon, force_pow2, nan_propagates, cast_rule, nan_ignore):
+    _check_input(x, _FN_QUANT)
+    return x.new_empty(x.shape, dtype=_FP8_OF_CODE[format]), x.new_empty((3,), dtype=_F32)
+
+
+_quantize_op.register_autograd(lambda ctx, *grads: (None,) * 7)  # a cast with a data-dependent scale: no gradient
+
+
+@torch.library.custom_op("amax_tune::quantize_out", mutates_args=("q", "amax_out", "scale_out", "scale_inv_out"))
+def _quantize_out_op(x: torch.Tensor, q: torch.Tensor, amax_out: torch.Tensor, scale_out: torch.Tensor,
+                     scale_inv_out: torch.Tensor, format: int, epsilon: float, force_pow2: bool, nan_propagates: bool,
+                     cast_rule: int, nan_ignore: bool) -> None:
+    _check_quantize_out((q, scale_inv_out, amax_out, scale_out), x, _FP8_OF_CODE[format], True, _FN_QUANT)
+    compute_quantize_op_local(x, int(nan_ignore), (format, epsilon, force_pow2, nan_propagates, cast_rule), q,
+                              (amax_out, scale_out, scale_inv_out))
+
+
+@_quantize_out_op.register_fake
+def _quantize_out_fake(x, q, amax_out, scale_out, scale_inv_out, format, epsilon, force_pow2, nan_propagates,
+                       cast_rule, nan_ignore):
+    _check_input(x, _FN_QUANT)
+    _check_quantize_out((q, scale_inv_out, amax_out, scale_out), x, _FP8_OF_CODE[format], True, _FN_QUANT)
 
 
 # --- many tensors per call (amax_multi, amax_multi_and_scale) ---

@@ -215,6 +215,21 @@ void read_records(py::handle records, std::vector<amax_tensor_t>& out) {
   if (bytes) std::memcpy(out.data(), b.buf, bytes);
 }
 
+// An amax_explanation_t as the dict Explanation is made from.
+py::dict explanation_dict(const amax_explanation_t& e) {
+  py::dict d;
+  d["source"] = static_cast<int>(e.source);
+  d["label"] = std::string(e.label);
+  d["tuned_n"] = e.tuned_n;
+  d["expected_us"] = e.expected_us;
+  d["expected_gbps"] = e.expected_gbps;
+  d["grid"] = e.grid;
+  d["launches"] = e.launches;
+  d["workspace_bytes"] = e.workspace_bytes;
+  d["detail"] = std::string(e.detail);
+  return d;
+}
+
 py::dict multi_explanation_dict(const amax_multi_explanation_t& e) {
   py::dict d;
   d["source"] = static_cast<int>(e.source);
@@ -353,17 +368,62 @@ class Context {
     amax_explanation_t e{};
     if (scale) check(amax_explain_scale(ctx_, to_dtype(dtype), n, &e), "amax_explain_scale");
     else check(amax_explain(ctx_, to_dtype(dtype), n, &e), "amax_explain");
-    py::dict d;
-    d["source"] = static_cast<int>(e.source);
-    d["label"] = std::string(e.label);
-    d["tuned_n"] = e.tuned_n;
-    d["expected_us"] = e.expected_us;
-    d["expected_gbps"] = e.expected_gbps;
-    d["grid"] = e.grid;
-    d["launches"] = e.launches;
-    d["workspace_bytes"] = e.workspace_bytes;
-    d["detail"] = std::string(e.detail);
-    return d;
+    return explanation_dict(e);
+  }
+
+  // ---- FP8 quantize (amax_quantize); format: amax_fp8_format_t's value, cast_rule amax_cast_rule_t's ----
+
+  std::size_t quantize_workspace_size(int dtype, std::uint64_t n, int format) const {
+    const amax_quantize_options_t o = quantize_options(format, 0.0f, false, false, 0, "amax_quantize_workspace_size");
+    std::size_t bytes = 0;
+    check(amax_quantize_workspace_size(ctx_, to_dtype(dtype), n, &o, &bytes), "amax_quantize_workspace_size");
+    return bytes;
+  }
+
+  // amax_quantize with the per-stream workspace of compute(); async on stream.
+  void quantize(std::uintptr_t input, int dtype, std::uint64_t n, int format, float epsilon, bool force_pow2,
+                bool nan_propagates, int cast_rule, std::uintptr_t output, std::uintptr_t amax_out,
+                std::uintptr_t scale_out, std::uintptr_t scale_inv_out, std::uintptr_t stream) {
+    const amax_quantize_options_t o =
+        quantize_options(format, epsilon, force_pow2, nan_propagates, cast_rule, "amax_quantize");
+    std::size_t need = 0;
+    check(amax_quantize_workspace_size(ctx_, to_dtype(dtype), n, &o, &need), "amax_quantize_workspace_size");
+    Workspace w = workspaces_[stream];
+    py::object owner;
+    if (w.bytes < need) w = grow(need, stream, owner);
+    quantize_into(input, dtype, n, o, output, amax_out, scale_out, scale_inv_out, w.ptr, w.bytes, stream);
+  }
+
+  // amax_quantize with the caller's workspace (device pointer, bytes): the custom op's body.
+  void quantize_with_workspace(std::uintptr_t input, int dtype, std::uint64_t n, int format, float epsilon,
+                               bool force_pow2, bool nan_propagates, int cast_rule, std::uintptr_t output,
+                               std::uintptr_t amax_out, std::uintptr_t scale_out, std::uintptr_t scale_inv_out,
+                               std::uintptr_t workspace, std::size_t workspace_bytes, std::uintptr_t stream) {
+    const amax_quantize_options_t o =
+        quantize_options(format, epsilon, force_pow2, nan_propagates, cast_rule, "amax_quantize");
+    quantize_into(input, dtype, n, o, output, amax_out, scale_out, scale_inv_out, workspace, workspace_bytes, stream);
+  }
+
+  // amax_preload_quantize for `format`; blocking, without the GIL.
+  void preload_quantize(const std::vector<int>& dtypes, const std::vector<std::uint64_t>& sizes, int format) {
+    const amax_quantize_options_t o = quantize_options(format, 0.0f, false, false, 0, "amax_preload_quantize");
+    std::vector<amax_dtype_t> d;
+    d.reserve(dtypes.size());
+    for (int code : dtypes) d.push_back(to_dtype(code));
+    amax_status_t status;
+    {
+      py::gil_scoped_release unlocked;
+      status = amax_preload_quantize(ctx_, d.data(), d.size(), sizes.data(), sizes.size(), &o);
+    }
+    check(status, "amax_preload_quantize");
+  }
+
+  // amax_explain_quantize for `format`.
+  py::dict explain_quantize(int dtype, std::uint64_t n, int format) const {
+    const amax_quantize_options_t o = quantize_options(format, 0.0f, false, false, 0, "amax_explain_quantize");
+    amax_explanation_t e{};
+    check(amax_explain_quantize(ctx_, to_dtype(dtype), n, &o, &e), "amax_explain_quantize");
+    return explanation_dict(e);
   }
 
   // ---- many tensors per call: a list as (pointers, counts, dtypes) columns (build_list) ----
@@ -496,6 +556,29 @@ class Context {
     return w;
   }
 
+  static amax_quantize_options_t quantize_options(int format, float epsilon, bool force_pow2, bool nan_propagates,
+                                                  int cast_rule, const char* function) {
+    amax_quantize_options_t o;
+    amax_quantize_options_init(&o);
+    o.format = static_cast<amax_fp8_format_t>(format);
+    o.epsilon = epsilon;
+    o.force_pow2 = force_pow2 ? 1 : 0;
+    o.nan_propagates = nan_propagates ? 1 : 0;
+    o.cast_rule = static_cast<amax_cast_rule_t>(cast_rule);
+    check(amax_quantize_options_check(&o), function);
+    return o;
+  }
+  void quantize_into(std::uintptr_t input, int dtype, std::uint64_t n, const amax_quantize_options_t& o,
+                     std::uintptr_t output, std::uintptr_t amax_out, std::uintptr_t scale_out,
+                     std::uintptr_t scale_inv_out, std::uintptr_t workspace, std::size_t workspace_bytes,
+                     std::uintptr_t stream) {
+    check(::amax_quantize(ctx_, to_ptr(input), to_dtype(dtype), n, &o, static_cast<std::uint8_t*>(to_ptr(output)),
+                          static_cast<float*>(to_ptr(amax_out)), static_cast<float*>(to_ptr(scale_out)),
+                          static_cast<float*>(to_ptr(scale_inv_out)), to_ptr(workspace), workspace_bytes,
+                          to_ptr(stream)),
+          "amax_quantize");
+  }
+
   static amax_scale_options_t scale_options(int format, float max, float epsilon, bool force_pow2,
                                             bool nan_propagates, const char* function) {
     amax_scale_options_t o;
@@ -570,6 +653,8 @@ PYBIND11_MODULE(_C, m) {
                                    py::arg("e4m3fnuz") = static_cast<int>(AMAX_FP8_E4M3FNUZ),
                                    py::arg("e5m2fnuz") = static_cast<int>(AMAX_FP8_E5M2FNUZ));
   m.attr("FP8_EXPLICIT_MAX") = static_cast<int>(AMAX_FP8_EXPLICIT_MAX);
+  m.attr("CAST_RULES") = py::dict(py::arg("transformer_engine") = static_cast<int>(AMAX_CAST_TRANSFORMER_ENGINE),
+                                  py::arg("torchao") = static_cast<int>(AMAX_CAST_TORCHAO));
 
   m.def("version", [] { return std::string(amax_version()); }, "amax_version(): the library's version");
   m.def("status_string", [](int s) { return std::string(amax_status_string(static_cast<amax_status_t>(s))); },
@@ -655,6 +740,21 @@ and dtypes (codes, or one code for every tensor), each a list or tuple of ints, 
            py::arg("force_pow2"), py::arg("nan_propagates"), py::arg("amax_out"), py::arg("scale_out"),
            py::arg("scale_inv_out"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
            "amax_multi_and_scale with the caller's workspace (device pointer, bytes); async on stream")
+      .def("quantize_workspace_size", &Context::quantize_workspace_size, py::arg("dtype"), py::arg("n"),
+           py::arg("format"), "amax_quantize_workspace_size (format: amax_fp8_format_t's value)")
+      .def("quantize", &Context::quantize, py::arg("input"), py::arg("dtype"), py::arg("n"), py::arg("format"),
+           py::arg("epsilon"), py::arg("force_pow2"), py::arg("nan_propagates"), py::arg("cast_rule"),
+           py::arg("output"), py::arg("amax_out"), py::arg("scale_out"), py::arg("scale_inv_out"), py::arg("stream"),
+           "amax_quantize with this context's per-stream workspace (device pointers as integers); async on stream")
+      .def("quantize_with_workspace", &Context::quantize_with_workspace, py::arg("input"), py::arg("dtype"),
+           py::arg("n"), py::arg("format"), py::arg("epsilon"), py::arg("force_pow2"), py::arg("nan_propagates"),
+           py::arg("cast_rule"), py::arg("output"), py::arg("amax_out"), py::arg("scale_out"),
+           py::arg("scale_inv_out"), py::arg("workspace"), py::arg("workspace_bytes"), py::arg("stream"),
+           "amax_quantize with the caller's workspace (device pointer, bytes); async on stream")
+      .def("preload_quantize", &Context::preload_quantize, py::arg("dtypes"), py::arg("sizes"), py::arg("format"),
+           "amax_preload_quantize: load the quantize kernels of (dtype, size) pairs for the format (blocking)")
+      .def("explain_quantize", &Context::explain_quantize, py::arg("dtype"), py::arg("n"), py::arg("format"),
+           "amax_explain_quantize as a dict")
       .def("explain", &Context::explain, py::arg("dtype"), py::arg("n"), py::arg("scale") = false,
            "amax_explain (amax_explain_scale with scale=True) as a dict")
       .def("multi_workspace_size", &Context::multi_workspace_size, py::arg("counts"), py::arg("dtypes"),

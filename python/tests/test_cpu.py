@@ -316,7 +316,7 @@ class TorchVersions(unittest.TestCase):
         print("imported", amax_tune.__version__)
         print("torch layer", amax_tune._torch is not None)
         for fn, args in ((amax_tune.amax, (1,)), (amax_tune.amax_multi, ([],)), (amax_tune.amax_and_scale, (1,)),
-                         (amax_tune.amax_multi_and_scale, ([],))):
+                         (amax_tune.amax_multi_and_scale, ([],)), (amax_tune.quantize, (1,))):
             try:
                 fn(*args)
             except ImportError as e:
@@ -330,8 +330,8 @@ class TorchVersions(unittest.TestCase):
         lines = [l for l in stderr.splitlines() if "TorchVersionWarning" in l]
         self.assertEqual(len(lines), 1, stderr)
         self.assertIn("TorchVersionWarning: amax_tune: %s; unavailable: amax, amax_and_scale, amax_multi, "
-                      "amax_multi_and_scale, explain(x) of a tensor, preload_multi / explain_multi of tensors, "
-                      "amax_tune.float8 (they raise ImportError); available: Context on raw device pointers, "
+                      "amax_multi_and_scale, quantize, explain(x) of a tensor, preload_multi / explain_multi of "
+                      "tensors, amax_tune.float8 (they raise ImportError); available: Context on raw device pointers, "
                       "cuda_array_fields of __cuda_array_interface__ arrays (CuPy, Numba), explain / preload / "
                       "preload_multi / explain_multi by (dtype, n). torch >= 2.4 gives the rest (pip install "
                       "'amax-tune[torch]')" % reason, lines[0])
@@ -339,7 +339,7 @@ class TorchVersions(unittest.TestCase):
     def assertTorchCallsRaise(self, stdout, reason):
         self.assertIn("imported " + amax_tune.__version__, stdout)
         self.assertIn("torch layer False", stdout)
-        for fn in ("amax", "amax_multi", "amax_and_scale", "amax_multi_and_scale"):
+        for fn in ("amax", "amax_multi", "amax_and_scale", "amax_multi_and_scale", "quantize"):
             self.assertIn("ImportError: amax_tune.%s needs PyTorch >= 2.4 (its results are torch tensors and its "
                           "workspace comes from torch's caching allocator), and %s; without torch" % (fn, reason),
                           stdout)
@@ -433,6 +433,34 @@ class CudaArrayFields(unittest.TestCase):
 
 
 @unittest.skipIf(HAS_GPU, "a GPU is present (python.gpu covers this machine)")
+class QuantizeArguments(unittest.TestCase):
+    """amax_tune.quantize's companions by (dtype, n, format): named before any device work."""
+
+    def test_format_and_dtype_named(self):
+        with self.assertRaisesRegex(ValueError, r"^amax_tune.preload_quantize: format='e3m4' is not an FP8 format; "
+                                                r"use one of 'e4m3', 'e5m2', 'e4m3fnuz', 'e5m2fnuz'$"):
+            amax_tune.preload_quantize(["bf16"], [1024], "e3m4")
+        with self.assertRaisesRegex(ValueError, r"^amax_tune.explain_quantize: format='explicit' is not an FP8 format"):
+            amax_tune.explain_quantize("bf16", 10, "explicit")
+        with self.assertRaisesRegex(TypeError, r"amax_tune.explain_quantize: dtype 'fp64' is not supported"):
+            amax_tune.explain_quantize("fp64", 10)
+        with self.assertRaisesRegex(ValueError, r"amax_tune.preload_quantize: nan='fast' is not a NaN mode"):
+            amax_tune.preload_quantize(["bf16"], [10], nan="fast")
+        self.assertEqual(dict(amax_tune._C.CAST_RULES), {"transformer_engine": 0, "torchao": 1})
+
+    def test_exported(self):
+        for name in ("quantize", "preload_quantize", "explain_quantize"):
+            self.assertIn(name, amax_tune.__all__)
+            self.assertTrue(callable(getattr(amax_tune, name)), name)
+        self.assertIn("torch.float8_e4m3fnuz", amax_tune.quantize.__doc__)
+
+    @unittest.skipUnless(NO_TORCH_LAYER, "the package's torch layer is loaded here")
+    def test_without_torch_says_so(self):
+        with self.assertRaisesRegex(ImportError, r"^amax_tune.quantize needs PyTorch >= 2.4 .*, and %s;"
+                                    % re.escape(NO_TORCH_LAYER)):
+            amax_tune.quantize(object())
+
+
 class WithoutGpu(unittest.TestCase):
     def assertNoDevice(self, fn, *args, **kwargs):
         with self.assertRaises(amax_tune.Error) as cm:
@@ -451,6 +479,10 @@ class WithoutGpu(unittest.TestCase):
     def test_explain_and_preload(self):
         self.assertNoDevice(amax_tune.explain, dtype="bf16", n=1 << 20)
         self.assertNoDevice(amax_tune.preload, ["fp32", "bf16"], [1000, 1 << 20])
+
+    def test_quantize_preload_and_explain(self):
+        self.assertNoDevice(amax_tune.preload_quantize, ["bf16"], [1 << 20], "e5m2")
+        self.assertNoDevice(amax_tune.explain_quantize, "fp32", 1000, nan="ignore")
 
     def test_multi_preload_and_explain(self):
         self.assertNoDevice(amax_tune.preload_multi, [("bf16", 4096)] * 500)

@@ -540,6 +540,183 @@ class Compile(unittest.TestCase):
         self.assertEqual(amax_tune.context(0).workspaces(), held)  # no per-stream workspace taken
 
 
+# --- FP8 quantize ---
+
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0, "e4m3fnuz": 240.0, "e5m2fnuz": 57344.0}
+
+
+def _fp8_formats():
+    """(name, torch dtype) of the formats this device takes: the OCP ones, and the fnuz ones on gfx942."""
+    f = [("e4m3", torch.float8_e4m3fn), ("e5m2", torch.float8_e5m2)]
+    if "gfx942" in getattr(torch.cuda.get_device_properties(0), "gcnArchName", ""):
+        f += [("e4m3fnuz", torch.float8_e4m3fnuz), ("e5m2fnuz", torch.float8_e5m2fnuz)]
+    return f
+
+
+def quantize_reference(x, fmt, fp8, scale, rule):
+    """The FP8 bytes (uint8) of x at the scale tensor `scale`, from torch alone: the fp32 product
+    clamped to +-max (TE's saturation equals torchao's clamp for finite values and for the OCP
+    formats' infinities), then torch's conversion; TE's rule makes +-Inf NaN for the fnuz formats."""
+    p = x.float() * scale
+    m = FP8_MAX[fmt]
+    q = p.clamp(-m, m)
+    if rule == "transformer_engine" and fmt.endswith("fnuz"):
+        q = torch.where(torch.isinf(p), torch.full_like(p, float("nan")), q)
+    return q.to(fp8).view(torch.uint8)
+
+
+@unittest.skipIf(SKIP, SKIP)
+class Quantize(unittest.TestCase):
+    def check(self, x, fmt, fp8, rule="transformer_engine", nan="propagate", epsilon=0.0, pow2=False, nanp=False,
+              what=""):
+        q, si, a, s = amax_tune.quantize(x, fp8, rule=rule, nan=nan, epsilon=epsilon, force_pow2=pow2,
+                                         nan_propagates=nanp, return_amax=True)
+        self.assertEqual((q.dtype, tuple(q.shape), q.device), (fp8, tuple(x.shape), x.device), what)
+        ab = bits(a)
+        self.assertEqual(ab, reference_bits(x, nan), what)
+        self.assertEqual((bits(s), bits(si)), _scale_reference(ab, FP8_MAX[fmt], epsilon, pow2, nanp), what)
+        want = quantize_reference(x.reshape(-1), fmt, fp8, s, rule)
+        got = q.reshape(-1).view(torch.uint8)
+        bad = (got != want).nonzero()
+        self.assertEqual(bad.numel(), 0, "%s: first differing byte %s: got %s, want %s" % (
+            what, bad[:1].tolist(), got[bad[:1, 0]].tolist() if bad.numel() else "", want[bad[:1, 0]].tolist()
+            if bad.numel() else ""))
+        return q, si
+
+    def test_bit_exact_dtypes_formats_rules_kinds_sizes(self):
+        rng = random.Random()
+        for dtype in DTYPES:
+            for n in (1, 7, 1000, 65537, (1 << 20) + 3):
+                for fmt, fp8 in _fp8_formats():
+                    for rule in ("transformer_engine", "torchao"):
+                        kind = rng.choice(KINDS)
+                        nan = rng.choice(("propagate", "ignore"))
+                        off = rng.choice(OFFSETS)
+                        x = placed(make_input(kind, dtype, n, seed=rng.randrange(1 << 30)), off, 0.0)
+                        self.check(x, fmt, fp8, rule, nan, rng.choice((0.0, 1e-6)), rng.random() < 0.5,
+                                   rng.random() < 0.5, what="%s n=%d %s %s %s %s off=%d" % (dtype, n, fmt, rule, kind,
+                                                                                          nan, off))
+
+    def test_special_amaxes(self):
+        for fmt, fp8 in _fp8_formats():
+            z = torch.zeros(1000, device="cuda", dtype=torch.bfloat16)
+            self.check(z, fmt, fp8, what="amax 0")
+            self.check(z, fmt, fp8, epsilon=0.5, what="amax 0 below epsilon")
+            y = torch.randn(4096, device="cuda")
+            y[7] = float("inf")
+            self.check(y, fmt, fp8, what="+Inf", rule="torchao")
+            self.check(y, fmt, fp8, what="+Inf")
+            y[9] = float("nan")
+            self.check(y, fmt, fp8, what="NaN, TE rule")
+            self.check(y, fmt, fp8, nanp=True, what="NaN, nan_propagates")
+            self.check(y, fmt, fp8, nan="ignore", what="NaN, ignore")
+            d = torch.full((33,), 1e-45, device="cuda")  # the smallest fp32 denormal: the scale overflows
+            self.check(d, fmt, fp8, what="denormal amax")
+
+    def test_shapes_views_and_empty(self):
+        x = torch.randn(64, 48, device="cuda", dtype=torch.bfloat16)
+        for v in (x, x.t(), x[::2, 1:], x.unsqueeze(0).expand(3, 64, 48)):
+            q, si = self.check(v, "e4m3", torch.float8_e4m3fn, what="view %s" % (tuple(v.stride()),))
+            self.assertTrue(q.is_contiguous())
+        q, si = amax_tune.quantize(torch.empty(0, 5, device="cuda"), torch.float8_e5m2)
+        self.assertEqual((tuple(q.shape), bits(si)), ((0, 5), 0x3F800000))
+
+    def test_out(self):
+        x = make_input("random", torch.float32, 1 << 16)
+        q = torch.full((1 << 16,), 7, dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+        words = torch.zeros(4, device="cuda")
+        r = amax_tune.quantize(x, torch.float8_e4m3fn, out=(q, words[0:1]))
+        self.assertIs(r[0], q)
+        self.assertEqual(r[1].data_ptr(), words.data_ptr())
+        eager_q, eager_si = amax_tune.quantize(x, torch.float8_e4m3fn)
+        self.assertTrue(torch.equal(q.view(torch.uint8), eager_q.view(torch.uint8)))
+        self.assertEqual(bits(words[0]), bits(eager_si))
+        r = amax_tune.quantize(x, torch.float8_e4m3fn, out=(q, words[0:1], words[1:2], words[2:3]), return_amax=True)
+        self.assertEqual([bits(words[i]) for i in (1, 0)], [reference_bits(x, "propagate"), bits(eager_si)])
+        with self.assertRaisesRegex(TypeError, r"out\[0\] \(q\) has dtype torch.float8_e5m2; it must be "
+                                               r"torch.float8_e4m3fn"):
+            amax_tune.quantize(x, torch.float8_e4m3fn, out=(torch.empty_like(q, dtype=torch.float8_e5m2), words[0:1]))
+        with self.assertRaisesRegex(ValueError, r"out\[0\] \(q\) must be a contiguous tensor of x's 65536 elements"):
+            amax_tune.quantize(x, torch.float8_e4m3fn, out=(q[:100], words[0:1]))
+        with self.assertRaisesRegex(TypeError, r"out must be a tuple of 4 tensors \(q, scale_inv, amax, scale\)"):
+            amax_tune.quantize(x, torch.float8_e4m3fn, out=(q, words[0:1]), return_amax=True)
+        with self.assertRaisesRegex(ValueError, r"rule='te' is not a cast rule"):
+            amax_tune.quantize(x, rule="te")
+        with self.assertRaisesRegex(ValueError, r"dtype=torch.int8 is not an FP8 dtype"):
+            amax_tune.quantize(x, torch.int8)
+
+    def test_fnuz_off_gfx942_is_refused_naming_the_device(self):
+        if len(_fp8_formats()) > 2:
+            self.skipTest("a gfx942 device takes the fnuz formats")
+        with self.assertRaisesRegex(amax_tune.Error, r"is the MI300's \(gfx942\) FP8; this device is"):
+            amax_tune.quantize(torch.ones(10, device="cuda"), torch.float8_e4m3fnuz)
+
+    def test_cuda_graph_capture_and_replay_with_new_data(self):
+        for dtype, n in ((torch.bfloat16, 1 << 20), (torch.float32, 3_000_001), (torch.float16, 5000)):
+            amax_tune.preload_quantize([dtype], [n], "e4m3")
+            x = torch.zeros(n, device="cuda", dtype=dtype)
+            q = torch.empty(n, device="cuda", dtype=torch.float8_e4m3fn)
+            si = torch.zeros(1, device="cuda")
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                r = amax_tune.quantize(x, torch.float8_e4m3fn, return_amax=True)
+                amax_tune.quantize(x, torch.float8_e4m3fn, out=(q, si))
+            for trial in range(4):
+                x.copy_(make_input(KINDS[trial * 3 + 1], dtype, n, seed=trial))
+                g.replay()
+                torch.cuda.synchronize()
+                q2, si2, a2, s2 = r
+                self.assertEqual(bits(a2), reference_bits(x, "propagate"), (dtype, n, trial))
+                want = quantize_reference(x, "e4m3", torch.float8_e4m3fn, s2, "transformer_engine")
+                self.assertTrue(torch.equal(q2.view(torch.uint8), want), (dtype, n, trial))
+                self.assertTrue(torch.equal(q.view(torch.uint8), want), (dtype, n, trial))
+                self.assertEqual(bits(si), bits(si2))
+
+    def test_compile_fullgraph_and_fake_tensors(self):
+        torch._dynamo.reset()
+
+        def f(x, q, si):
+            a = amax_tune.quantize(x * 2, torch.float8_e5m2, rule="torchao")
+            amax_tune.quantize(x, torch.float8_e4m3fn, out=(q, si))
+            return a[0], a[1], q, si
+
+        n = 1 << 18
+        x0, q0, s0 = torch.randn(n, device="cuda"), torch.empty(n, device="cuda", dtype=torch.float8_e4m3fn), \
+            torch.zeros(1, device="cuda")
+        explanation = torch._dynamo.explain(f)(x0, q0, s0)
+        self.assertEqual(explanation.graph_break_count, 0, explanation.break_reasons)
+        cf = torch.compile(f, fullgraph=True)
+        for dtype in DTYPES:
+            x = make_input("nan_middle", dtype, n)
+            q = torch.empty(n, device="cuda", dtype=torch.float8_e4m3fn)
+            si = torch.zeros(1, device="cuda")
+            a, b, q_out, si_out = cf(x, q, si)
+            ea, eb = amax_tune.quantize(x * 2, torch.float8_e5m2, rule="torchao")
+            self.assertTrue(torch.equal(a.view(torch.uint8), ea.view(torch.uint8)), dtype)
+            self.assertEqual(bits(b), bits(eb))
+            eq, esi = amax_tune.quantize(x, torch.float8_e4m3fn)
+            self.assertTrue(torch.equal(q.view(torch.uint8), eq.view(torch.uint8)), dtype)
+            self.assertEqual(bits(si), bits(esi))
+            self.assertEqual(q_out.data_ptr(), q.data_ptr())
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        mode = FakeTensorMode()
+        fx = mode.from_tensor(torch.empty(3, 5, device="cuda", dtype=torch.bfloat16))
+        with mode:
+            fq, fsi = amax_tune.quantize(fx, torch.float8_e4m3fn)
+        self.assertEqual((tuple(fq.shape), fq.dtype, tuple(fsi.shape), fsi.dtype),
+                         ((3, 5), torch.float8_e4m3fn, (), torch.float32))
+
+    def test_explain_quantize(self):
+        e = amax_tune.explain_quantize("bf16", 1 << 20, torch.float8_e4m3fn)
+        self.assertTrue(e.label.startswith("quant."), e)
+        if e.label.startswith(("quant.keep.", "quant.reread.")):
+            self.assertEqual(e.launches, 1, e)
+        else:
+            self.assertGreaterEqual(e.launches, 2, e)  # the fused amax + scale, then the cast
+        self.assertGreaterEqual(e.workspace_bytes, 4)
+        self.assertEqual(amax_tune.explain_quantize("fp32", 0).launches, 3)  # n = 0: three memsets
+
+
 # --- many tensors per call ---
 
 CLEAN_KINDS = [k for k in KINDS if "nan" not in k]

@@ -12,6 +12,8 @@
 //   prepared_lists.cpp  the per-thread cache of prepared lists; amax_multi_compute,
 //                       amax_multi_and_scale
 //   explain_preload.cpp amax_explain*, amax_multi_explain, amax_preload*, amax_multi_preload*
+//   quantize.cpp        the quantize plan cache and its compile fallback; amax_quantize*,
+//                       amax_multi_quantize*
 // Everything here has hidden visibility (the target's preset): libamax_tune exports AMAX_API only.
 #include <array>
 #include <atomic>
@@ -22,11 +24,14 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "amax/amax_tune.h"
 #include "amax/backend.hpp"
 #include "amax/compile_fallback.hpp"
 #include "amax/device_buffer.hpp"
 #include "amax/dispatch.hpp"
+#include "amax/fp8_cast.hpp"
 #include "amax/family.hpp"
 #include "amax/kernel_cache.hpp"
 #include "amax/launch.hpp"
@@ -84,6 +89,26 @@ struct Plan : Decision<KernelConfig> {
   std::atomic<const Plan*> replaced{nullptr};
 };
 
+/// A quantize decision for one (dtype, n, format): the variant, its launch (sized; a one-launch
+/// kind's grid is capped at its kernel's resident blocks when it runs) and the workspace, which
+/// covers the compile fallback: the `cast` kind's is the fused amax plan's (it runs first).
+struct QuantizePlan : Decision<QuantizeConfig> {
+  Fp8Format format{};
+  LaunchShape shape;
+  std::uint64_t workspace_bytes = 4;
+  std::atomic<const LoadedQuantizeKernel*> kernel{nullptr};
+  /// Set (once) when the variant failed to compile: the built-in default's plan to launch instead.
+  std::atomic<const QuantizePlan*> replaced{nullptr};
+};
+
+/// The arguments of one quantize call after their checks (checks.cpp: quantize_args_of).
+struct QuantizeArgs {
+  DType dtype{};
+  Fp8Format format{};
+  CastRule cast_rule{};
+  ScaleArgs scale;  // scale and scale_inv outputs and the rule
+};
+
 std::uint64_t next_context_id();
 
 /// What the contexts made from one amax_context_create share (amax_context_create_sibling): the
@@ -102,8 +127,10 @@ struct ContextState {
 
   amax::PlanCache<Plan> plans;        // amax_compute's
   amax::PlanCache<Plan> scale_plans;  // amax_and_scale's: the same choice as fused_variant maps it
-  std::mutex fallback_mu;                                         // guards fallback_plans
+  std::array<amax::PlanCache<QuantizePlan>, amax::kFp8Formats.size()> quantize_plans;  // per format
+  std::mutex fallback_mu;                                         // guards the fallback plans
   std::vector<std::unique_ptr<Plan>> fallback_plans;                 // default plans replacing failed variants
+  std::vector<std::unique_ptr<QuantizePlan>> fallback_quantize_plans;
   amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
   // Stream slots of one_pass, self_reset, first_reset(_warp) and spin: slot_words zeroed words per stream
@@ -122,6 +149,28 @@ struct ContextState {
   Plan& plan(amax::DType d, std::uint64_t n, amax::Epilogue e = amax::Epilogue::amax);
   /// The plan to launch for p, with its kernel loaded (plans.cpp).
   const Plan& ready(Plan& p, amax::DType d, std::uint64_t n, amax::StreamHandle stream);
+
+  /// Enqueues plan `p` (loaded) on n elements: its shape for the loaded kernel, the stream's slot
+  /// where it uses one (plans.cpp). The caller checked every argument.
+  void launch(const Plan& p, const void* input, std::uint64_t n, float* output, void* workspace,
+              amax::NanMode nan_mode, amax::StreamHandle stream, const amax::ScaleArgs* scale);
+
+  // ---- quantize plans (quantize.cpp) ----
+  QuantizePlan& quantize_plan(amax::DType d, std::uint64_t n, amax::Fp8Format f);
+  /// The plan to launch for p, with its kernel loaded (load_for_call; the built-in default's plan
+  /// when p's variant fails to compile).
+  const QuantizePlan& ready(QuantizePlan& p, amax::DType d, std::uint64_t n, amax::StreamHandle stream);
+
+  /// Publishes `fb` (loaded) as the replacement of plan `p` whose variant failed to compile, kept in
+  /// `store`: the one published first when threads race. Thread-safe (fallback_mu).
+  template <class P>
+  const P& publish_replacement(P& p, std::unique_ptr<P> fb, std::vector<std::unique_ptr<P>>& store) {
+    std::lock_guard lock(fallback_mu);
+    if (const P* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
+    store.push_back(std::move(fb));
+    p.replaced.store(store.back().get(), std::memory_order_release);
+    return *store.back();
+  }
 
   /// This stream's slot of slot_words words (stream_slots.cpp).
   std::uint32_t* slot_for(amax::StreamHandle s);
@@ -170,6 +219,15 @@ FallbackLoad<const Loaded<Config>> load_for_call(ContextState& c, const Config& 
                            [&](const Config& v) -> const Loaded<Config>& { return c.kernels->get(v, d, capacity); });
 }
 
+/// "code object: bundle" | "kernel cache" | "JIT (<ms> ms)" | "not loaded yet" (k null): the start
+/// of every explanation's detail.
+template <class Config>
+std::string code_object_origin(const Loaded<Config>* k) {
+  if (!k) return "code object: not loaded yet";
+  if (k->origin == KernelOrigin::jit) return "code object: JIT (" + fmt::format("{:.1f}", k->compile_ms) + " ms)";
+  return std::string("code object: ") + to_string(k->origin);
+}
+
 // ---- argument checks (checks.cpp; nan_mode_of: c_api.cpp) ----
 /// The NaN mode `m`, or INVALID_ARGUMENT naming the argument `name` and its value.
 NanMode nan_mode_of(amax_nan_mode_t m, const char* name);
@@ -180,8 +238,21 @@ void need(const void* p, const char* name);
 void need_own_stream(ContextState& c, StreamHandle s);
 void need_own_memory(ContextState& c, const void* p, const char* name);
 void need_aligned_output(const float* p, const char* name);
+/// INVALID_ARGUMENT unless amax_out, scale_out and scale_inv_out are three distinct words.
+void need_distinct_outputs(const float* amax_out, const float* scale_out, const float* scale_inv_out);
 // The rule of amax_scale_options_t, validated (amax_tune.h, amax_scale_options_check).
 ScaleRule scale_rule_of(const amax_scale_options_t* o);
+/// amax_quantize's options, validated (amax_quantize_options_check; the format's device support is
+/// the caller's check): the format, the cast rule and the scale rule (scale outputs left null).
+QuantizeArgs quantize_options_of(const amax_quantize_options_t* o);
+/// amax_quantize's arguments that need no device, in the order the call checks them (options,
+/// the three fp32 outputs: NULL, alignment, distinct; dtype; input and output: NULL where n > 0,
+/// alignment, overlap): Failure naming the first bad one and its value.
+QuantizeArgs quantize_args_of(const void* input, amax_dtype_t dtype, std::uint64_t n,
+                              const amax_quantize_options_t* options, const std::uint8_t* output, float* amax_out,
+                              float* scale_out, float* scale_inv_out);
+/// INVALID_ARGUMENT when `arch` cannot take format f (fnuz outside gfx942), naming both.
+void need_format_on(const ArchInfo& arch, Fp8Format f);
 
 // ---- many tensors per call (multi_group.cpp) ----
 

@@ -19,12 +19,18 @@
 
 namespace amax {
 
-const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) {
+namespace {
+// The entry of `v` (entries with n, same_device, timestamp) that serves n best: db::nearest_size.
+template <class Entry>
+const Entry* nearest_by_size(const std::vector<Entry>& v, std::uint64_t n) {
   const std::size_t i = db::nearest_size(n, v.size(), [&](std::size_t k) {
     return db::SizeCandidate{v[k].n, v[k].same_device, v[k].timestamp};
   });
   return i < v.size() ? &v[i] : nullptr;
 }
+}  // namespace
+
+const TableEntry* nearest_entry(const std::vector<TableEntry>& v, std::uint64_t n) { return nearest_by_size(v, n); }
 
 db::Provenance running_provenance(const DeviceInfo& dev, std::string compiler_version) {
   return db::Provenance{.device_name = dev.name,
@@ -85,6 +91,13 @@ struct RowsOf<MultiConfig> {
       return db::GroupCandidate{v[k].bucket, v[k].same_device, v[k].timestamp};
     });
     return i < v.size() ? &v[i] : nullptr;
+  }
+};
+
+template <>
+struct RowsOf<QuantizeConfig> {
+  static const QuantizeEntry* nearest(const std::vector<QuantizeEntry>& v, std::uint64_t n) {
+    return nearest_by_size(v, n);
   }
 };
 
@@ -192,6 +205,7 @@ void DispatchTables::read_environment() {
     force_strategy_ = Strategy::atomic;
   }
   read_label(family<MultiConfig>().forced, MultiFamily::kForceLabelEnv);
+  read_label(family<QuantizeConfig>().forced, QuantizeFamily::kForceLabelEnv);
 }
 
 template <class Config>
@@ -205,7 +219,7 @@ Choice<Config> DispatchTables::choose_in(DType d, const typename DispatchRow<Con
       out.why = fmt::format("{} is not valid for {} {} ({}): ", F::kForceLabelEnv, arch_.name, to_string(d), *bad);
     } else {
       out.config = *t.forced;
-      out.config.epilogue = Epilogue::amax;
+      if constexpr (requires { out.config.epilogue; }) out.config.epilogue = Epilogue::amax;
       out.source = Source::override_env;
       return out;
     }
@@ -231,5 +245,6 @@ Choice<Config> DispatchTables::choose_in(DType d, const typename DispatchRow<Con
 
 template Choice<KernelConfig> DispatchTables::choose_in(DType, const std::uint64_t&) const;
 template Choice<MultiConfig> DispatchTables::choose_in(DType, const GroupShape&) const;
+template Choice<QuantizeConfig> DispatchTables::choose_in(DType, const std::uint64_t&) const;
 
 }  // namespace amax

@@ -109,11 +109,7 @@ void explain(amax_context_t ctx, amax_dtype_t dtype, uint64_t n, Epilogue epilog
     if (fused) note = fused_note(builtin_default(c->arch, d, n), p.config);
   }
   if (!replaced) detail = p.why + detail;  // why a forced label is not used, as amax_multi_explain says it
-  const LoadedKernel* k = p.kernel.load(std::memory_order_acquire);
-  const std::string origin =
-      !k ? "code object: not loaded yet"
-         : k->origin == KernelOrigin::jit ? fmt::format("code object: JIT ({:.1f} ms)", k->compile_ms)
-                                          : std::string("code object: ") + to_string(k->origin);
+  const std::string origin = code_object_origin(p.kernel.load(std::memory_order_acquire));
   std::snprintf(e->detail, sizeof e->detail, "%s%s; %s", origin.c_str(), note.c_str(), detail.c_str());
 }
 

@@ -132,20 +132,26 @@ const Loaded<Config>& KernelCache::get(const Config& config, DType dtype, std::u
 }
 
 namespace {
+// The blocks of `main` one CU/SM holds at once (>= 1), for a kernel whose grid must be resident.
+std::uint32_t resident_per_cu(Backend& backend, FunctionHandle main, std::uint32_t threads, const std::string& name) {
+  const std::uint32_t r = backend.max_active_blocks_per_cu(main, threads);
+  if (r == 0)
+    throw BackendError("occupancy", 0, name + ": the device holds no block of " + std::to_string(threads) +
+                                           " threads of it at once");
+  return r;
+}
 // What loading needs besides the entry point, from the strategy's row: the finish kernel, and the
 // resident blocks of a resident-grid kernel (an occupancy query). A list's kernel needs neither.
 void load_row_kernels(Loaded<KernelConfig>& k, Backend& backend, const std::string& name) {
   const StrategyInfo& row = info(k.config.strategy);
   if (row.finish_kernel) k.finish = k.module->function(finish_kernel_name(k.config, k.dtype));
-  if (row.resident_grid) {
-    const std::uint32_t r = backend.max_active_blocks_per_cu(k.main, k.config.threads);
-    if (r == 0)
-      throw BackendError("occupancy", 0, name + ": the device holds no block of " +
-                                             std::to_string(k.config.threads) + " threads of it at once");
-    k.resident_per_cu = r;
-  }
+  if (row.resident_grid) k.resident_per_cu = resident_per_cu(backend, k.main, k.config.threads, name);
 }
 void load_row_kernels(Loaded<MultiConfig>&, Backend&, const std::string&) {}
+// The one-launch quantize kinds wait for every block at their grid barrier: their resident blocks.
+void load_row_kernels(Loaded<QuantizeConfig>& k, Backend& backend, const std::string& name) {
+  if (k.config.one_launch()) k.resident_per_cu = resident_per_cu(backend, k.main, k.config.threads, name);
+}
 }  // namespace
 
 template <class Config>
@@ -176,6 +182,7 @@ const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&& b) {
   template const Loaded<Config>& KernelCache::load(CompiledKernel<Config>&&);
 AMAX_KERNEL_CACHE_FAMILY(KernelConfig)
 AMAX_KERNEL_CACHE_FAMILY(MultiConfig)
+AMAX_KERNEL_CACHE_FAMILY(QuantizeConfig)
 #undef AMAX_KERNEL_CACHE_FAMILY
 
 }  // namespace amax

@@ -66,11 +66,7 @@ const Plan& ContextState::ready(Plan& p, DType d, std::uint64_t n, StreamHandle 
     fb->shape = launch_shape(def, n, cu);
     fb->workspace_bytes = p.workspace_bytes;  // covers the fallback by construction (make_plan)
     fb->kernel.store(got.kernel, std::memory_order_relaxed);
-    std::lock_guard lock(fallback_mu);
-    if (const Plan* r = p.replaced.load(std::memory_order_acquire)) return *r;  // another thread won
-    fallback_plans.push_back(std::move(fb));
-    p.replaced.store(fallback_plans.back().get(), std::memory_order_release);
-    return *fallback_plans.back();
+    return publish_replacement(p, std::move(fb), fallback_plans);
   }
   p.kernel.store(got.kernel, std::memory_order_release);
   return p;
@@ -102,15 +98,20 @@ void enqueue_call(const amax_context& ctx, const void* input, DType d, std::uint
     fail(AMAX_STATUS_WORKSPACE_TOO_SMALL,
          fmt::format("workspace of {} bytes{} is too small for {} n={}: amax_workspace_size gives {} bytes",
                      workspace_bytes, workspace ? "" : " (NULL)", to_string(d), n, planned.workspace_bytes));
-  const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
-  // A resident grid is capped at the blocks of its kernel the device holds at once, known once the
-  // kernel is loaded (the plan's shape, made before, is capped at its row's max_grid only).
-  const LaunchShape shape = p.shape.resident_grid ? launch_shape(p.config, n, c.cu, k.resident_per_cu) : p.shape;
-  std::uint32_t* slot = shape.uses_slot ? c.slot_for(stream) : nullptr;
-  launch_amax(*c.backend, k, shape, input, n, output, workspace, slot, ctx.nan_mode, stream, scale);
+  c.launch(p, input, n, output, workspace, ctx.nan_mode, stream, scale);
 }
 
 }  // namespace
+
+void ContextState::launch(const Plan& p, const void* input, std::uint64_t n, float* output, void* workspace,
+                          NanMode nan_mode, StreamHandle stream, const ScaleArgs* scale) {
+  const LoadedKernel& k = *p.kernel.load(std::memory_order_acquire);
+  // A resident grid is capped at the blocks of its kernel the device holds at once, known once the
+  // kernel is loaded (the plan's shape, made before, is capped at its row's max_grid only).
+  const LaunchShape shape = p.shape.resident_grid ? launch_shape(p.config, n, cu, k.resident_per_cu) : p.shape;
+  std::uint32_t* slot = shape.uses_slot ? slot_for(stream) : nullptr;
+  launch_amax(*backend, k, shape, input, n, output, workspace, slot, nan_mode, stream, scale);
+}
 
 extern "C" {
 
@@ -147,10 +148,7 @@ AMAX_API amax_status_t amax_and_scale(amax_context_t c, const void* input, amax_
     need_aligned_output(amax_out, "amax_out");
     need_aligned_output(scale_out, "scale_out");
     need_aligned_output(scale_inv_out, "scale_inv_out");
-    if (amax_out == scale_out || amax_out == scale_inv_out || scale_out == scale_inv_out)
-      fail(AMAX_STATUS_INVALID_ARGUMENT, fmt::format("amax_out {}, scale_out {} and scale_inv_out {} must be three "
-                                                     "distinct fp32 words", static_cast<void*>(amax_out),
-                                                     static_cast<void*>(scale_out), static_cast<void*>(scale_inv_out)));
+    need_distinct_outputs(amax_out, scale_out, scale_inv_out);
     need_own_memory(*c->state, scale_out, "scale_out");
     need_own_memory(*c->state, scale_inv_out, "scale_inv_out");
     const ScaleArgs sa{scale_out, scale_inv_out, rule.max, rule.epsilon,

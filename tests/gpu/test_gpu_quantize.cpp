@@ -20,14 +20,17 @@
 #include <vector>
 
 #include "amax/fp8_cast.hpp"
+#include "amax/launch_plan.hpp"
 #include "amax/quantize_config.hpp"
 #include "amax/reference.hpp"
 #include "amax/scale_rule.hpp"
 #include "gpu_env.hpp"
+#include "host_values.hpp"
 #include "wave64_model.hpp"
 
 using namespace amax;
 using amax::test::DeviceBuffer;
+using amax::test::put;
 using amax::test::read_bits;
 
 namespace {
@@ -93,18 +96,6 @@ std::string first_difference(const std::vector<std::uint8_t>& got, const std::ve
   return {};
 }
 
-// Element i of `host` (dtype elements) set to `v`: fp32 as it is, bf16 its top half (truncated),
-// fp16 rounded to nearest (the host's _Float16).
-void put(std::vector<std::uint8_t>& host, DType dtype, std::uint64_t i, float v) {
-  if (dtype == DType::fp32) {
-    std::memcpy(host.data() + i * 4, &v, 4);
-    return;
-  }
-  const std::uint16_t h = dtype == DType::bf16 ? static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v) >> 16)
-                                               : std::bit_cast<std::uint16_t>(static_cast<_Float16>(v));
-  std::memcpy(host.data() + i * 2, &h, 2);
-}
-
 // One quantize run's outputs read back.
 struct Outputs {
   std::vector<std::uint8_t> bytes;
@@ -160,8 +151,8 @@ class QuantizeGpu : public ::testing::Test {
     in_ = std::make_unique<DeviceBuffer>(*b_, (kMaxN + 64) * 4);
     out_ = std::make_unique<DeviceBuffer>(*b_, kMaxN + 64);
     scalars_ = std::make_unique<DeviceBuffer>(*b_, 64);
-    sync_ = std::make_unique<DeviceBuffer>(*b_, 16);
-    b_->memset32_async(sync_->get(), 0, 4, nullptr);
+    sync_ = std::make_unique<DeviceBuffer>(*b_, 4 * kSlotWords);  // one stream slot
+    b_->memset32_async(sync_->get(), 0, kSlotWords, nullptr);
     b_->synchronize(nullptr);
   }
 
@@ -257,10 +248,14 @@ class QuantizeGpu : public ::testing::Test {
 
   // The barrier's count and accumulator are back at 0 after every launch.
   void expect_sync_reset() {
-    std::uint32_t sync[3];
-    b_->copy_to_host(sync, sync_->get(), sizeof sync);
-    EXPECT_EQ(sync[0], 0u) << "arrival count not reset";
-    EXPECT_EQ(sync[1], 0u) << "accumulator not reset";
+    std::vector<std::uint32_t> sync(kSlotWords);
+    b_->copy_to_host(sync.data(), sync_->get(), 4 * kSlotWords);
+    EXPECT_EQ(sync[kQuantizeArrivalWord], 0u) << "arrival count not reset";
+    EXPECT_EQ(sync[kQuantizeAccumulatorWord], 0u) << "accumulator not reset";
+    for (std::size_t w = 0; w < kSlotWords; ++w)
+      if (w != kQuantizePublishedWord) {
+        EXPECT_EQ(sync[w], 0u) << "slot word " << w << " not left 0";
+      }
   }
 
   static constexpr std::uint64_t kMaxN = (std::uint64_t{1} << 24) + 3;

@@ -30,7 +30,7 @@ class Dispatch : public ::testing::Test {
     dir = fs::temp_directory_path() / ("amax-dispatch-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir);
     for (const char* v : {"AMAX_TUNE_FORCE_LABEL", "AMAX_TUNE_FORCE_STRATEGY", "NVTE_USE_ATOMIC_AMAX",
-                          "AMAX_TUNE_FORCE_MULTI_LABEL"})
+                          "AMAX_TUNE_FORCE_MULTI_LABEL", "AMAX_TUNE_FORCE_QUANTIZE_LABEL"})
       unsetenv(v);
   }
   void TearDown() override { fs::remove_all(dir); }
@@ -317,4 +317,41 @@ TEST_F(Dispatch, EnvironmentOverrides) {
   EXPECT_EQ(bad.choose(DType::fp32, 10).source, Source::builtin_default);
   unsetenv("AMAX_TUNE_FORCE_STRATEGY");
   unsetenv("AMAX_TUNE_FORCE_LABEL");
+}
+
+// The quantize family's lookup: its forced label where valid for the arch and dtype (else why not),
+// else the built-in default (its tables are empty until the tuning database holds the family).
+TEST_F(Dispatch, QuantizeForcedLabelElseTheBuiltInDefault) {
+  DispatchTables plain(arch, kId);
+  plain.read_environment();
+  for (const auto& [d, n] : {std::pair{DType::bf16, std::uint64_t{1} << 20},
+                             std::pair{DType::fp32, std::uint64_t{1000}}, std::pair{DType::bf16, std::uint64_t{1} << 28}}) {
+    const Choice<QuantizeConfig> q = plain.choose_quantize(d, n);
+    EXPECT_EQ(q.source, Source::builtin_default);
+    EXPECT_EQ(q.config, builtin_quantize_default(arch, d, n));
+    EXPECT_EQ(q.entry, nullptr);
+  }
+
+  setenv("AMAX_TUNE_FORCE_QUANTIZE_LABEL", "quant.reread.t256.v8.u2.k0.b2cu", 1);
+  DispatchTables forced(arch, kId);
+  forced.read_environment();
+  EXPECT_TRUE(forced.warnings().empty());
+  Choice<QuantizeConfig> q = forced.choose_quantize(DType::bf16, 1u << 20);
+  EXPECT_EQ(q.source, Source::override_env);
+  EXPECT_EQ(q.config.label(), "quant.reread.t256.v8.u2.k0.b2cu");
+  q = forced.choose_quantize(DType::fp32, 1u << 20);  // v8 x fp32: invalid, not forced
+  EXPECT_EQ(q.source, Source::builtin_default);
+  EXPECT_EQ(q.why.rfind("AMAX_TUNE_FORCE_QUANTIZE_LABEL is not valid for sm_90 fp32 (quant.reread.t256.v8.u2.k0.b2cu",
+                        0),
+            0u)
+      << q.why;
+  EXPECT_EQ(forced.choose(DType::bf16, std::uint64_t{1u << 20}).source, Source::builtin_default)
+      << "the single-tensor choice is its own";
+
+  setenv("AMAX_TUNE_FORCE_QUANTIZE_LABEL", "quant.keep.nonsense", 1);
+  DispatchTables bad(arch, kId);
+  bad.read_environment();
+  ASSERT_EQ(bad.warnings().size(), 1u);
+  EXPECT_EQ(bad.warnings()[0].rfind("AMAX_TUNE_FORCE_QUANTIZE_LABEL ignored: ", 0), 0u) << bad.warnings()[0];
+  unsetenv("AMAX_TUNE_FORCE_QUANTIZE_LABEL");
 }

@@ -523,3 +523,103 @@ TEST(LaunchAmax, KernelArgumentsInParameterOrder) {
                                                    kRuleNanPropagates}));
   EXPECT_EQ(b.seen[1], (std::vector<std::uint64_t>{0x2000, 512, 0x3000, 0x5000, kRuleNanPropagates}));
 }
+
+// The quantize family's launch plan: one main operation of quantize_grid's grid (vectors = n / nvec
+// + 1, the head and tail's elements counted); cast a plain launch of any grid (grid-stride); keep
+// sized so that the kept vectors cover the input, reread as cast, both capped at the resident
+// blocks, cooperative and with the stream slot only with more than one block; no workspace.
+TEST(LaunchShape, QuantizeKindsGridSlotAndCooperativeLaunch) {
+  const QuantizeConfig cast{QuantizeKind::cast, 512, 8, 4, 0, BlockCap::uncapped()};
+  const QuantizeConfig keep{QuantizeKind::keep, 512, 8, 4, 2, BlockCap::uncapped()};
+  const QuantizeConfig reread{QuantizeKind::reread, 256, 8, 4, 0, BlockCap::uncapped()};
+  const DType bf16 = DType::bf16;
+  // 2^24 bf16: 2^21 + 1 vectors of 8
+  LaunchShape s = launch_shape(cast, bf16, 1u << 24, 132);
+  EXPECT_EQ(s.grid, (1u << 21) / (512 * 4) + 1);
+  EXPECT_FALSE(s.cooperative);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_FALSE(s.resident_grid);
+  EXPECT_EQ(s.workspace_bytes, 0u);
+  ASSERT_EQ(s.launches(), 1);
+  EXPECT_EQ(*s.begin(), (LaunchOp{LaunchOp::Kind::main, 1025, 512, false, false, false}));
+  s = launch_shape(keep, bf16, (1u << 20) - 8, 132, 2);  // 2^17 vectors / (512 x 2): 128 blocks <= 264 resident
+  EXPECT_EQ(s.grid, 128u);
+  EXPECT_TRUE(s.cooperative);
+  EXPECT_TRUE(s.uses_slot);
+  EXPECT_TRUE(s.resident_grid);
+  EXPECT_EQ(*s.begin(), (LaunchOp{LaunchOp::Kind::main, 128, 512, false, true, false}));
+  EXPECT_EQ(launch_shape(keep, bf16, 1u << 24, 132, 2).grid, 264u) << "capped at the resident blocks";
+  EXPECT_EQ(launch_shape(keep, bf16, 1u << 24, 132).grid, 2049u) << "resident blocks unknown: a shape for sizing only";
+  EXPECT_EQ(launch_shape(reread, bf16, 1u << 24, 132, 3).grid, 396u);
+  EXPECT_EQ(launch_shape(reread, bf16, (1u << 20) - 8, 132, 3).grid, 128u);
+  s = launch_shape(keep, bf16, 1000, 132, 2);  // one block: no barrier partner, no slot, a plain launch
+  EXPECT_EQ(s.grid, 1u);
+  EXPECT_FALSE(s.cooperative);
+  EXPECT_FALSE(s.uses_slot);
+  EXPECT_EQ(launch_shape(keep, bf16, 0, 132, 2).launches(), 0);
+  const QuantizeConfig capped{QuantizeKind::cast, 512, 8, 4, 0, BlockCap::per_cu(2)};
+  EXPECT_EQ(launch_shape(capped, bf16, 1u << 24, 132).grid, 264u);
+}
+
+// The one-launch quantize words of the stream slot: the zero-between-launches words are shared
+// with non-persistent strategy words, the published word with none; inside every arch's slot.
+TEST(StreamSlotLayout, QuantizeWordsFitBesideTheStrategiesWords) {
+  for (const StrategyInfo& r : kStrategies) {
+    auto in = [&](std::uint32_t w) { return r.slot_count && w >= r.slot_first && w < r.slot_first + r.slot_count; };
+    EXPECT_FALSE(in(kQuantizePublishedWord)) << r.name;
+    if (r.persistent_slot) {
+      EXPECT_FALSE(in(kQuantizeArrivalWord)) << r.name;
+      EXPECT_FALSE(in(kQuantizeAccumulatorWord)) << r.name;
+    }
+  }
+  for (const char* a : {"sm_90", "sm_80", "gfx942", "gfx950", "gfx1100"})
+    EXPECT_GT(slot_words(ArchInfo::parse(a)), std::size_t{kQuantizePublishedWord}) << a;
+  const std::string defines = host_device_defines();
+  for (const auto& [name, word] : {std::pair{"AMAX_QUANT_SYNC_ARRIVALS", kQuantizeArrivalWord},
+                                   {"AMAX_QUANT_SYNC_ACCUMULATOR", kQuantizeAccumulatorWord},
+                                   {"AMAX_QUANT_SYNC_PUBLISHED", kQuantizePublishedWord}})
+    EXPECT_NE(defines.find("#define " + std::string(name) + " " + std::to_string(word) + "u\n"), std::string::npos)
+        << name;
+}
+
+// launch_quantize: a keep grid of many blocks launches cooperatively, one block and a cast plainly;
+// a keep shape larger than the kernel's resident blocks is refused before anything is launched.
+TEST(LaunchQuantize, OneLaunchKindsLaunchCooperativelyAndRefuseAGridOverTheResidentBlocks) {
+  LaunchRecordingBackend b;
+  LoadedQuantizeKernel keep;
+  keep.config = QuantizeConfig{QuantizeKind::keep, 512, 8, 4, 2, BlockCap::uncapped()};
+  keep.dtype = DType::bf16;
+  keep.resident_per_cu = 2;
+  LoadedQuantizeKernel cast;
+  cast.config = QuantizeConfig{QuantizeKind::cast, 256, 8, 4, 0, BlockCap::uncapped()};
+  cast.dtype = DType::bf16;
+  std::uint32_t slot[kSlotWords] = {};
+  float words[3] = {};
+  std::uint8_t out[1] = {};
+  const ScaleArgs sa{&words[1], &words[2], 448.0f, 0.0f, 0u};
+  const void* in = reinterpret_cast<const void*>(0x1000);
+  launch_quantize(b, keep, launch_shape(keep.config, DType::bf16, 1u << 24, 132, 2), in, 1u << 24, out, words, slot,
+                  NanMode::propagate, CastRule::transformer_engine, sa, nullptr);
+  launch_quantize(b, keep, launch_shape(keep.config, DType::bf16, 1000, 132, 2), in, 1000, out, words, nullptr,
+                  NanMode::ignore, CastRule::torchao, sa, nullptr);
+  launch_quantize(b, cast, launch_shape(cast.config, DType::bf16, 1u << 24, 132), in, 1u << 24, out, words, nullptr,
+                  NanMode::propagate, CastRule::transformer_engine, sa, nullptr);
+  ASSERT_EQ(b.launches.size(), 3u);
+  EXPECT_TRUE(b.launches[0].cooperative);
+  EXPECT_EQ(b.launches[0].grid, 264u);
+  EXPECT_FALSE(b.launches[1].cooperative);
+  EXPECT_EQ(b.launches[1].grid, 1u);
+  EXPECT_FALSE(b.launches[2].cooperative);
+  EXPECT_EQ(b.launches[2].grid, 2049u);
+  EXPECT_EQ(b.launches[2].block, 256u);
+  try {
+    launch_quantize(b, keep, launch_shape(keep.config, DType::bf16, 1u << 24, 132), in, 1u << 24, out, words, slot,
+                    NanMode::propagate, CastRule::transformer_engine, sa, nullptr);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "launch_quantize: keep grid of 2049 blocks exceeds the 264 blocks of quant.keep.t512.v8.u4.k2.buncapped "
+              "the device holds at once (pass its resident_per_cu to launch_shape)");
+  }
+  EXPECT_EQ(b.launches.size(), 3u);
+}

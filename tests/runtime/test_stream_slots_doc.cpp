@@ -1,6 +1,6 @@
 // docs/api.md states the stream slots' device memory in one place; its numbers must be what the
-// constants give (launch.hpp's kSlotWords and kSpinFirstWord, context.hpp's kSlots), so that a
-// change of either shows here instead of in a stale sentence.
+// constants give (launch_plan.hpp's kSlotWords, kSpinFirstWord and kQuantize*Word, context.hpp's
+// kSlots), so that a change of either shows here instead of in a stale sentence.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -25,6 +25,9 @@ TEST(StreamSlots, ApiDocStatesTheirMemoryFromTheConstants) {
   for (const std::string& want :
        {fmt::format("one per stream for up to {} streams", slots),
         fmt::format("{} bytes per slot, {:.1f} MB in all", spin_bytes, spin_bytes * slots / 1e6),
-        fmt::format("{} bytes per slot, {} KiB in all", plain_bytes, plain_bytes * slots / 1024)})
+        fmt::format("{} bytes per slot, {} KiB in all", plain_bytes, plain_bytes * slots / 1024),
+        fmt::format("one-launch kernels (`keep`, `reread`) use words {} and {}", amax::kQuantizeArrivalWord,
+                    amax::kQuantizeAccumulatorWord),
+        fmt::format("and word {} (their publication)", amax::kQuantizePublishedWord)})
     EXPECT_NE(doc.find(want), std::string::npos) << "docs/api.md does not say \"" << want << "\"";
 }

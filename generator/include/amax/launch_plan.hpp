@@ -14,8 +14,18 @@
 
 #include "amax/arch.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/quantize_config.hpp"
 
 namespace amax {
+
+/// The one-launch quantize kernels' (keep, reread) words of the stream slot, rendered as
+/// AMAX_QUANT_SYNC_ARRIVALS etc.: the arrival count and the amax accumulator are 0 between
+/// launches, so they share the words of strategies whose words are 0 between launches too (launches
+/// on one stream never overlap); the publication (the final amax and a parity bit that each launch
+/// flips) persists from launch to launch and is no strategy's word.
+inline constexpr std::uint32_t kQuantizeArrivalWord = 0;
+inline constexpr std::uint32_t kQuantizeAccumulatorWord = 1;
+inline constexpr std::uint32_t kQuantizePublishedWord = 5;
 
 namespace detail {
 /// True when no two rows' slot words overlap unless both rows' words persist or neither's do (a
@@ -35,7 +45,7 @@ constexpr bool slot_words_disjoint() {
 /// The words of a slot holding the words of every strategy `arch` runs (every strategy when
 /// `arch` is null), rounded up to an even count so that every slot of an array starts 8-byte aligned.
 constexpr std::size_t slot_words_for(const ArchInfo* arch) {
-  std::size_t end = 0;
+  std::size_t end = std::size_t{std::max({kQuantizeArrivalWord, kQuantizeAccumulatorWord, kQuantizePublishedWord})} + 1;
   for (const StrategyInfo& r : kStrategies)
     if (!arch || arch->vendor != Vendor::amd || r.amd_unsupported.empty())
       end = std::max<std::size_t>(end, std::size_t{r.slot_first} + r.slot_count);
@@ -44,9 +54,26 @@ constexpr std::size_t slot_words_for(const ArchInfo* arch) {
 }  // namespace detail
 static_assert(detail::slot_words_disjoint(), "a strategy's persistent slot words overlap another's");
 
-/// 32-bit words of one stream slot: every strategy's words (its row's slot_first, slot_count). A
-/// slot is zeroed once when allocated; every kernel that uses it leaves it zero again, except the
-/// persistent words (persistent_slot), which carry state from launch to launch.
+namespace detail {
+/// True when quantize's zero-between-launches words touch no persistent strategy word and its
+/// persistent word touches no strategy's word at all.
+constexpr bool quantize_slot_words_fit() {
+  auto in = [](const StrategyInfo& r, std::uint32_t w) {
+    return r.slot_count && w >= r.slot_first && w < r.slot_first + r.slot_count;
+  };
+  for (const StrategyInfo& r : kStrategies) {
+    if (in(r, kQuantizePublishedWord)) return false;
+    if (r.persistent_slot && (in(r, kQuantizeArrivalWord) || in(r, kQuantizeAccumulatorWord))) return false;
+  }
+  return kQuantizeArrivalWord != kQuantizeAccumulatorWord;
+}
+}  // namespace detail
+static_assert(detail::quantize_slot_words_fit(), "quantize's slot words collide with a strategy's");
+
+/// 32-bit words of one stream slot: every strategy's words (its row's slot_first, slot_count) and
+/// the one-launch quantize kernels'. A slot is zeroed once when allocated; every kernel that uses it
+/// leaves it zero again, except the persistent words (persistent_slot, kQuantizePublishedWord),
+/// which carry state from launch to launch.
 inline constexpr std::size_t kSlotWords = detail::slot_words_for(nullptr);
 /// The slot words a context on `arch` allocates: those of the strategies `arch` runs.
 inline std::size_t slot_words(const ArchInfo& arch) { return detail::slot_words_for(&arch); }
@@ -129,6 +156,15 @@ struct LaunchShape {
   int launches() const noexcept { return static_cast<int>(op_count); }
 };
 LaunchShape launch_shape(const KernelConfig& config, std::uint64_t n, std::uint32_t cu_count,
+                         std::uint32_t resident_per_cu = 0);
+
+/// How the quantize kernel of `config` is launched on n elements of `dtype` (one main operation;
+/// the two-launch path's fused amax + scale before a cast kernel is the single-tensor family's own
+/// plan): the grid is quantize_grid's (quantize_config.hpp; resident_per_cu 0 = not known yet, a
+/// shape for sizing only, as launch_shape's); keep and reread are launched cooperatively and with
+/// the stream slot (kQuantize*Word) when the grid has more than one block (their grid barrier
+/// waits for every block). No workspace; nothing for n == 0. Pure, thread-safe.
+LaunchShape launch_shape(const QuantizeConfig& config, DType dtype, std::uint64_t n, std::uint32_t cu_count,
                          std::uint32_t resident_per_cu = 0);
 
 }  // namespace amax

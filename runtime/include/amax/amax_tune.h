@@ -362,6 +362,99 @@ typedef struct amax_multi_explanation_t {
 AMAX_API amax_status_t amax_multi_explain(amax_context_t context, const amax_tensor_t* tensors, size_t count,
                                           amax_dtype_t dtype, amax_multi_explanation_t* explanation);
 
+/* ---- FP8 quantize, current scaling (docs/DESIGN.md section 9) ----
+ * amax, scale, scale_inv (amax_and_scale's rule) and the n FP8 bytes q[i] = FP8(x[i] * scale) of
+ * one tensor in one call: the product in fp32 rounded to nearest, then converted by the cast rule
+ * (amax_cast_rule_t), bit-exact with the CPU reference (common/include/amax/fp8_cast.hpp, which
+ * cites TransformerEngine's and torchao's sources) for every value, NaN and infinity included.
+ * The launches are the variant's (amax_explain_quantize names it): one cooperative launch (kinds
+ * `keep` and `reread`: amax, a grid-wide barrier, the cast; the grid capped at the blocks the
+ * device holds at once; its 3 sync words in the stream's slot) or two (`cast`: amax_and_scale's
+ * fused variant for (dtype, n), then a cast kernel that reads the scale from device memory).
+ * Workspace, stream, slot, graph-capture and NaN-mode rules are amax_compute's. */
+
+/** Whose conversion of the fp32 product gives the FP8 byte. */
+typedef enum amax_cast_rule_t {
+  AMAX_CAST_TRANSFORMER_ENGINE = 0, /**< TE's cast: round to nearest even, saturate to +-max, NaN -> NaN
+                                         (fnuz: +-Inf -> NaN) */
+  AMAX_CAST_TORCHAO = 1             /**< torchao's to_fp8_saturated: clamp to +-max (+-Inf too), then convert */
+} amax_cast_rule_t;
+
+/** Options of amax_quantize. Initialise with amax_quantize_options_init. */
+typedef struct amax_quantize_options_t {
+  uint32_t struct_size;       /**< sizeof(amax_quantize_options_t), set by _init */
+  amax_fp8_format_t format;   /**< the FP8 format of the bytes (its largest finite value is the scale's
+                                   numerator): AMAX_FP8_E4M3 (default) or AMAX_FP8_E5M2; AMAX_FP8_E4M3FNUZ and
+                                   AMAX_FP8_E5M2FNUZ on gfx942 only; not AMAX_FP8_EXPLICIT_MAX */
+  float epsilon;              /**< as amax_scale_options_t.epsilon: finite and >= 0; default 0 */
+  int force_pow2;             /**< as amax_scale_options_t.force_pow2: 0 or 1; default 0 */
+  int nan_propagates;         /**< as amax_scale_options_t.nan_propagates: 0 or 1; default 0 */
+  amax_cast_rule_t cast_rule; /**< default AMAX_CAST_TRANSFORMER_ENGINE */
+} amax_quantize_options_t;
+
+/** Sets the defaults: E4M3, epsilon 0, no pow2 rounding, TE's NaN rule, TE's cast. */
+AMAX_API void amax_quantize_options_init(amax_quantize_options_t* options);
+
+/** Checks options without a context or a device: INVALID_ARGUMENT naming the field and its value
+ *  ("options.cast_rule is 2 (...)", "options.format is 255 (...)"), NULL_POINTER. Whether the
+ *  device supports the format is checked by the calls. Thread-safe. */
+AMAX_API amax_status_t amax_quantize_options_check(const amax_quantize_options_t* options);
+
+/** Workspace bytes amax_quantize needs for (dtype, n, options->format): at least 4 (never 0).
+ *  Errors: NULL_POINTER, UNKNOWN_DTYPE, INVALID_ARGUMENT (options, a format this device does not
+ *  support). Thread-safe. */
+AMAX_API amax_status_t amax_quantize_workspace_size(amax_context_t context, amax_dtype_t dtype, uint64_t n,
+                                                    const amax_quantize_options_t* options, size_t* bytes);
+
+/** Enqueues the quantize of n elements at `input` (device memory, aligned to the element size)
+ *  on `stream`: the n FP8 bytes at `output` (device memory, any alignment, not overlapping the
+ *  input), and amax_out, scale_out, scale_inv_out (fp32, device memory, 4-byte aligned, three
+ *  distinct words) by amax_and_scale's rule with `options`; amax with the context's NaN mode.
+ *  n == 0 writes amax +0.0 and the rule's scale and scale_inv for it with memsets, no byte, no
+ *  kernel. `workspace`: amax_quantize_workspace_size bytes (any content). Everything is checked
+ *  before anything is enqueued: a refused call writes nothing.
+ *  Errors: those of amax_and_scale (output named `output`, NULL only when n == 0), INVALID_ARGUMENT
+ *  (options as amax_quantize_options_check; a fnuz format on a device other than gfx942, naming
+ *  the device; output overlapping the input). Thread-safety: as amax_compute. */
+AMAX_API amax_status_t amax_quantize(amax_context_t context, const void* input, amax_dtype_t dtype, uint64_t n,
+                                     const amax_quantize_options_t* options, uint8_t* output, float* amax_out,
+                                     float* scale_out, float* scale_inv_out, void* workspace, size_t workspace_bytes,
+                                     void* stream);
+
+/** Compiles (or loads from the kernel cache) every kernel amax_quantize uses for the (dtype, size)
+ *  pairs with options->format, and the built-in defaults of those pairs, so that later calls
+ *  (graph capture included) need no JIT. Errors: as amax_preload, INVALID_ARGUMENT (options). */
+AMAX_API amax_status_t amax_preload_quantize(amax_context_t context, const amax_dtype_t* dtypes, size_t num_dtypes,
+                                             const uint64_t* sizes, size_t num_sizes,
+                                             const amax_quantize_options_t* options);
+
+/** Which variant amax_quantize runs for (dtype, n, options->format): its label (`quant.<kind>...`;
+ *  for `cast` the detail also names the fused amax variant before it), launches (1, or the fused
+ *  variant's launches + 1; n = 0: 3 memsets), grid of the quantize kernel and workspace. Loads
+ *  nothing. Errors: as amax_explain, INVALID_ARGUMENT (options). Thread-safe. */
+AMAX_API amax_status_t amax_explain_quantize(amax_context_t context, amax_dtype_t dtype, uint64_t n,
+                                             const amax_quantize_options_t* options,
+                                             amax_explanation_t* explanation);
+
+/** Quantizes every tensor of a list, each with its own amax, scale and scale_inv (amax_out[i],
+ *  scale_out[i], scale_inv_out[i]: fp32, device memory, 4-byte aligned, count entries each, three
+ *  disjoint arrays; outputs[i]: tensors[i].n FP8 bytes, a host array of count device pointers).
+ *  Runs as a sequence of amax_quantize calls on `stream`, one per tensor (no list kernel of the
+ *  quantize family yet: count x the per-tensor launches), sharing the workspace, which must hold
+ *  amax_multi_quantize_workspace_size bytes. Everything is validated first: a refused call
+ *  writes nothing (DRIVER_ERROR from a launch may leave later tensors not enqueued).
+ *  Errors: those of amax_quantize and amax_multi_compute, naming the tensor's index. */
+AMAX_API amax_status_t amax_multi_quantize(amax_context_t context, const amax_tensor_t* tensors, size_t count,
+                                           const amax_quantize_options_t* options, uint8_t* const* outputs,
+                                           float* amax_out, float* scale_out, float* scale_inv_out, void* workspace,
+                                           size_t workspace_bytes, void* stream);
+
+/** Workspace bytes of amax_multi_quantize for the list: the largest of its tensors'
+ *  amax_quantize_workspace_size (at least 4). Errors: as amax_multi_workspace_size, and options. */
+AMAX_API amax_status_t amax_multi_quantize_workspace_size(amax_context_t context, const amax_tensor_t* tensors,
+                                                          size_t count, const amax_quantize_options_t* options,
+                                                          size_t* bytes);
+
 /** The calling thread's message for its last failed call ("" if none). Valid until the thread's
  *  next amax call. */
 AMAX_API const char* amax_last_error(void);

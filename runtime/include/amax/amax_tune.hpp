@@ -62,6 +62,27 @@ struct ScaleOptions {
   }
 };
 
+/// Options of Context::quantize (amax_quantize_options_t; the scale rule and the cast rules are in
+/// amax_tune.h): the FP8 format of the bytes, the scale rule's options and whose cast.
+struct QuantizeOptions {
+  amax_fp8_format_t format = AMAX_FP8_E4M3;  ///< not AMAX_FP8_EXPLICIT_MAX; fnuz formats on gfx942 only
+  float epsilon = 0.0f;
+  bool force_pow2 = false;
+  bool nan_propagates = false;
+  amax_cast_rule_t cast_rule = AMAX_CAST_TRANSFORMER_ENGINE;
+
+  amax_quantize_options_t to_c() const {
+    amax_quantize_options_t c;
+    amax_quantize_options_init(&c);
+    c.format = format;
+    c.epsilon = epsilon;
+    c.force_pow2 = force_pow2 ? 1 : 0;
+    c.nan_propagates = nan_propagates ? 1 : 0;
+    c.cast_rule = cast_rule;
+    return c;
+  }
+};
+
 /// One device's amax dispatcher. Thread-safe as amax_tune.h describes; movable, not copyable.
 class Context {
  public:
@@ -180,6 +201,57 @@ class Context {
     amax_multi_explanation_t e{};
     check(amax_multi_explain(ctx_, tensors.data(), tensors.size(), dtype, &e));
     return e;
+  }
+  /// Workspace bytes of quantize for (dtype, n, options.format); never 0. Throws Error.
+  std::size_t quantize_workspace_size(amax_dtype_t dtype, std::uint64_t n, const QuantizeOptions& options = {}) const {
+    const amax_quantize_options_t o = options.to_c();
+    std::size_t b = 0;
+    check(amax_quantize_workspace_size(ctx_, dtype, n, &o, &b));
+    return b;
+  }
+  /// Enqueues the quantize of n elements of `input` (see amax_quantize): the n FP8 bytes at
+  /// `output`, amax, scale and scale_inv; throws Error having enqueued nothing for bad input.
+  void quantize(const void* input, amax_dtype_t dtype, std::uint64_t n, const QuantizeOptions& options,
+                std::uint8_t* output, float* amax_out, float* scale_out, float* scale_inv_out, void* workspace,
+                std::size_t workspace_bytes, void* stream = nullptr) {
+    const amax_quantize_options_t o = options.to_c();
+    check(::amax_quantize(ctx_, input, dtype, n, &o, output, amax_out, scale_out, scale_inv_out, workspace,
+                          workspace_bytes, stream));
+  }
+  /// amax_preload_quantize: the quantize kernels of options.format for every (dtype, size) pair,
+  /// ahead of graph capture. Throws Error.
+  void preload_quantize(const std::vector<amax_dtype_t>& dtypes, const std::vector<std::uint64_t>& sizes,
+                        const QuantizeOptions& options = {}) {
+    const amax_quantize_options_t o = options.to_c();
+    check(amax_preload_quantize(ctx_, dtypes.data(), dtypes.size(), sizes.data(), sizes.size(), &o));
+  }
+  /// Which variant quantize runs for (dtype, n, options.format) (amax_explain_quantize). Throws Error.
+  amax_explanation_t explain_quantize(amax_dtype_t dtype, std::uint64_t n, const QuantizeOptions& options = {}) const {
+    const amax_quantize_options_t o = options.to_c();
+    amax_explanation_t e{};
+    check(amax_explain_quantize(ctx_, dtype, n, &o, &e));
+    return e;
+  }
+  /// Workspace bytes of multi_quantize for this list (amax_multi_quantize_workspace_size). Throws Error.
+  std::size_t multi_quantize_workspace_size(const std::vector<amax_tensor_t>& tensors,
+                                            const QuantizeOptions& options = {}) const {
+    const amax_quantize_options_t o = options.to_c();
+    std::size_t b = 0;
+    check(amax_multi_quantize_workspace_size(ctx_, tensors.data(), tensors.size(), &o, &b));
+    return b;
+  }
+  /// Enqueues the quantize of every tensors[i] into outputs[i] with its own amax_out[i], scale_out[i]
+  /// and scale_inv_out[i] (see amax_multi_quantize: a per-tensor sequence); throws Error having
+  /// enqueued nothing for bad input.
+  void multi_quantize(const std::vector<amax_tensor_t>& tensors, const QuantizeOptions& options,
+                      const std::vector<std::uint8_t*>& outputs, float* amax_out, float* scale_out,
+                      float* scale_inv_out, void* workspace, std::size_t workspace_bytes, void* stream = nullptr) {
+    if (outputs.size() != tensors.size())
+      throw Error(AMAX_STATUS_INVALID_ARGUMENT, "AMAX_STATUS_INVALID_ARGUMENT: " + std::to_string(outputs.size()) +
+                                                    " outputs for " + std::to_string(tensors.size()) + " tensors");
+    const amax_quantize_options_t o = options.to_c();
+    check(::amax_multi_quantize(ctx_, tensors.data(), tensors.size(), &o, outputs.data(), amax_out, scale_out,
+                                scale_inv_out, workspace, workspace_bytes, stream));
   }
   amax_context_t get() const noexcept { return ctx_; }
 

@@ -21,6 +21,7 @@ class TuningDb;
 #include "amax/db/nearest.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
+#include "amax/quantize_config.hpp"
 #include "amax/search_space.hpp"
 
 namespace amax {
@@ -51,6 +52,18 @@ struct GroupEntry {
   std::string where;         ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at ..."
 };
 
+/// One usable quantize table entry: the winner of a tuned (dtype, n); the format is not part of the
+/// key (tuned_fp8_format: the choice serves every format of the arch).
+struct QuantizeEntry {
+  QuantizeConfig config;
+  std::uint64_t n = 0;      ///< the tuned size, elements
+  double median_us = 0;     ///< measured time at n, microseconds
+  double gbps = 0;          ///< bytes read and written / time at n, GB/s
+  bool same_device = false; ///< measured on this device, preferred on ties
+  std::string timestamp;    ///< when it was measured (ISO-8601 UTC)
+  std::string where;        ///< "measured on 'NVIDIA H200' (sm_90, 132 CUs) at ..."
+};
+
 /// The provenance of the running build on device @p dev with JIT compiler @p compiler_version:
 /// the device fields, driver_version, compiler, this build's template_hash() and
 /// generator_version(); timing_protocol and timestamp empty (the tuner fills them in). Database
@@ -70,6 +83,11 @@ template <>
 struct DispatchRow<MultiConfig> {
   using Entry = GroupEntry;
   using Query = GroupShape;     ///< the dtype group's shape
+};
+template <>
+struct DispatchRow<QuantizeConfig> {
+  using Entry = QuantizeEntry;
+  using Query = std::uint64_t;  ///< n, elements
 };
 template <class Config>
 using EntryOf = typename DispatchRow<Config>::Entry;
@@ -108,8 +126,9 @@ class DispatchTables {
   /// is still read, with one warning. Returns the number of entries kept.
   std::size_t load(Source which, const std::string& path);
 
-  /// Reads the environment overrides of both kernel families (the one place they are read): each
-  /// family's forced label (F::kForceLabelEnv: AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_MULTI_LABEL);
+  /// Reads the environment overrides of the kernel families (the one place they are read): each
+  /// family's forced label (F::kForceLabelEnv: AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_MULTI_LABEL,
+  /// AMAX_TUNE_FORCE_QUANTIZE_LABEL);
   /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (a name of kStrategies: atomic, ..., first_reset,
   /// first_reset_warp) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad
   /// values, and spin where the arch cannot run it (spin_unsupported_reason), are ignored with one
@@ -128,6 +147,12 @@ class DispatchTables {
   Choice<KernelConfig> choose(DType dtype, std::uint64_t n) const { return choose_in<KernelConfig>(dtype, n); }
   Choice<MultiConfig> choose(DType dtype, const GroupShape& shape) const {
     return choose_in<MultiConfig>(dtype, shape);
+  }
+  /// The quantize family's: its forced label (AMAX_TUNE_FORCE_QUANTIZE_LABEL) when valid, else the
+  /// user and system tables' entry nearest in n (as for one tensor), else
+  /// QuantizeFamily::builtin_default. Thread-safe, no I/O.
+  Choice<QuantizeConfig> choose_quantize(DType dtype, std::uint64_t n) const {
+    return choose_in<QuantizeConfig>(dtype, n);
   }
 
   /// The loaded entries of one family, table and dtype.
@@ -165,7 +190,9 @@ class DispatchTables {
   ArchInfo arch_;
   db::Provenance current_;
   std::string bundle_compiler_;
-  std::tuple<Tables<KernelConfig>, Tables<MultiConfig>> tables_;
+  // The quantize tables are filled once the tuning database holds the family (until then: its
+  // forced label and built-in default).
+  std::tuple<Tables<KernelConfig>, Tables<MultiConfig>, Tables<QuantizeConfig>> tables_;
   std::optional<Strategy> force_strategy_;
   std::vector<std::string> warnings_;
 };

@@ -19,6 +19,7 @@
 #include "amax/dtype.hpp"
 #include "amax/kernel_config.hpp"
 #include "amax/multi_config.hpp"
+#include "amax/quantize_config.hpp"
 
 namespace amax {
 
@@ -27,13 +28,14 @@ enum class KernelOrigin : std::uint8_t { bundle, kernel_cache, jit };
 /// "bundle" / "kernel cache" / "JIT".
 const char* to_string(KernelOrigin o) noexcept;
 
-/// A compiled, not yet loaded, kernel program of either family (Config: KernelConfig or
-/// MultiConfig): its config's compile-time part, dtype and (multi-tensor) descriptor capacity.
+/// A compiled, not yet loaded, kernel program of any family (Config: KernelConfig, MultiConfig or
+/// QuantizeConfig): its config's compile-time part, dtype and (multi-tensor) descriptor capacity or
+/// (quantize) FP8 format.
 template <class Config>
 struct CompiledKernel {
   Config config;             ///< the compile-time part (a single-tensor grid cap is not compiled in)
   DType dtype{};
-  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; 0 for single tensors
+  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; quantize: the Fp8Format; else 0
   std::vector<char> binary;  ///< CUBIN / AMD code object
   std::string log;           ///< compiler log (NVRTC: holds ptxas' resource report)
   ResourceUsage usage;       ///< of the entry point where the compiler reports it (NVRTC)
@@ -69,20 +71,21 @@ template <class Config>
 struct Loaded {
   Config config;
   DType dtype{};
-  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; 0 for single tensors
+  std::uint32_t capacity = 0;  ///< multi-tensor: descriptors per launch; quantize: the Fp8Format; else 0
   FunctionHandle main = nullptr;
   FunctionHandle finish = nullptr;
   ResourceUsage usage;       ///< -1 fields for bundled kernels (the bundle keeps no compiler log)
   KernelOrigin origin = KernelOrigin::jit;
   double compile_ms = 0;     ///< JIT time; 0 unless origin is jit
-  /// spin: blocks of `main` (config.threads each) one CU/SM holds at once, from the backend's
-  /// occupancy query when the kernel was loaded (>= 1; launch_shape caps spin's grid at this x the
-  /// CU count). 0 for the other strategies and the multi-tensor family (not queried).
+  /// A resident-grid kernel (spin; the one-launch quantize kinds): blocks of `main` (config.threads
+  /// each) one CU/SM holds at once, from the backend's occupancy query when the kernel was loaded
+  /// (>= 1; launch_shape caps its grid at this x the CU count). 0 for the others (not queried).
   std::uint32_t resident_per_cu = 0;
   std::unique_ptr<Module> module;
 };
 using LoadedKernel = Loaded<KernelConfig>;
 using LoadedMultiKernel = Loaded<MultiConfig>;
+using LoadedQuantizeKernel = Loaded<QuantizeConfig>;
 
 /// The in-process kernel cache of one device: each (kernel label, dtype) is built and loaded once,
 /// looked up in the bundle of compiled kernels first, then the binary (on-disk kernel) cache, then
@@ -137,7 +140,7 @@ class KernelCache {
   template <class Config>
   Table<Config>& table() const noexcept { return std::get<Table<Config>>(loaded_); }
   mutable std::mutex mu_;
-  mutable std::tuple<Table<KernelConfig>, Table<MultiConfig>> loaded_;
+  mutable std::tuple<Table<KernelConfig>, Table<MultiConfig>, Table<QuantizeConfig>> loaded_;
   std::mutex refused_mu_;
   std::set<std::string> refused_;  // bundle entries refused (warned once)
 };

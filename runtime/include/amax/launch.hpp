@@ -7,13 +7,16 @@
 
 #include "amax/backend.hpp"
 #include "amax/kernel_config.hpp"
+#include "amax/fp8_cast.hpp"
 #include "amax/launch_plan.hpp"
+#include "amax/quantize_config.hpp"
 
 namespace amax {
 
 template <class Config>
 struct Loaded;  // kernel_cache.hpp
 using LoadedKernel = Loaded<KernelConfig>;
+using LoadedQuantizeKernel = Loaded<QuantizeConfig>;
 
 /// Enqueues one operation of a launch plan on `stream`: the one place the launches of every kernel
 /// family reach the backend. memset_output: +0.0 into `out`; main and finish: `fn` with `args` on
@@ -43,5 +46,18 @@ void enqueue(Backend& backend, const LaunchOp& op, FunctionHandle fn, void** arg
 void launch_amax(Backend& backend, const LoadedKernel& kernel, const LaunchShape& shape, const void* in,
                  std::uint64_t n, float* out, void* workspace, std::uint32_t* slot, NanMode nan_mode,
                  StreamHandle stream, const ScaleArgs* scale = nullptr, std::uint32_t wave_size = 0);
+
+/// Enqueues the quantize kernel `kernel` on n > 0 elements at `in` (the operations of `shape`, a
+/// launch_shape of its config made with kernel.resident_per_cu): the n FP8 bytes at `out` with
+/// the cast rule. cast: reads the scale at scale.scale (written by an earlier launch on the
+/// stream) and writes nothing else. keep, reread: amax into amax_out, scale and scale_inv into
+/// scale.scale / scale.scale_inv by scale's rule, with the context's `nan_mode`; `slot`: the
+/// stream's slot (kSlotWords words, its kQuantize*Word words as launch_plan.hpp states them),
+/// needed when shape.uses_slot. Never synchronises or allocates.
+/// Errors: BackendError from the launch; std::logic_error for a cooperative shape larger than the
+/// kernel's resident blocks.
+void launch_quantize(Backend& backend, const LoadedQuantizeKernel& kernel, const LaunchShape& shape, const void* in,
+                     std::uint64_t n, std::uint8_t* out, float* amax_out, std::uint32_t* slot, NanMode nan_mode,
+                     CastRule cast_rule, const ScaleArgs& scale, StreamHandle stream, std::uint32_t wave_size = 0);
 
 }  // namespace amax
