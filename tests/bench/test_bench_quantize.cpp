@@ -2,15 +2,14 @@
 // get_num_aligned_elements, the grid), the variants amax-tune's contenders run, the targets of
 // DESIGN.md section 7 on synthetic rows, the CSV and the Markdown report.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "amax/arch.hpp"
@@ -99,9 +98,9 @@ TEST(TeQuantizeScale, SpecialAmaxesGiveTheRulesScaleAndScaleInv) {
   struct Case {
     float amax, max_fp8, epsilon, scale;
   };
-  const Case cases[] = {{0.f, 448.f, 0.f, 1.f},           {INFINITY, 448.f, 0.f, 1.f},   {NAN, 448.f, 0.f, 1.f},
-                        {1e-45f, 448.f, 0.f, fmax},       {2.f, 57344.f, 0.f, 28672.f}, {1e-6f, 448.f, 0.5f, 896.f},
-                        {448.f, 448.f, 0.f, 1.f},         {-0.f, 448.f, 0.f, 1.f}};
+  const Case cases[] = {{0.f, 448.f, 0.f, 1.f},     {INFINITY, 448.f, 0.f, 1.f},  {NAN, 448.f, 0.f, 1.f},
+                        {1e-45f, 448.f, 0.f, fmax}, {2.f, 57344.f, 0.f, 28672.f}, {1e-6f, 448.f, 0.5f, 896.f},
+                        {448.f, 448.f, 0.f, 1.f},   {-0.f, 448.f, 0.f, 1.f}};
   for (const Case& c : cases) {
     const float s = te_scale_from_amax(c.amax, c.max_fp8, false, c.epsilon);
     EXPECT_EQ(s, c.scale) << "amax " << c.amax;
@@ -160,6 +159,13 @@ TEST(QuantizeTargets, JudgeTheFastestAmaxTuneContenderOnColdBf16E4m3) {
   const auto met = check_quantize_targets(rows);
   EXPECT_EQ(find_target(met, "bf16 -> e4m3, 256 KiB")->measured, "2.000x (3 sizes)");
   for (std::size_t i = 0; i + 1 < met.size(); ++i) EXPECT_TRUE(met[i].met) << met[i].target;
+  // amax_quantize's row is what is judged where a size has it, even where a fixed variant is faster.
+  rows.push_back(row(DType::bf16, Fp8Format::e4m3, 1u << 20, kQuantApi, 16.0));
+  const auto call = check_quantize_targets(rows);
+  EXPECT_EQ(find_target(call, "bf16 -> e4m3, 256 KiB")->measured, "1.710x (3 sizes)");  // cbrt(2 x 1.25 x 2)
+  EXPECT_EQ(find_target(call, "bf16 -> e4m3, up to 16 MiB")->measured,
+            "worst +6.50 us (n=1048576 (amax-tune quantize))");
+  EXPECT_FALSE(find_target(call, "bf16 -> e4m3, up to 16 MiB")->met);
   // No bf16 e4m3 rows: only the Python line.
   rows.clear();
   add_key(rows, DType::fp16, Fp8Format::e4m3, 1u << 20, 20.0, 10.0, 11.0, 12.0, 9.5);
@@ -171,6 +177,7 @@ TEST(QuantizeReport, CsvAndMarkdownCarryEveryContenderWithSpeedupAndGap) {
   rep.device.name = "Test GPU";
   rep.device.arch = "sm_90";
   add_key(rep.rows, DType::bf16, Fp8Format::e4m3, 1u << 20, 9.0, 6.0, 4.5, 5.0, 3.5);
+  rep.rows.push_back(row(DType::bf16, Fp8Format::e4m3, 1u << 20, kQuantApi, 5.0));
   rep.targets = check_quantize_targets(rep.rows);
   const auto path = std::filesystem::temp_directory_path() / ("amax-qbench-" + std::to_string(::getpid()) + ".csv");
   write_quantize_csv(rep.rows, rep.device, path);
@@ -188,15 +195,20 @@ TEST(QuantizeReport, CsvAndMarkdownCarryEveryContenderWithSpeedupAndGap) {
                      "15,1.0000,5.5000,"),
             std::string::npos)
       << csv;
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);
 
   const std::string md = quantize_report_markdown(rep, "amax-tune bench --quantize");
   EXPECT_NE(md.find("**bf16 -> e4m3, cold**"), std::string::npos) << md;
-  // n, input, TE, two-launch and its x, keep and its x, reread and its x, floor, best x, gap.
-  EXPECT_NE(md.find("| 1048576 | 2 MiB | 9.00 | 6.00 | 1.50x | 4.50 | 2.00x | 5.00 | 1.80x | 3.50 | 2.00x | +1.00 |"),
+  // n, input, TE, amax_quantize, its x and gap, two-launch, keep, reread and their x, floor, host-inclusive
+  // times of TE and amax_quantize, the variants.
+  EXPECT_NE(md.find("| 1048576 | 2 MiB | 9.00 | 5.00 | 1.80x | +1.50 | 6.00 | 1.50x | 4.50 | 2.00x | 5.00 | 1.80x | "
+                    "3.50 | 19.00 | 15.00 | `detail of amax-tune quantize` | `detail of amax-tune two-launch`; "
+                    "`detail of amax-tune one-launch (keep)`; `detail of amax-tune one-launch (reread)` |\n"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| bf16 -> e4m3, up to 16 MiB of input: within the floor + 1.0 us | worst +1.00 us"),
+  // Judged: amax_quantize (5.00 us), not the faster keep kernel (4.50).
+  EXPECT_NE(md.find("| bf16 -> e4m3, up to 16 MiB of input: within the floor + 1.0 us | worst +1.50 us "
+                    "(n=1048576 (amax-tune quantize))"),
             std::string::npos)
       << md;
 }

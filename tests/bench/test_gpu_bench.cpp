@@ -247,7 +247,14 @@ TEST(GpuBench, QuickQuantizeBenchVerifiesAndTimesEveryContender) {
   o.progress = false;
   o.out_dir = dir;
   const QuantizeBenchReport r = run_bench_quantize(o);
-  ASSERT_EQ(r.rows.size(), 2u * 2 * 3 * 5);
+  ASSERT_EQ(r.rows.size(), 2u * 2 * 3 * 6);
+  std::size_t calls = 0;
+  for (const auto& row : r.rows)
+    if (row.contender == kQuantApi) {
+      ++calls;
+      EXPECT_TRUE(row.detail.starts_with("quant.")) << row.detail;  // the dispatched variant's label
+    }
+  EXPECT_EQ(calls, 2u * 2 * 3);
   for (const auto& row : r.rows) {
     EXPECT_GT(row.stats.median_us, 0) << row.contender;
     EXPECT_EQ(row.stats.samples, 3) << row.contender;

@@ -6,7 +6,8 @@
 // scale and scale_inv where it writes them, first checked bit for bit against the CPU reference
 // (amax/fp8_cast.hpp, TransformerEngine's rule) on the first input slice.
 // Contenders: TransformerEngine's current-scaling sequence (kTeQuantize: zero kernel, amax kernel,
-// compute_scale_from_amax kernel, its FP8 cast kernel; te_contenders.hpp); amax-tune's two-launch path
+// compute_scale_from_amax kernel, its FP8 cast kernel; te_contenders.hpp); amax_quantize, the runtime
+// call (its dispatched variant named per size); and, as fixed variants, amax-tune's two-launch path
 // (amax_and_scale, then the quantize family's cast kernel reading the scale on the device) and its
 // one-launch kernels (keep: tiles in registers across a grid barrier; reread: the input read again
 // after it), cooperative launches of kernels rendered from templates/amax_quantize_kernels.h; and
@@ -25,11 +26,15 @@
 
 namespace amax::bench {
 
+/// amax_quantize through the C++ API (Context::quantize): the tuned dispatch, what a user runs; the
+/// targets judge it where it is measured.
+inline constexpr const char* kQuantApi = "amax-tune quantize";
 inline constexpr const char* kQuantTwoLaunch = "amax-tune two-launch";
 inline constexpr const char* kQuantKeep = "amax-tune one-launch (keep)";
 inline constexpr const char* kQuantReread = "amax-tune one-launch (reread)";
 inline constexpr const char* kQuantFloor = "floor (cast, known scale)";
-/// amax-tune's contenders: the targets judge the fastest of them at each size.
+/// amax-tune's fixed-variant contenders: without kQuantApi rows the targets judge the fastest of
+/// them at each size.
 inline constexpr const char* kQuantAmaxTune[] = {kQuantTwoLaunch, kQuantKeep, kQuantReread};
 
 /// What `bench --quantize` measures: dtypes x formats (TE's cast contender has e4m3 and e5m2) x sizes
@@ -48,8 +53,8 @@ struct QuantizeVariants {
 };
 QuantizeVariants quantize_bench_variants(DType dtype);
 
-/// One measurement of `bench --quantize`: contender is kTeQuantize, one of kQuantAmaxTune or
-/// kQuantFloor; detail names the variant(s) and the grid.
+/// One measurement of `bench --quantize`: contender is kTeQuantize, kQuantApi, one of kQuantAmaxTune
+/// or kQuantFloor; detail names the variant(s) and the grid.
 struct QuantizeRow : Measurement {
   DType dtype{};
   Fp8Format format{};
@@ -67,11 +72,11 @@ struct QuantizeBenchReport : Report<QuantizeRow> {};
 /// values), BackendError, CompileError.
 QuantizeBenchReport run_bench_quantize(const QuantizeBenchOptions& options);
 
-/// The quantize targets (DESIGN.md section 7) in GPU time on the cold bf16 -> e4m3 rows of `rows` ("amax-tune" is the fastest
-/// of kQuantAmaxTune at each size; input sizes in bytes, KiB/MiB = 2^10/2^20): >= 1.6x kTeQuantize in
-/// geometric mean over 256 KiB - 32 MiB; never slower than kTeQuantize; within kQuantFloor + 1.0 us
-/// up to 16 MiB. A target without rows to judge it is left out; torch and torchao are listed as
-/// measured from Python. Thread-safe.
+/// The quantize targets (DESIGN.md section 7) in GPU time on the cold bf16 -> e4m3 rows of `rows` ("amax-tune" is
+/// kQuantApi where a size has its row, else the fastest of kQuantAmaxTune; input sizes in bytes, KiB/MiB = 2^10/2^20):
+/// >= 1.6x kTeQuantize in geometric mean over 256 KiB - 32 MiB; never slower than kTeQuantize; within kQuantFloor + 1.0
+/// us up to 16 MiB. A target without rows to judge it is left out; torch and torchao are listed as measured from
+/// Python. Thread-safe.
 std::vector<TargetCheck> check_quantize_targets(const std::vector<QuantizeRow>& rows);
 
 /// Writes `rows` as CSV with the header
@@ -85,8 +90,8 @@ void write_quantize_csv(const std::vector<QuantizeRow>& rows, const DeviceInfo& 
 
 /// The Markdown report of a run: the device and protocol, the contenders, the targets (met or
 /// missed) and one table per (regime, dtype, format): per size each contender's GPU time, the
-/// amax-tune contenders' speedup over TE, the fastest one's gap to the floor, host-inclusive
-/// times and the variants. `command`: the command line it names. Thread-safe.
+/// amax-tune contenders' speedup over TE, the judged one's (as check_quantize_targets) gap to the
+/// floor, host-inclusive times and the variants. `command`: the command line it names. Thread-safe.
 std::string quantize_report_markdown(const QuantizeBenchReport& report, std::string_view command);
 
 }  // namespace amax::bench
