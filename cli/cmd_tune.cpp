@@ -322,7 +322,7 @@ void add_tune_options(CLI::App& app, TuneArgs& a) {
   app.add_flag("--full", a.full, "Search the full space instead of the pruned default");
   app.add_option("--strategies", a.strategies,
                  "Tune only these single-tensor strategies, comma-separated (" + strategy_names() +
-                     "; default: all), e.g. --full --strategies spin,self_reset,atomic,two_stage");
+                     "; default: all), e.g. --full --strategies first_reset,self_reset,atomic");
   app.add_flag("--warm", a.warm, "Time with a warm L2 (same input every call) instead of cold rotating inputs");
   app.add_option("--json", a.json, "Write a machine-readable summary to FILE (- for stdout)");
   app.add_flag("-q,--quiet", a.quiet, "No progress output");

@@ -56,7 +56,7 @@ std::uint64_t parse_count(std::string text);
 ArchInfo parse_user_arch(const std::string& arch);
 /// Parses a comma-separated dtype list ("fp32,bf16"). UsageError naming the bad item.
 std::vector<DType> parse_dtypes(const std::string& list);
-/// Parses a comma-separated strategy list ("spin,self_reset"; duplicates kept once, in order).
+/// Parses a comma-separated strategy list ("first_reset,self_reset"; duplicates kept once, in order).
 /// UsageError naming the bad item (an empty one included) and listing the strategies.
 std::vector<Strategy> parse_strategies(const std::string& list);
 /// Parses a size list: comma-separated items, each a count (1048576, 2^20, 1M = 2^20, 4k = 4096,

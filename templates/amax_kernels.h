@@ -8,18 +8,11 @@
 //   AMAX_DTYPE        AMAX_DTYPE_FP32, AMAX_DTYPE_FP16 or AMAX_DTYPE_BF16 (each defined too)
 //   AMAX_ELEM_INF     the bits of +Inf in the element's format (0x7f80u for bf16)
 //   AMAX_FP32_INF     0x7f800000u; AMAX_FP32_QNAN the canonical quiet NaN 0x7fc00000u
-//   AMAX_STRATEGY     AMAX_STRATEGY_ATOMIC, AMAX_STRATEGY_TWO_STAGE, AMAX_STRATEGY_ONE_PASS,
-//                     AMAX_STRATEGY_SELF_RESET, AMAX_STRATEGY_SPIN or AMAX_STRATEGY_FIRST_RESET
-//                     (each defined too, from the generator's kStrategies)
+//   AMAX_STRATEGY     one of the AMAX_STRATEGY_* values (each defined too, from the generator's
+//                     kStrategies)
 //   AMAX_EPILOGUE     AMAX_EPILOGUE_AMAX (the amax alone) or AMAX_EPILOGUE_SCALE (the amax, then
 //                     scale and scale_inv by amax_scale_rule in the same launch; each defined too,
 //                     from the generator's kEpilogues)
-//   AMAX_CLUSTER      blocks per thread-block cluster: 1 (none), or 2, 4, 8 (NVIDIA sm_90+; the
-//                     prelude then defines AMAX_CLUSTER_DIMS and the amax_cluster_* helpers): the
-//                     blocks of a cluster combine their maxima through distributed shared memory
-//                     and only the cluster's first block does the strategy's cross-block step, as
-//                     participant clusterid of gridDim.x / AMAX_CLUSTER (the grid is a multiple of
-//                     AMAX_CLUSTER); one cluster alone writes the result itself, as one block does
 //   AMAX_MIN_BLOCKS   blocks per SM/CU the register budget must allow (launch bounds)
 //   AMAX_KERNEL_NAME  the stage-one entry point; AMAX_FINISH_NAME the two_stage second stage
 //   (a multi-tensor source defines AMAX_MULTI instead of AMAX_STRATEGY and the two names: it takes
@@ -45,13 +38,12 @@
 //            than one);
 //   counter: the stream's slot: words that are 0 before the launch and are 0 again after it:
 //            counter[0] the arrival count (one_pass, self_reset), counter[1] the accumulator of
-//            the participants' maxima (self_reset), counter[AMAX_SPIN_FIRST_WORD + b] block b's
-//            flagged maximum (spin, b = 1 .. gridDim.x - 1); except first_reset's three words,
+//            the participants' maxima (self_reset); except first_reset's three words,
 //            zero only when the slot is allocated and kept from launch to launch:
 //            counter[AMAX_FIRST_RESET_WORD .. +1] the 64-bit {arrivals (low 32 bits), epoch (high
 //            32 bits)}, 0 arrivals between launches, and counter[AMAX_FIRST_RESET_WORD + 2] the
 //            last published epoch + 1; only with more than one participant;
-//   (participants: the grid's blocks, or with AMAX_CLUSTER > 1 its clusters)
+//   (participants: the grid's blocks)
 //   flags: bit 0 set = ignore NaN.
 // two_stage second stage: AMAX_FINISH_NAME(const unsigned* workspace, unsigned count, float* out),
 // launched with one block of AMAX_THREADS threads; count = the participants.
@@ -61,18 +53,16 @@
 // the stage-one kernel and to the two_stage second stage: amax_scale_args_t (below: the scale and
 // scale_inv outputs, the rule's max, epsilon and flags). Whoever writes the amax writes scale and
 // scale_inv from it, in the same launch: the single block of a one-block grid, the last block of
-// one_pass and self_reset, block 0 of spin, the second stage of two_stage, and for atomic the last
+// one_pass and self_reset, the second stage of two_stage, and for atomic the last
 // block to arrive, counted on counter[0] as one_pass does (so atomic with the epilogue uses the
 // stream slot when its grid has more than one block). The amax-only kernels' signatures are
 // unchanged.
 
 #define AMAX_VEC_BYTES (AMAX_NVEC * AMAX_ELEM_BYTES)
 // The constants the host shares (AMAX_FLAG_IGNORE_NAN, AMAX_RULE_*, AMAX_SCALE_ARGS_BYTES and each
-// strategy's named slot word: AMAX_SPIN_FIRST_WORD, AMAX_FIRST_RESET_WORD) are rendered before this
-// text from the generator's launch_plan.hpp (host_device_defines).
+// strategy's named slot word) are rendered before this text from the generator's launch_plan.hpp
+// (host_device_defines).
 static_assert(AMAX_FIRST_RESET_WORD % 2u == 0u, "first_reset's 64-bit slot word must be 8-byte aligned");
-// spin: the flag bit of a stored block maximum (an fp32 amax has the sign bit clear).
-#define AMAX_SPIN_FLAG 0x80000000u
 // first_reset: the most polls of the publication a block makes before it gives up waiting (the
 // publication comes within microseconds of the launch; the bound only keeps a slot shared against
 // the rules from hanging the stream).
@@ -293,33 +283,6 @@ AMAX_DEVICE unsigned amax_reduce_words(const volatile unsigned* words, unsigned 
   return amax_block_reduce(v);
 }
 
-#if !defined(AMAX_MULTI) && AMAX_CLUSTER > 1
-#ifndef AMAX_CLUSTER_DIMS
-#error "AMAX_CLUSTER > 1 needs thread-block clusters (NVIDIA sm_90+); this vendor's prelude has none"
-#endif
-#if AMAX_CLUSTER > AMAX_WAVE_SIZE
-#error "AMAX_CLUSTER must be at most the wave size (one wave folds the cluster's maxima)"
-#endif
-// Max of fp32 bits over the cluster's blocks, valid in thread 0 of its first block (rank 0);
-// `bits` is the calling block's maximum (valid in its thread 0). Each block's thread 0 stores its
-// maximum into word `rank` of rank 0's shared array through distributed shared memory; the cluster
-// barrier (release/acquire, every thread of every block) makes those stores visible to rank 0 and
-// keeps rank 0 resident until they have landed; the other blocks touch no shared memory of theirs
-// from outside, so they may exit after it.
-AMAX_DEVICE unsigned amax_cluster_reduce(unsigned bits) {
-  __shared__ unsigned cluster_max[AMAX_CLUSTER];
-  const unsigned rank = amax_cluster_rank();
-  if (threadIdx.x == 0) amax_store_shared_rank0(&cluster_max[rank], bits);
-  amax_cluster_sync();
-  if (rank == 0 && threadIdx.x < AMAX_WAVE_SIZE)
-    bits = amax_wave_reduce(threadIdx.x < AMAX_CLUSTER ? cluster_max[threadIdx.x] : 0u);
-  return bits;
-}
-#define AMAX_CLUSTER_ATTR AMAX_CLUSTER_DIMS(AMAX_CLUSTER)
-#else
-#define AMAX_CLUSTER_ATTR
-#endif
-
 #if !defined(AMAX_MULTI) && (AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET || AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP)
 // first_reset's start, by thread 0 of each block (first_reset_warp: the first thread of its ticket wave) of a grid of more than one block, before its
 // loads: takes a ticket (arrival index and epoch) on the slot's 64-bit word; the first block to
@@ -353,7 +316,7 @@ AMAX_DEVICE void amax_write_result(float* out, unsigned bits AMAX_SCALE_PARAM) {
 // The single-tensor entry points (not rendered into multi-tensor sources, which define
 // AMAX_MULTI and bring their own: amax_multi_kernels.h).
 #ifndef AMAX_MULTI
-AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_BLOCK_THREADS, AMAX_MIN_BLOCKS) AMAX_CLUSTER_ATTR
+AMAX_GLOBAL void AMAX_LAUNCH_BOUNDS(AMAX_BLOCK_THREADS, AMAX_MIN_BLOCKS)
 AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned* workspace,
                  unsigned* counter, unsigned flags AMAX_SCALE_PARAM) {
 #if AMAX_STRATEGY == AMAX_STRATEGY_TWO_STAGE
@@ -376,16 +339,8 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
                   : (flags & AMAX_FLAG_IGNORE_NAN) ? amax_thread_partial<true>(p, n)
                                                    : amax_thread_partial<false>(p, n);
   bits = amax_block_reduce(bits);
-  // The participants of the cross-block step below: the blocks, or the clusters (their first
-  // blocks, holding the cluster's maximum; the other blocks are done). In the comments below a
-  // "block" is a participant, and "the block's index" is `part`.
-#if AMAX_CLUSTER > 1
-  bits = amax_cluster_reduce(bits);
-  if (amax_cluster_rank() != 0) return;
-  const unsigned part = amax_cluster_index(), parts = gridDim.x / AMAX_CLUSTER;
-#else
+  // The participants of the cross-block step below: the blocks.
   const unsigned part = blockIdx.x, parts = gridDim.x;
-#endif
   (void)part;
 #if AMAX_STRATEGY == AMAX_STRATEGY_ATOMIC
   // Canonical NaN (0x7fc00000) is above every non-NaN value, so the atomic max keeps it.
@@ -431,42 +386,7 @@ AMAX_KERNEL_NAME(const void* AMAX_RESTRICT in, amax_u64 n, float* out, unsigned*
     }
   }
   (void)workspace;
-#elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN
-#if AMAX_CLUSTER > 1
-#error "spin runs without clusters"
-#endif
-#ifndef AMAX_SPIN_SUPPORTED
-#error "AMAX_STRATEGY_SPIN needs the vendor prelude's AMAX_SPIN_SUPPORTED (NVIDIA only: spin_unsupported_reason)"
-#endif
-  // Launched cooperatively with a grid no larger than the device holds at once (the runtime caps
-  // it), so every block is resident and block 0's polling cannot wait on an unscheduled block.
-  // Blocks 1 .. parts-1: thread 0 stores the block maximum (canonical NaN) with AMAX_SPIN_FLAG set
-  // into its own slot word, one volatile store: value and flag in one word, so no fence and no
-  // atomic is needed; the block is then done. Block 0: thread i polls words 1 + i, 1 + i +
-  // AMAX_THREADS, ... with volatile loads until each is flagged, writes it back to 0 (only block
-  // 0 touches a word after its block's store, so the next launch on the stream finds it 0) and
-  // folds the value; one block reduction, then thread 0 writes the output (and the epilogue).
-  volatile unsigned* spin_words = counter + AMAX_SPIN_FIRST_WORD;
-  if (part != 0) {
-    if (threadIdx.x == 0) spin_words[part] = amax_canonical(bits) | AMAX_SPIN_FLAG;
-    return;
-  }
-  unsigned v = threadIdx.x == 0 ? bits : 0u;
-  for (unsigned b = 1u + threadIdx.x; b < parts; b += AMAX_THREADS) {
-    unsigned w;
-    while (!((w = spin_words[b]) & AMAX_SPIN_FLAG)) {
-    }
-    spin_words[b] = 0u;
-    v = amax_umax(v, w & ~AMAX_SPIN_FLAG);
-  }
-  __syncthreads();  // amax_block_reduce's shared words were read by wave 0 of the reduction above
-  v = amax_block_reduce(v);
-  if (threadIdx.x == 0) amax_write_result(out, v AMAX_SCALE_ARG);
-  (void)workspace;
 #elif AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET || AMAX_STRATEGY == AMAX_STRATEGY_FIRST_RESET_WARP
-#if AMAX_CLUSTER > 1
-#error "first_reset runs without clusters"
-#endif
 #if AMAX_EPILOGUE == AMAX_EPILOGUE_SCALE
 #error "first_reset has no scale epilogue (no block holds the final amax)"
 #endif

@@ -69,35 +69,3 @@ AMAX_DEVICE void amax_wait_prerequisite_grid() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// The spin strategy's polling is supported (volatile global loads and stores are coherent across
-// SMs through the L2; the runtime launches it cooperatively): AMAX_STRATEGY_SPIN compiles.
-#define AMAX_SPIN_SUPPORTED 1
-// Thread-block clusters (sm_90+, PTX ISA 7.8; used only by kernels with AMAX_CLUSTER > 1, which
-// the generator emits for sm_90 and later only). AMAX_CLUSTER_DIMS(n): the kernel's compile-time
-// cluster shape (n blocks along x), so an ordinary launch runs it in clusters.
-#define AMAX_CLUSTER_DIMS(n) __cluster_dims__(n, 1, 1)
-// This block's rank in its cluster, and its cluster's index in the grid (along x).
-AMAX_DEVICE unsigned amax_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-AMAX_DEVICE unsigned amax_cluster_index() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r));
-  return r;
-}
-// Stores v at the same shared-memory word as `local` in the cluster's rank-0 block (distributed
-// shared memory: mapa maps the address, st.shared::cluster writes it).
-AMAX_DEVICE void amax_store_shared_rank0(unsigned* local, unsigned v) {
-  unsigned long long shared_addr;
-  asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(shared_addr) : "l"(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"((unsigned)shared_addr));
-  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
-}
-// Every thread of every block of the cluster arrives (release) and waits (acquire): the cluster's
-// shared-memory stores before it are visible to every thread after it.
-AMAX_DEVICE void amax_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}

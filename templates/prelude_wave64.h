@@ -4,8 +4,7 @@
 // 64w + 32 .. 64w + 63), whose wave-wide operations exchange through a per-wave shared-memory
 // scratch with a flag handshake (no named barrier: a block has 16 of them, and up to 16 waves). The
 // rest is AMD's semantics as prelude_hip.h gives them: launch bounds of the block size only, no
-// programmatic dependent launch, no spin (AMAX_SPIN_SUPPORTED undefined), no clusters
-// (AMAX_CLUSTER_DIMS undefined). The memory and arithmetic operations (device-scope atomics,
+// programmatic dependent launch. The memory and arithmetic operations (device-scope atomics,
 // release and acquire, packed 16-bit max, fp32 division and reciprocal rounded to nearest) are
 // prelude_cuda.h's own, appended after this text by the model (tests/wave64/wave64_model.cpp): the
 // same orders and roundings prelude_hip.h asks of the AMD compiler. Test-only: not embedded in the

@@ -123,14 +123,8 @@ std::optional<std::string> KernelConfig::validate(const ArchInfo& arch, DType dt
     return why("max blocks " + std::to_string(max_blocks.value) + " is outside 1..2^31-1");
   if (max_blocks.kind == BlockCap::Kind::uncapped && max_blocks.value != 0)
     return why("uncapped grid carries a value");
-  if (cluster != 1 && cluster != 2 && cluster != 4 && cluster != 8)
-    return why("cluster " + std::to_string(cluster) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
-  if (cluster > 1)
-    if (auto no = cluster_unsupported_reason(arch)) return why("cluster " + std::to_string(cluster) + ": " + *no);
   const StrategyInfo& row = info(strategy);
   if (auto no = strategy_unsupported_reason(strategy, arch)) return why(*no);
-  if (cluster > 1 && !row.clusters)
-    return why(std::string(row.name) + " runs without clusters (its participants are the blocks)");
   if (epilogue == Epilogue::scale && !row.scale_epilogue)
     return why(std::string(row.name) + " has no scale epilogue: every block ends with an atomic max on the output, so "
                "no block holds the final amax to derive the scale from (amax_and_scale runs self_reset for it)");
@@ -141,23 +135,6 @@ std::optional<std::string> strategy_unsupported_reason(Strategy s, const ArchInf
   const StrategyInfo& row = info(s);
   if (arch.vendor == Vendor::amd && !row.amd_unsupported.empty())
     return std::string(row.name) + " is not generated for AMD (" + arch.name + "): " + std::string(row.amd_unsupported);
-  return std::nullopt;
-}
-
-std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch) {
-  return strategy_unsupported_reason(Strategy::spin, arch);
-}
-
-std::optional<std::string> cluster_unsupported_reason(const ArchInfo& arch) {
-  if (arch.vendor == Vendor::amd)
-    return "thread-block clusters are NVIDIA sm_90+ (distributed shared memory); " + arch.name + " (AMD) has none";
-  // NVIDIA processors are "sm_XY" or "sm_XYa"/"sm_XYf" (ArchInfo::parse): compute capability X.Y,
-  // XY >= 90 for Hopper on.
-  std::string_view digits = std::string_view(arch.processor).substr(3);
-  while (!digits.empty() && (digits.back() < '0' || digits.back() > '9')) digits.remove_suffix(1);
-  const auto cc = detail::parse_u32(digits);
-  if (!cc || *cc < 90)
-    return "thread-block clusters need sm_90 or later (distributed shared memory); " + arch.name + " has none";
   return std::nullopt;
 }
 

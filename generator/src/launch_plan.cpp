@@ -37,13 +37,8 @@ LaunchShape launch_shape(const KernelConfig& c, std::uint64_t n, std::uint32_t c
   if (row.resident_grid && resident_per_cu > 0)  // one wave: every block resident at once
     grid = std::max<std::uint64_t>(
         1, std::min<std::uint64_t>(grid, std::uint64_t{resident_per_cu} * std::max(1u, cu_count)));
-  // A clustered kernel runs whole clusters: the grid rounds up to a multiple of the cluster (the
-  // extra blocks find no vector of their own and contribute +0.0), and the cross-block step has
-  // one participant per cluster.
-  const std::uint64_t k = std::max<std::uint32_t>(1, c.cluster);
-  grid = (grid + k - 1) / k * k;
   s.grid = static_cast<std::uint32_t>(grid);
-  s.parts = static_cast<std::uint32_t>(grid / k);
+  s.parts = s.grid;
   const bool many = s.parts > 1;
   s.memset_output = row.memset_output;
   if (row.workspace && many) s.workspace_bytes = 4ull * s.parts;

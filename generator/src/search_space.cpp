@@ -8,18 +8,6 @@
 namespace amax {
 
 namespace {
-// Thread-block cluster sizes (KernelConfig::cluster) besides 1, per space, where the arch has
-// clusters (cluster_unsupported_reason): with 16-byte vectors and 256-1024 threads only (the
-// shapes of the sizes the clusters are for, issue 27). The pruned space holds none until an H200
-// run shows a clustered variant winning; adding them to the tuner's default is this one line
-// (e.g. {8}). Keep it in step with space_notes below, which reads these lists.
-constexpr std::uint32_t kFullClusters[] = {2, 4, 8};
-constexpr std::span<const std::uint32_t> kPrunedClusters{};
-
-std::span<const std::uint32_t> cluster_sizes(SpaceKind kind) {
-  return kind == SpaceKind::full ? std::span<const std::uint32_t>(kFullClusters) : kPrunedClusters;
-}
-
 // Every config of the grid that passes validate(), recorded exclusions included.
 std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKind kind) {
   const std::uint32_t elem = info(dtype).bytes;
@@ -37,29 +25,22 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
     caps.push_back(BlockCap::per_cu(b));
   caps.push_back(BlockCap::uncapped());
 
-  std::vector<std::uint32_t> clusters{1};
-  if (!cluster_unsupported_reason(arch))
-    for (std::uint32_t k : cluster_sizes(kind)) clusters.push_back(k);
-
   std::vector<KernelConfig> out;
-  for (std::uint32_t k : clusters)
-    for (const StrategyInfo& si : kStrategies) {
-      if (!full && !si.in_pruned) continue;
-      for (auto t : threads)
-        for (auto v : nvecs)
-          for (auto u : unrolls)
-            for (std::size_t ci = 0; ci < caps.size(); ++ci) {
-              const BlockCap b = caps[ci];
-              // The strategy's pruned shape (its row): e.g. self_reset serves the launch-bound band
-              // (up to a few MiB), which wants blocks of >= 256 threads and >= 4 blocks per SM/CU.
-              if (!full && (t < si.pruned_min_threads || u > si.pruned_max_unroll || !(si.pruned_caps >> ci & 1u)))
-                continue;
-              if (k > 1 && (t < 256 || v * elem != 16)) continue;
-              KernelConfig c{si.value, t, v, u, b};
-              c.cluster = k;
-              if (!c.validate(arch, dtype)) out.push_back(c);
-            }
-    }
+  for (const StrategyInfo& si : kStrategies) {
+    if (!full && !si.in_pruned) continue;
+    for (auto t : threads)
+      for (auto v : nvecs)
+        for (auto u : unrolls)
+          for (std::size_t ci = 0; ci < caps.size(); ++ci) {
+            const BlockCap b = caps[ci];
+            // The strategy's pruned shape (its row): e.g. self_reset serves the launch-bound band
+            // (up to a few MiB), which wants blocks of >= 256 threads and >= 4 blocks per SM/CU.
+            if (!full && (t < si.pruned_min_threads || u > si.pruned_max_unroll || !(si.pruned_caps >> ci & 1u)))
+              continue;
+            KernelConfig c{si.value, t, v, u, b};
+            if (!c.validate(arch, dtype)) out.push_back(c);
+          }
+  }
   return out;
 }
 }  // namespace
@@ -106,14 +87,6 @@ std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInf
 
 std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind) {
   std::vector<std::string> out;
-  const auto sizes = cluster_sizes(kind);
-  std::string spelled;
-  for (std::uint32_t k : sizes) spelled += (spelled.empty() ? ".c" : "/.c") + std::to_string(k);
-  if (sizes.empty())
-    out.push_back("clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; "
-                  "the full space (--full) has them where the arch has thread-block clusters");
-  else if (auto why = cluster_unsupported_reason(arch))
-    out.push_back("clustered variants (" + spelled + "): " + *why);
   for (const StrategyInfo& si : kStrategies)
     if (kind == SpaceKind::pruned && !si.in_pruned)
       out.push_back(std::string(si.name) + " variants are not in the pruned space (in_pruned of its row in "

@@ -6,7 +6,7 @@
 //                       scale options)
 //   plans.cpp           the single-tensor plan cache and its compile fallback; amax_compute,
 //                       amax_and_scale
-//   stream_slots.cpp    the per-stream slots of one_pass, self_reset, first_reset(_warp) and spin
+//   stream_slots.cpp    the per-stream slots of the strategies whose rows use one
 //   multi_group.cpp     multi-tensor grouping (a list sorted into dtype groups, each with its
 //                       variant); amax_multi_workspace_size
 //   prepared_lists.cpp  the per-thread cache of prepared lists; amax_multi_compute,
@@ -133,10 +133,9 @@ struct ContextState {
   std::vector<std::unique_ptr<QuantizePlan>> fallback_quantize_plans;
   amax::CompileFailures compile_failures;  // kernels of both families that failed to compile (not tried again)
 
-  // Stream slots of one_pass, self_reset, first_reset(_warp) and spin: slot_words zeroed words per stream
-  // (arrival count, self_reset's accumulator, first_reset's words and, where the arch runs spin,
-  // spin's per-block words: kSlotWords, elsewhere kSpinFirstWord; the bytes: docs/api.md, held to
-  // these constants by tests/runtime/test_stream_slots_doc.cpp), claimed lock-free (open addressing).
+  // Stream slots of the strategies whose rows use one: slot_words zeroed words per stream (the
+  // words of the strategies the arch runs, launch_plan.hpp; the bytes: docs/api.md, held to these
+  // constants by tests/runtime/test_stream_slots_doc.cpp), claimed lock-free (open addressing).
   static constexpr std::size_t kSlots = 4096;
   std::size_t slot_words = amax::kSlotWords;
   amax::DeviceBuffer slots;  // declared after backend: released before it

@@ -28,7 +28,7 @@ void enqueue(Backend& backend, const LaunchOp& op, FunctionHandle fn, void** arg
 namespace {
 // A cooperative shape must not have more blocks than the kernel's resident ones: its polling could
 // wait for a block that is never resident.
-// `caller` and `kind` name the call and the kernel's kind ("launch_amax", "spin"); `config` its label.
+// `caller` and `kind` name the call and the kernel's kind ("launch_quantize", "keep"); `config` its label.
 template <class Config>
 void need_resident(Backend& backend, const LaunchShape& shape, std::uint32_t resident_per_cu, const char* caller,
                    std::string_view kind, const Config& config) {

@@ -1,7 +1,6 @@
-// The stream slots of one_pass, self_reset, first_reset(_warp) and spin (shared by a context's siblings): slot_words zeroed words of the
-// context's device memory per stream (arrival count, self_reset's accumulator, first_reset's words,
-// spin's words where the arch runs it),
-// claimed lock-free by open addressing.
+// The stream slots (shared by a context's siblings): slot_words zeroed words of the context's device
+// memory per stream (the words the strategies' rows name, launch_plan.hpp), claimed lock-free by
+// open addressing.
 #include <cstdint>
 #include <functional>
 #include <thread>
@@ -28,6 +27,6 @@ std::uint32_t* ContextState::slot_for(StreamHandle s) {
       return slots.get<std::uint32_t>() + slot_words * i;
     if (cur == key) return slots.get<std::uint32_t>() + slot_words * i;
   }
-  fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used one_pass, self_reset, "
-                                                 "first_reset(_warp) or spin kernels of this context and its siblings; create another context", kSlots));
+  fail(AMAX_STATUS_TOO_MANY_STREAMS, fmt::format("more than {} distinct streams used kernels with a stream slot of "
+                                                 "this context and its siblings; create another context", kSlots));
 }

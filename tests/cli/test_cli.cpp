@@ -120,12 +120,11 @@ TEST_F(Cli, BadArgumentsAreUsageErrorsNamingTheValue) {
       {"--arch sm_90 --device 0,1 --json - --db " + (dir / "a.db").string(), "--json is per GPU in a node tune"},
       {"--arch sm_90 --time-budget nan --db " + (dir / "a.db").string(), "--time-budget must be >= 0 seconds, got nan"},
       {"--dtypes fp64 --db " + (dir / "a.db").string(), "unknown dtype 'fp64'"},  // before any device query
-      {"--strategies spin,spin_coop --db " + (dir / "a.db").string(),
-       "unknown strategy 'spin_coop' in --strategies 'spin,spin_coop' (expected atomic, two_stage, one_pass, "
-       "self_reset, spin, first_reset, first_reset_warp)"},
+      {"--strategies self_reset,spin --db " + (dir / "a.db").string(),
+       "unknown strategy 'spin' in --strategies 'self_reset,spin' (expected atomic, two_stage, one_pass, "
+       "self_reset, first_reset, first_reset_warp)"},
       {"--strategies , --db " + (dir / "a.db").string(), "unknown strategy '' in --strategies ','"},
-      {"emit --arch gfx942 --dtype bf16 --label spin.t512.v8.u2.b4cu",
-       "spin is not generated for AMD (gfx942): its polling is not validated on CDNA"},
+      {"emit --arch sm_90 --dtype bf16 --label self_reset.t512.v8.u2.b4cu.c8", "bad epilogue field 'c8'"},
       {"-j -1 --db " + (dir / "a.db").string(), "--jobs"},
       {"emit --list --arch sm_90 -o " + (dir / "l.txt").string(), "-o/--out goes with --label"},
       {"emit --list --label x --arch sm_90", "emit takes one of --label, --list and --out-dir"},
@@ -429,22 +428,10 @@ TEST_F(Cli, EmitPrintsSelfContainedSourceAndListsTheSpace) {
   r = run("emit --list --arch gfx942:sramecc+:xnack- --dtype fp16");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "348 variants (75 compiled kernels) in the pruned space for gfx942:sramecc+:xnack- fp16")) << r.out;
-  EXPECT_TRUE(has(r.out, "left out: clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space"))
-      << r.out;
-  // clustered variants (issue 27): in sm_90's full space; on AMD the reason is listed
+  EXPECT_FALSE(has(r.out, "left out:")) << r.out;
   r = run("emit --list --full --arch sm_90 --dtype bf16");
   EXPECT_EQ(r.code, 0);
-  EXPECT_TRUE(has(r.out, "\nself_reset.t512.v8.u2.b4cu.c8\n")) << r.out.substr(0, 200);
-  r = run("emit --list --full --arch gfx942 --dtype bf16");
-  EXPECT_EQ(r.code, 0);
-  EXPECT_FALSE(has(r.out, ".c8\n"));
-  EXPECT_TRUE(has(r.out, "left out: clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
-                         "(distributed shared memory); gfx942 (AMD) has none"))
-      << r.out;
-  r = run("emit --arch sm_90 --dtype bf16 --label self_reset.t512.v8.u2.b4cu.scale.c8");
-  EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "#define AMAX_CLUSTER 8\n"));
-  EXPECT_TRUE(has(r.out, "#define AMAX_KERNEL_NAME amax_self_reset_t512_v8_u2_scale_c8_bf16\n"));
+  EXPECT_TRUE(has(r.out, "3920 variants (560 compiled kernels) in the full space for sm_90 bf16")) << r.out;
   r = run("emit --out-dir " + (dir / "src").string() + " --arch gfx90a --dtype fp32");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(std::distance(fs::directory_iterator(dir / "src"), fs::directory_iterator{}), 75);

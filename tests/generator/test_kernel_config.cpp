@@ -25,50 +25,21 @@ TEST(KernelConfig, LabelHasEveryFieldInOrder) {
             "amax_self_reset_t512_v8_u2_bf16");
 }
 
-// The cluster (issue 27) is the last field, left out at 1: every label written before it existed
-// names the same cluster-less variant; a clustered one ends in .cN, after .scale when fused.
-TEST(KernelConfig, ClusterIsOmittedAtOneAndEndsTheLabel) {
-  KernelConfig c{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
-  EXPECT_EQ(c.cluster, 1u);
-  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu").cluster, 1u);
-  c.cluster = 8;
-  EXPECT_EQ(c.label(), "self_reset.t512.v8.u2.b4cu.c8");
-  EXPECT_EQ(c.kernel_label(), "self_reset.t512.v8.u2.c8");
-  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu.c8"), c);
-  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_self_reset_t512_v8_u2_c8_bf16");
-  EXPECT_NE(c.compile_time_part(), KernelConfig::parse("self_reset.t512.v8.u2.b4cu").compile_time_part())
-      << "the cluster is compiled in";
-  EXPECT_NE(c.compile_time_defines().find("#define AMAX_CLUSTER 8\n"), std::string::npos) << c.compile_time_defines();
-  c.epilogue = Epilogue::scale;
-  EXPECT_EQ(c.label(), "self_reset.t512.v8.u2.b4cu.scale.c8");
-  EXPECT_EQ(KernelConfig::parse("self_reset.t512.v8.u2.b4cu.scale.c8"), c);
-  EXPECT_EQ(kernel_name(c, DType::fp32), "amax_self_reset_t512_v8_u2_scale_c8_fp32");
-  EXPECT_EQ(finish_kernel_name(KernelConfig::parse("two_stage.t256.v8.u4.b8cu.c2"), DType::fp16),
-            "amax_two_stage_t256_v8_u4_c2_fp16_finish");
-}
-
-// Clusters run on NVIDIA sm_90 and later only, in the portable sizes 2, 4 and 8; validate() says
-// why elsewhere, naming the arch.
-TEST(KernelConfig, ClusterIsValidOnSm90AndLaterOnlyWithItsReason) {
-  const auto c8 = KernelConfig::parse("self_reset.t512.v8.u2.b4cu.c8");
-  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16), std::nullopt);
-  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90a"), DType::bf16), std::nullopt);
-  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_100"), DType::bf16), std::nullopt);
-  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_80"), DType::bf16),
-            "self_reset.t512.v8.u2.b4cu.c8: cluster 8: thread-block clusters need sm_90 or later (distributed "
-            "shared memory); sm_80 has none");
-  EXPECT_EQ(c8.validate(ArchInfo::parse("gfx942"), DType::bf16),
-            "self_reset.t512.v8.u2.b4cu.c8: cluster 8: thread-block clusters are NVIDIA sm_90+ (distributed shared "
-            "memory); gfx942 (AMD) has none");
-  EXPECT_EQ(cluster_unsupported_reason(ArchInfo::parse("sm_89")),
-            "thread-block clusters need sm_90 or later (distributed shared memory); sm_89 has none");
-  EXPECT_EQ(cluster_unsupported_reason(ArchInfo::parse("sm_120")), std::nullopt);
-  for (std::uint32_t bad : {0u, 3u, 16u, 32u}) {
-    KernelConfig c = c8;
-    c.cluster = bad;
-    EXPECT_EQ(c.validate(ArchInfo::parse("sm_90"), DType::bf16),
-              c.label() + ": cluster " + std::to_string(bad) + " is not 1, 2, 4 or 8 (the portable cluster sizes)");
+// spin and the clustered variants (a trailing .cN) are retired (docs/tuning.md): their labels,
+// as old databases and overrides hold them, no longer parse, and the error names the bad token.
+TEST(KernelConfig, RetiredSpinAndClusterLabelsDoNotParse) {
+  for (const auto& [label, expect] : {std::pair{"spin.t512.v8.u2.b4cu", "bad strategy field 'spin'"},
+                                      std::pair{"self_reset.t512.v8.u2.b4cu.c8", "bad epilogue field 'c8'"},
+                                      std::pair{"self_reset.t512.v8.u2.b4cu.scale.c8", "expected 5 to 6"}}) {
+    try {
+      KernelConfig::parse(label);
+      ADD_FAILURE() << label << " parsed";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(label), std::string::npos) << e.what();
+    }
   }
+  EXPECT_FALSE(parse_strategy("spin"));
 }
 
 // The epilogue is the last field, left out of the label when it is the amax alone: every label
@@ -96,7 +67,7 @@ TEST(KernelConfig, FusedLabelsRoundTripForEveryStrategy) {
       ASSERT_EQ(c.epilogue, Epilogue::amax) << "the tuned space is amax-only: " << c.label();
       c.epilogue = Epilogue::scale;
       const std::string label = c.label();
-      ASSERT_TRUE(label.ends_with(".scale") || label.ends_with(".scale.c" + std::to_string(c.cluster))) << label;
+      ASSERT_TRUE(label.ends_with(".scale")) << label;
       ASSERT_EQ(KernelConfig::parse(label), c) << label;
     }
 }
@@ -201,12 +172,9 @@ TEST(KernelConfig, ParseRejectsMalformedLabelsNamingTheField) {
     const char* label;
     const char* expect;
   } cases[] = {
-      {"", "expected 5 to 7 '.'-separated fields"},
-      {"two_stage.t256.v8.u4", "expected 5 to 7 '.'-separated fields"},
-      {"two_stage.t256.v8.u4.b8cu.scale.c8.x", "expected 5 to 7 '.'-separated fields (strategy.tT.vN.uU.bB[.scale][.cC]"},
-      {"two_stage.t256.v8.u4.b8cu.scale.x", "bad cluster field 'x'"},
-      {"two_stage.t256.v8.u4.b8cu.c8.scale", "unexpected field 'scale' after the last field it could be"},
-      {"two_stage.t256.v8.u4.b8cu.c1", "the cluster field 'c1' is the default and is written by leaving it out"},
+      {"", "expected 5 to 6 '.'-separated fields"},
+      {"two_stage.t256.v8.u4", "expected 5 to 6 '.'-separated fields"},
+      {"two_stage.t256.v8.u4.b8cu.scale.x", "expected 5 to 6 '.'-separated fields (strategy.tT.vN.uU.bB[.scale]"},
       {"two_stage.t256.v8.u4.b8cu.cx", "bad epilogue field 'cx'"},
       {"two_stage.t256.v8.u4.b8cu.x", "bad epilogue field 'x'"},
       {"two_stage.t256.v8.u4.b8cu.", "bad epilogue field ''"},
@@ -333,7 +301,7 @@ TEST(DType, NamesRoundTrip) {
 }
 
 TEST(Strategy, TableGivesNamesAndParsing) {
-  ASSERT_EQ(std::size(kStrategies), 7u);
+  ASSERT_EQ(std::size(kStrategies), 6u);
   for (std::size_t i = 0; i < std::size(kStrategies); ++i) {
     const auto& s = kStrategies[i];
     EXPECT_EQ(static_cast<std::size_t>(s.value), i);
@@ -343,68 +311,33 @@ TEST(Strategy, TableGivesNamesAndParsing) {
   EXPECT_EQ(info(Strategy::two_stage).macro, "AMAX_STRATEGY_TWO_STAGE");
   EXPECT_EQ(info(Strategy::self_reset).name, "self_reset");
   EXPECT_EQ(info(Strategy::self_reset).macro, "AMAX_STRATEGY_SELF_RESET");
-  EXPECT_EQ(info(Strategy::spin).name, "spin");
-  EXPECT_EQ(info(Strategy::spin).macro, "AMAX_STRATEGY_SPIN");
-  EXPECT_EQ(static_cast<int>(Strategy::spin), 4);
-  EXPECT_EQ(parse_strategy("spin"), Strategy::spin);
   EXPECT_FALSE(parse_strategy("ONE_PASS"));
-  EXPECT_FALSE(parse_strategy("spin_coop"));
+  EXPECT_FALSE(parse_strategy("spin"));
 }
 
-// spin (issue 27): its label, parsing, compile-time part and #defines come from the one field list
-// like every strategy's; it is valid on NVIDIA without clusters and refused on AMD with the reason.
-TEST(KernelConfig, SpinLabelsParseValidateAndDefine) {
-  const KernelConfig c{Strategy::spin, 512, 8, 2, BlockCap::per_cu(4)};
-  EXPECT_EQ(c.label(), "spin.t512.v8.u2.b4cu");
-  EXPECT_EQ(c.kernel_label(), "spin.t512.v8.u2");
-  EXPECT_EQ(KernelConfig::parse("spin.t512.v8.u2.b4cu"), c);
-  KernelConfig f = c;
-  f.epilogue = Epilogue::scale;
-  EXPECT_EQ(f.label(), "spin.t512.v8.u2.b4cu.scale");
-  EXPECT_EQ(KernelConfig::parse("spin.t512.v8.u2.b4cu.scale"), f);
-  EXPECT_EQ(KernelConfig::parse("spin.t128.v4.u8.buncapped").max_blocks, BlockCap::uncapped());
-  EXPECT_EQ(c.compile_time_defines(),
-            "#define AMAX_STRATEGY AMAX_STRATEGY_SPIN\n#define AMAX_THREADS 512\n#define AMAX_NVEC 8\n"
-            "#define AMAX_UNROLL 2\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
-  EXPECT_EQ(c.validate(ArchInfo::parse("sm_90"), DType::bf16), std::nullopt);
-  EXPECT_EQ(c.validate(ArchInfo::parse("sm_80"), DType::bf16), std::nullopt);
-  EXPECT_EQ(c.validate(ArchInfo::parse("sm_100"), DType::fp16), std::nullopt);
-  for (const char* amd : {"gfx90a", "gfx942", "gfx950"})
-    EXPECT_EQ(c.validate(ArchInfo::parse(amd), DType::bf16),
-              std::string("spin.t512.v8.u2.b4cu: spin is not generated for AMD (") + amd +
-                  "): its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)");
-  EXPECT_EQ(spin_unsupported_reason(ArchInfo::parse("sm_90")), std::nullopt);
-  const KernelConfig c8 = KernelConfig::parse("spin.t512.v8.u2.b4cu.c8");
-  EXPECT_EQ(c8.validate(ArchInfo::parse("sm_90"), DType::bf16),
-            "spin.t512.v8.u2.b4cu.c8: spin runs without clusters (its participants are the blocks)");
-  EXPECT_THROW(KernelConfig::parse("spin_coop.t512.v8.u2.b4cu"), std::invalid_argument);
-}
-
-// first_reset (issue 27): label, parsing and #defines from the field list; valid on every vendor
-// without clusters and without the scale epilogue, each refusal naming its reason.
+// first_reset: label, parsing and #defines from the field list; valid on every vendor without the
+// scale epilogue, the refusal naming its reason.
 TEST(KernelConfig, FirstResetLabelsParseValidateAndDefine) {
   const KernelConfig c{Strategy::first_reset, 512, 8, 2, BlockCap::uncapped()};
-  EXPECT_EQ(static_cast<int>(Strategy::first_reset), 5);
+  EXPECT_EQ(static_cast<int>(Strategy::first_reset), 4);
   EXPECT_EQ(info(Strategy::first_reset).macro, "AMAX_STRATEGY_FIRST_RESET");
   EXPECT_EQ(c.label(), "first_reset.t512.v8.u2.buncapped");
   EXPECT_EQ(c.kernel_label(), "first_reset.t512.v8.u2");
   EXPECT_EQ(KernelConfig::parse("first_reset.t512.v8.u2.buncapped"), c);
   EXPECT_EQ(c.compile_time_defines(),
             "#define AMAX_STRATEGY AMAX_STRATEGY_FIRST_RESET\n#define AMAX_THREADS 512\n#define AMAX_NVEC 8\n"
-            "#define AMAX_UNROLL 2\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
+            "#define AMAX_UNROLL 2\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n");
   for (const char* arch : {"sm_80", "sm_90", "sm_100", "gfx90a", "gfx942", "gfx950"})
     EXPECT_EQ(c.validate(ArchInfo::parse(arch), DType::bf16), std::nullopt) << arch;
-  EXPECT_EQ(KernelConfig::parse("first_reset.t512.v8.u2.b4cu.c8").validate(ArchInfo::parse("sm_90"), DType::bf16),
-            "first_reset.t512.v8.u2.b4cu.c8: first_reset runs without clusters (its participants are the blocks)");
   EXPECT_EQ(KernelConfig::parse("first_reset.t512.v4.u2.b4cu.scale").validate(ArchInfo::parse("gfx942"), DType::fp32),
             "first_reset.t512.v4.u2.b4cu.scale: first_reset has no scale epilogue: every block ends with an atomic "
             "max on the output, so no block holds the final amax to derive the scale from (amax_and_scale runs "
             "self_reset for it)");
 }
 
-// first_reset_warp (issue 27): its own label and define; the block limit and the one-wave block
+// first_reset_warp: its own label and define; the block limit and the one-wave block
 // reduction count its ticket wave (512 + 32 threads fit on NVIDIA, 1024 + 32 do not; AMD's wave is
-// 64); no clusters, no scale epilogue.
+// 64); no scale epilogue.
 TEST(KernelConfig, FirstResetWarpCountsItsTicketWave) {
   const KernelConfig c{Strategy::first_reset_warp, 512, 8, 2, BlockCap::per_cu(4)};
   EXPECT_EQ(info(Strategy::first_reset_warp).macro, "AMAX_STRATEGY_FIRST_RESET_WARP");
@@ -420,9 +353,6 @@ TEST(KernelConfig, FirstResetWarpCountsItsTicketWave) {
             "first_reset_warp.t1024.v8.u2.b4cu: threads 1024 + the ticket wave exceeds the block limit 1024 of sm_90");
   EXPECT_EQ(KernelConfig::parse("first_reset_warp.t1024.v8.u2.b4cu").validate(ArchInfo::parse("gfx942"), DType::bf16),
             "first_reset_warp.t1024.v8.u2.b4cu: threads 1024 + the ticket wave exceeds the block limit 1024 of gfx942");
-  EXPECT_EQ(KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu.c2").validate(ArchInfo::parse("sm_90"), DType::bf16),
-            "first_reset_warp.t512.v8.u2.b4cu.c2: first_reset_warp runs without clusters (its participants are the "
-            "blocks)");
   EXPECT_NE(KernelConfig::parse("first_reset_warp.t512.v8.u2.b4cu.scale").validate(ArchInfo::parse("sm_90"), DType::bf16),
             std::nullopt);
   // Its kernel is launch-bounded by the whole block (NVIDIA's 2048 threads per SM: 3 of 544).

@@ -39,7 +39,7 @@ TEST(Render, EveryStrategyHasItsMacro) {
                                                     {Strategy::two_stage, "AMAX_STRATEGY_TWO_STAGE"},
                                                     {Strategy::one_pass, "AMAX_STRATEGY_ONE_PASS"},
                                                     {Strategy::self_reset, "AMAX_STRATEGY_SELF_RESET"},
-                                                    {Strategy::spin, "AMAX_STRATEGY_SPIN"}};
+                                                    {Strategy::first_reset, "AMAX_STRATEGY_FIRST_RESET"}};
   for (const auto& [strategy, macro] : cases) {
     const KernelConfig c{strategy, 512, 8, 2, BlockCap::per_cu(16)};
     for (Vendor v : {Vendor::nvidia, Vendor::amd}) {
@@ -77,35 +77,21 @@ TEST(Render, DefinesComeFromTheFieldListAndTheStrategyTable) {
   const std::string s = render_source(c, DType::fp32, Vendor::amd);
   EXPECT_EQ(c.compile_time_defines(),
             "#define AMAX_STRATEGY AMAX_STRATEGY_ATOMIC\n#define AMAX_THREADS 128\n#define AMAX_NVEC 4\n"
-            "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n#define AMAX_CLUSTER 1\n");
+            "#define AMAX_UNROLL 8\n#define AMAX_EPILOGUE AMAX_EPILOGUE_AMAX\n");
   EXPECT_NE(s.find(c.compile_time_defines()), std::string::npos);
   for (const auto& st : kStrategies)
     EXPECT_NE(s.find("#define " + std::string(st.macro) + " " + std::to_string(static_cast<int>(st.value)) + "\n"),
               std::string::npos)
         << st.name;
   EXPECT_EQ(s.find("AMAX_MAX_BLOCKS"), std::string::npos);  // launch-time fields are not compiled in
+  for (const char* retired : {"SPIN", "CLUSTER"})  // retired (docs/tuning.md): no trace in a source
+    EXPECT_EQ(s.find(retired), std::string::npos) << retired;
   // Each template starts at its own line 1, so compiler messages point into it.
   const auto prelude = s.find("#line 1 \"prelude_hip.h\"\n"), body = s.find("#line 1 \"amax_kernels.h\"\n");
   ASSERT_NE(prelude, std::string::npos);
   ASSERT_NE(body, std::string::npos);
   EXPECT_LT(prelude, body);
   EXPECT_EQ(vendor_prelude(Vendor::nvidia).rfind("#line 1 \"prelude_cuda.h\"\n", 0), 0u);
-}
-
-// spin's source: its strategy value macro (4), the template's spin branch and the slot layout the
-// runtime's kSpinFirstWord names; its entry point carries the strategy.
-TEST(Render, SpinRendersItsStrategyAndSlotLayout) {
-  const KernelConfig c = KernelConfig::parse("spin.t512.v8.u2.b4cu");
-  const std::string s = render_source(c, DType::bf16, Vendor::nvidia);
-  EXPECT_NE(s.find("#define AMAX_STRATEGY_SPIN 4\n"), std::string::npos);
-  EXPECT_NE(s.find("#define AMAX_STRATEGY AMAX_STRATEGY_SPIN\n"), std::string::npos);
-  EXPECT_NE(s.find("#elif AMAX_STRATEGY == AMAX_STRATEGY_SPIN"), std::string::npos);
-  EXPECT_NE(s.find("#define AMAX_SPIN_FIRST_WORD 6u"), std::string::npos);
-  EXPECT_NE(s.find("#define AMAX_SPIN_FLAG 0x80000000u"), std::string::npos);
-  EXPECT_EQ(kernel_name(c, DType::bf16), "amax_spin_t512_v8_u2_bf16");
-  EXPECT_EQ(kernel_name(KernelConfig::parse("spin.t512.v8.u2.b4cu.scale"), DType::fp16), "amax_spin_t512_v8_u2_scale_fp16");
-  // The grid cap is a launch parameter: spin's caps share one source.
-  EXPECT_EQ(s, render_source(KernelConfig::parse("spin.t512.v8.u2.buncapped"), DType::bf16, Vendor::nvidia));
 }
 
 TEST(Render, TemplateHashIsSixteenHexDigits) {

@@ -11,14 +11,11 @@ using namespace amax;
 TEST(SearchSpace, PrunedSpaceSizes) {
   // atomic, two_stage, one_pass: threads {128,256,512,1024} x one 16-byte nvec x unroll {1,2,4,8}
   // x 5 caps = 80 each; self_reset: threads {256,512,1024} x unroll 4 x caps {4,8,16 per CU,
-  // uncapped} = 48; spin (kPrunedSpin, NVIDIA only): threads {256,512,1024} x unroll 4 x caps
-  // {2,4,8 per CU} = 36 from 12 kernels; first_reset: threads {256,512,1024} x unroll {1,2,4} x
+  // uncapped} = 48; first_reset: threads {256,512,1024} x unroll {1,2,4} x
   // caps {2,4,8 per CU, uncapped} = 36 from 9 kernels; first_reset_warp the same but 1024 threads
   // (no room for its ticket wave) = 24 from 6 kernels.
-  static_assert(!kPrunedSpin, "the counts below are those of the pruned space without spin");
   for (const char* arch : {"sm_90", "gfx942:sramecc+:xnack-"})
     for (const auto& d : all_dtypes()) {
-      const bool nvidia = ArchInfo::parse(arch).vendor == Vendor::nvidia;
       const auto space = enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned);
       EXPECT_EQ(space.size(), 348u) << arch << " " << d.name;
       EXPECT_EQ(distinct_kernels(space).size(), 75u);
@@ -31,8 +28,6 @@ TEST(SearchSpace, PrunedSpaceSizes) {
       EXPECT_EQ(per[Strategy::two_stage], 80);
       EXPECT_EQ(per[Strategy::one_pass], 80);
       EXPECT_EQ(per[Strategy::self_reset], 48);
-      EXPECT_EQ(per[Strategy::spin], 0);
-      (void)nvidia;
       EXPECT_EQ(per[Strategy::first_reset], 36);
       EXPECT_EQ(per[Strategy::first_reset_warp], 24);
     }
@@ -40,11 +35,6 @@ TEST(SearchSpace, PrunedSpaceSizes) {
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t128.v8.u2.b16cu")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("self_reset.t512.v8.u2.b2cu")), space.end());
-  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t256.v8.u1.b2cu")), space.end());  // kPrunedSpin off
-  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t1024.v8.u8.b8cu")), space.end());  // kPrunedSpin off
-  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t128.v8.u2.b4cu")), space.end());
-  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.b16cu")), space.end());
-  EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("spin.t512.v8.u2.buncapped")), space.end());
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t256.v8.u1.b2cu")), space.end());
   EXPECT_NE(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t1024.v8.u4.buncapped")), space.end());
   EXPECT_EQ(std::find(space.begin(), space.end(), KernelConfig::parse("first_reset.t128.v8.u2.b4cu")), space.end());
@@ -55,18 +45,16 @@ TEST(SearchSpace, PrunedSpaceSizes) {
 }
 
 TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
-  // NVIDIA 6 strategies (spin included), AMD 5 (no spin), and first_reset_warp. NVIDIA: threads
-  // 32..1024 (6; first_reset_warp 32..512, 5); AMD CDNA: 64..1024 (5; first_reset_warp 4). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4 values, caps 6 per-CU + uncapped =
-  // 7. sm_90 adds clusters 2, 4, 8 for threads 256..1024 (3) and the 16-byte nvec (1), every strategy
-  // but spin, first_reset and first_reset_warp (4) x 3 threads x 1 nvec x 4 unrolls x 7 caps x 3 clusters = 1008; sm_80
-  // and AMD none.
+  // 5 strategies and first_reset_warp. NVIDIA: threads 32..1024 (6; first_reset_warp 32..512, 5);
+  // AMD CDNA: 64..1024 (5; first_reset_warp 4). nvec: fp32 {1,2,4}, 16-bit {1,2,4,8}. unroll 4
+  // values, caps 6 per-CU + uncapped = 7.
   const struct {
     const char* arch;
     DType dtype;
     std::size_t expect;
-  } cases[] = {{"sm_90", DType::fp32, 6 * 6 * 3 * 4 * 7 + 5 * 3 * 4 * 7 + 1008},
-               {"sm_90", DType::bf16, 6 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7 + 1008},
-               {"sm_80", DType::bf16, 6 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7},
+  } cases[] = {{"sm_90", DType::fp32, 5 * 6 * 3 * 4 * 7 + 5 * 3 * 4 * 7},
+               {"sm_90", DType::bf16, 5 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7},
+               {"sm_80", DType::bf16, 5 * 6 * 4 * 4 * 7 + 5 * 4 * 4 * 7},
                {"gfx90a", DType::fp32, 5 * 5 * 3 * 4 * 7 + 4 * 3 * 4 * 7},
                {"gfx942:sramecc+:xnack-", DType::fp16, 5 * 5 * 4 * 4 * 7 + 4 * 4 * 4 * 7}};
   for (const auto& c : cases) {
@@ -82,85 +70,12 @@ TEST(SearchSpace, FullSpaceSizesAndEveryPointValid) {
   }
 }
 
-// Clustered variants (issue 27) are out of the pruned space until an H200 run shows one winning
-// (search_space.cpp's pruned cluster list), in the full space only where the arch has clusters, and
-// emit --list says so (space_notes).
-TEST(SearchSpace, ClusteredVariantsAreInTheFullSpaceOnSm90OnlyAndNotPruned) {
+// Every strategy is in the pruned space and runs on every arch: emit --list has nothing to say
+// about what the space leaves out (space_notes).
+TEST(SearchSpace, NoNotesWhereEveryStrategyRunsEverywhere) {
   for (const char* arch : {"sm_90", "sm_80", "gfx942"})
-    for (const auto& d : all_dtypes())
-      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned))
-        EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
-  std::map<std::uint32_t, int> per;
-  for (const auto& c : enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::full)) {
-    ++per[c.cluster];
-    if (c.cluster > 1) {
-      EXPECT_GE(c.threads, 256u) << c.label();
-      EXPECT_EQ(c.nvec, 8u) << c.label();
-    }
-  }
-  EXPECT_EQ(per[2], 336);
-  EXPECT_EQ(per[4], 336);
-  EXPECT_EQ(per[8], 336);
-  EXPECT_EQ(per.size(), 4u);
-  for (const char* arch : {"sm_80", "gfx942"})
-    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::bf16, SpaceKind::full))
-      EXPECT_EQ(c.cluster, 1u) << arch << " " << c.label();
-
-  const auto pruned = space_notes(ArchInfo::parse("sm_90"), SpaceKind::pruned);
-  ASSERT_EQ(pruned.size(), 2u);  // spin is not in the pruned space (its row's in_pruned off): a note for it
-  EXPECT_EQ(pruned[0], "clustered variants (the cluster field, .c2/.c4/.c8) are not in the pruned space; the full "
-                       "space (--full) has them where the arch has thread-block clusters");
-  EXPECT_EQ(pruned[1], "spin variants are not in the pruned space (in_pruned of its row in kStrategies, "
-                       "generator/include/amax/kernel_config.hpp); the full space (--full) has them where the arch "
-                       "can run them");
-  EXPECT_TRUE(space_notes(ArchInfo::parse("sm_90"), SpaceKind::full).empty());
-  EXPECT_EQ(space_notes(ArchInfo::parse("gfx942"), SpaceKind::full),
-            (std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters are NVIDIA sm_90+ "
-                                      "(distributed shared memory); gfx942 (AMD) has none",
-                                      "spin is not generated for AMD (gfx942): its polling is not validated on CDNA "
-                                      "(per-XCD L2 caches need system-coherent flag words)"}));
-  EXPECT_EQ(space_notes(ArchInfo::parse("sm_80"), SpaceKind::full),
-            std::vector<std::string>{"clustered variants (.c2/.c4/.c8): thread-block clusters need sm_90 or later "
-                                     "(distributed shared memory); sm_80 has none"});
-}
-
-// spin (issue 27): in the full space on NVIDIA with the full grid of the other strategies and no
-// clusters (6 threads x 4 nvec x 4 unroll x 7 caps for bf16 = 672 on sm_90 and sm_80), in the pruned
-// space on NVIDIA as PrunedSpaceSizes counts it, never on AMD.
-TEST(SearchSpace, SpinIsInTheSpacesOnNvidiaOnly) {
-  for (const char* arch : {"gfx90a", "gfx942", "gfx950"})
-    for (const auto& d : all_dtypes())
-      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::pruned))
-        EXPECT_NE(c.strategy, Strategy::spin) << arch << " " << c.label();
-  for (const char* arch : {"sm_90", "sm_80"}) {
-    int pruned = 0;
-    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::fp32, SpaceKind::pruned))
-      pruned += c.strategy == Strategy::spin;
-    EXPECT_EQ(pruned, kPrunedSpin ? 36 : 0) << arch;
-  }
-  for (const char* arch : {"sm_90", "sm_80"}) {
-    int spins = 0;
-    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::bf16, SpaceKind::full))
-      if (c.strategy == Strategy::spin) {
-        ++spins;
-        EXPECT_EQ(c.cluster, 1u) << c.label();
-      }
-    EXPECT_EQ(spins, 672) << arch;
-    int fp32 = 0;
-    for (const auto& c : enumerate_space(ArchInfo::parse(arch), DType::fp32, SpaceKind::full))
-      fp32 += c.strategy == Strategy::spin;
-    EXPECT_EQ(fp32, 6 * 3 * 4 * 7) << arch;
-  }
-  const auto full = enumerate_space(ArchInfo::parse("sm_90"), DType::bf16, SpaceKind::full);
-  EXPECT_NE(std::find(full.begin(), full.end(), KernelConfig::parse("spin.t512.v8.u2.b4cu")), full.end());
-  EXPECT_NE(std::find(full.begin(), full.end(), KernelConfig::parse("spin.t32.v1.u1.buncapped")), full.end());
-  for (const char* arch : {"gfx90a", "gfx942", "gfx950"})
-    for (const auto& d : all_dtypes())
-      for (const auto& c : enumerate_space(ArchInfo::parse(arch), d.dtype, SpaceKind::full))
-        EXPECT_NE(c.strategy, Strategy::spin) << arch << " " << c.label();
-  // The fused call keeps a spin winner as spin (only atomic is remapped).
-  EXPECT_EQ(fused_variant(KernelConfig::parse("spin.t512.v8.u2.b4cu"), ArchInfo::parse("sm_90"), DType::bf16).label(),
-            "spin.t512.v8.u2.b4cu.scale");
+    for (SpaceKind kind : {SpaceKind::pruned, SpaceKind::full})
+      EXPECT_TRUE(space_notes(ArchInfo::parse(arch), kind).empty()) << arch;
 }
 
 TEST(SearchSpace, AmdSpaceHasNoSubWaveBlocks) {

@@ -29,71 +29,17 @@ struct Variant {
   const LoadedKernel* kernel;
 };
 
-// Clustered variants to verify where the device has thread-block clusters (issue 27; none are in
-// the pruned space yet): every strategy and cluster size 2, 4, 8 at three shapes of the full space
-// (small blocks, a capped grid, the largest blocks uncapped), so the sizes below run one cluster,
-// a few and many, with the grid rounded up to whole clusters.
-std::vector<KernelConfig> clustered_variants(const ArchInfo& arch, DType dtype) {
-  std::vector<KernelConfig> out;
-  if (cluster_unsupported_reason(arch)) return out;
-  const std::uint32_t nvec = 16 / info(dtype).bytes;
-  for (const StrategyInfo& s : kStrategies)
-    for (std::uint32_t k : {2u, 4u, 8u})
-      if (s.value != Strategy::spin && !resets_first(s.value))  // these run without clusters
-      for (KernelConfig c : {KernelConfig{s.value, 256, nvec, 1, BlockCap::per_cu(4)},
-                             KernelConfig{s.value, 512, nvec, 2, BlockCap::per_cu(1)},
-                             KernelConfig{s.value, 1024, nvec, 8, BlockCap::uncapped()}}) {
-        c.cluster = k;
-        if (auto why = c.validate(arch, dtype)) throw std::logic_error(*why);
-        out.push_back(c);
-      }
-  return out;
-}
-
-// spin variants to verify where the arch runs spin (issue 27), beside the pruned space's own (kPrunedSpin):
-// shapes of the full space whose grids at the sizes below range from one block to
-// the co-resident cap (the uncapped 128-thread shape reaches it from about 2^18 elements), with
-// 16-byte and narrower vectors.
-// Why spin is not verified through `env` (nullopt where it is): an arch without spin. Through the
-// HIP shim it runs on the HIP backend's cooperative launch.
-std::optional<std::string> spin_not_here(const test::GpuEnv& env) { return spin_unsupported_reason(env.arch); }
-
-std::vector<KernelConfig> spin_variants(const test::GpuEnv& env, DType dtype) {
-  std::vector<KernelConfig> out;
-  if (spin_not_here(env)) return out;
-  const ArchInfo& arch = env.arch;
-  const std::uint32_t nvec = 16 / info(dtype).bytes;
-  for (const KernelConfig& c : {KernelConfig{Strategy::spin, 128, nvec, 1, BlockCap::uncapped()},
-                                KernelConfig{Strategy::spin, 256, nvec, 2, BlockCap::per_cu(4)},
-                                KernelConfig{Strategy::spin, 512, nvec, 2, BlockCap::per_cu(1)},
-                                KernelConfig{Strategy::spin, 1024, nvec, 8, BlockCap::uncapped()},
-                                KernelConfig{Strategy::spin, 64, 1, 4, BlockCap::per_cu(16)}}) {
-    if (auto why = c.validate(arch, dtype)) throw std::logic_error(*why);
-    out.push_back(c);
-  }
-  return out;
-}
-
 // Every variant to verify for `dtype`: the pruned space (every strategy, self_reset included),
-// TransformerEngine's two fixed configs, the clustered variants where the device has clusters, the
-// spin variants where it runs spin and three first_reset and three first_reset_warp shapes of the
-// full space.
+// TransformerEngine's two fixed configs and three first_reset and three first_reset_warp shapes of
+// the full space.
 // Kernels are built in parallel (through the binary cache), then loaded.
 const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   static std::map<std::pair<const test::GpuEnv*, DType>, std::vector<Variant>> cache;
   auto& out = cache[{&env, dtype}];
   if (!out.empty()) return out;
   auto configs = enumerate_space(env.arch, dtype, SpaceKind::pruned);
-  // The pruned space's spin variants (kPrunedSpin) only where `env` runs spin.
-  const auto is_spin = [](const KernelConfig& c) { return c.strategy == Strategy::spin; };
-  if (spin_not_here(env)) std::erase_if(configs, is_spin);
-  const auto pruned_spins = static_cast<std::size_t>(std::count_if(configs.begin(), configs.end(), is_spin));
   configs.push_back(transformer_engine_config(dtype, Strategy::atomic));
   configs.push_back(transformer_engine_config(dtype, Strategy::two_stage));
-  const auto clustered = clustered_variants(env.arch, dtype);
-  configs.insert(configs.end(), clustered.begin(), clustered.end());
-  const auto spins = spin_variants(env, dtype);
-  configs.insert(configs.end(), spins.begin(), spins.end());
   // first_reset and first_reset_warp shapes of the full space beside the pruned space's own: a
   // narrow vector, 128 threads uncapped (tens of thousands of blocks at the largest sizes, each
   // taking a ticket on one word) and 8 loads in flight (first_reset_warp: 512 threads, the largest
@@ -127,19 +73,8 @@ const std::vector<Variant>& variants(test::GpuEnv& env, DType dtype) {
   for (const auto& c : configs) out.push_back({c, &env.kernels->get(c, dtype)});
   for (const StrategyInfo& s : kStrategies)
     if (std::none_of(out.begin(), out.end(), [&](const Variant& v) { return v.config.strategy == s.value; }) &&
-        !(s.value == Strategy::spin && spin_not_here(env)))
+        !strategy_unsupported_reason(s.value, env.arch))
       throw std::logic_error("no " + std::string(s.name) + " variant in the verified set");
-  if (auto why = spin_not_here(env))
-    std::printf("[ spin ] %s: no spin variant verified: %s\n", env.arch.name.c_str(), why->c_str());
-  else
-    std::printf("[ spin ] %s: %zu spin variants of the pruned space and %zu more verified\n", env.arch.name.c_str(),
-                pruned_spins, spins.size());
-  if (!cluster_unsupported_reason(env.arch))
-    std::printf("[ clusters ] %s: %zu clustered variants verified with the pruned space\n", env.arch.name.c_str(),
-                clustered.size());
-  else
-    std::printf("[ clusters ] %s: no clustered variant verified: %s\n", env.arch.name.c_str(),
-                cluster_unsupported_reason(env.arch)->c_str());
   return out;
 }
 
@@ -199,9 +134,6 @@ class CaseRunner {
     b_.copy_to_host(slot.data(), counter_.get(), 4 * kSlotWords);
     EXPECT_EQ(slot[0], 0u) << "one_pass or self_reset left the arrival count non-zero after " << what;
     EXPECT_EQ(slot[1], 0u) << "self_reset left its accumulator non-zero after " << what;
-    EXPECT_EQ(std::count(slot.begin() + kSpinFirstWord, slot.end(), 0u),
-              static_cast<std::ptrdiff_t>(kSlotWords - kSpinFirstWord))
-        << "spin left a per-block word non-zero after " << what;
     if (bytes && bytes <= (256u << 20)) {  // the input is never written
       std::vector<std::uint8_t> back(bytes);
       b_.copy_to_host(back.data(), input_.get(off_bytes), bytes);

@@ -125,26 +125,16 @@ inline std::vector<SpecialCase> special_cases(DType d) {
   return c;
 }
 
-// The fused config of a strategy for a dtype (16-byte loads), in clusters of `cluster` blocks.
-inline KernelConfig fused(Strategy s, DType d, BlockCap cap = BlockCap::per_cu(4), std::uint32_t cluster = 1) {
-  KernelConfig c{s, 256, 16 / info(d).bytes, 2, cap, Epilogue::scale};
-  c.cluster = cluster;
-  return c;
+// The fused config of a strategy for a dtype (16-byte loads).
+inline KernelConfig fused(Strategy s, DType d, BlockCap cap = BlockCap::per_cu(4)) {
+  return KernelConfig{s, 256, 16 / info(d).bytes, 2, cap, Epilogue::scale};
 }
 
-// The cluster sizes to run: 1, and 2 and 8 where the device has thread-block clusters (issue 27).
-inline std::vector<std::uint32_t> clusters_here(const ArchInfo& arch) {
-  if (cluster_unsupported_reason(arch)) return {1};
-  return {1, 2, 8};
-}
-
-// Whether strategy `s` in clusters of `cluster` runs the scale epilogue on `arch`: spin only where
-// the arch runs it (spin_unsupported_reason) and without clusters; first_reset and first_reset_warp
-// nowhere (they have no scale epilogue: fused_variant runs self_reset for them); every other
-// strategy everywhere.
-inline bool runs_here(Strategy s, std::uint32_t cluster, const ArchInfo& arch) {
-  if (resets_first(s)) return false;
-  return s != Strategy::spin || (cluster == 1 && !spin_unsupported_reason(arch));
+// Whether strategy `s` runs the scale epilogue on `arch`: not where the arch does not run it
+// (strategy_unsupported_reason), nor for a strategy without the epilogue (its row's
+// scale_epilogue: fused_variant runs self_reset for it).
+inline bool runs_here(Strategy s, const ArchInfo& arch) {
+  return info(s).scale_epilogue && !strategy_unsupported_reason(s, arch);
 }
 
 }  // namespace

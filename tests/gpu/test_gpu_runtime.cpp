@@ -219,9 +219,8 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
 }
 
 namespace {
-// A one-launch strategy that keeps state in the stream slot (spin, first_reset(_warp): issue 27) through
-// the C API, forced: one block (no slot), a grid of many blocks, and a large grid (spin's capped at
-// the co-resident blocks); eager calls back to back (each call must leave the slot ready for the
+// A one-launch strategy that keeps state in the stream slot (first_reset(_warp)) through the C API,
+// forced: one block (no slot), a grid of many blocks, and a large grid; eager calls back to back (each call must leave the slot ready for the
 // next), then graphs captured on two streams replayed back to back, both NaN modes, amax alone and
 // fused with the scale (whose variant starts with `fused_prefix`). Returns the cases checked.
 int check_forced_slot_strategy(amax::test::GpuEnv* env, const char* strategy, const std::string& fused_prefix) {
@@ -284,15 +283,6 @@ int check_forced_slot_strategy(amax::test::GpuEnv* env, const char* strategy, co
   return checked;
 }
 }  // namespace
-
-// spin: the cooperative launch becomes a cooperative kernel node under capture; fused, spin keeps
-// its strategy.
-TEST(GpuRuntime, SpinEagerAndGraphReplaysOnTwoStreamsBothNanModes) {
-  AMAX_REQUIRE_GPU();
-  if (auto why = spin_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
-  const int checked = check_forced_slot_strategy(env, "spin", "spin.");
-  std::printf("spin through the C API: %d eager, fused and graph-replay cases bit-exact\n", checked);
-}
 
 // first_reset: its epoch words carry from call to call and from replay to replay; fused, it runs as
 // self_reset (fused_variant), also when forced.

@@ -7,8 +7,7 @@
 
 // Every strategy x dtype x special case, with a one-block grid (n = 1000) and a many-block grid
 // (n = 2^20 + 3, the amax in the last element), garbage in all three outputs beforehand, the slot
-// back at zero afterwards; without clusters and, where the device has them, in clusters of 2 and 8
-// (one cluster at n = 1000, many at 2^20 + 3).
+// back at zero afterwards.
 TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
@@ -16,11 +15,10 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
   DeviceBuffer in(b, ((1u << 20) + 3) * 4), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 1u << 20);
   b.memset32_async(slot.get(), 0, kSlotWords, nullptr);
   int checked = 0;
-  for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes()) {
-      if (!runs_here(st, cluster, env->arch)) continue;
-      const KernelConfig c = fused(st, d.dtype, BlockCap::per_cu(4), cluster);
+      if (!runs_here(st, env->arch)) continue;
+      const KernelConfig c = fused(st, d.dtype, BlockCap::per_cu(4));
       const LoadedKernel& k = env->kernels->get(c, d.dtype);
       for (std::uint64_t n : {std::uint64_t{1000}, (std::uint64_t{1} << 20) + 3})
         for (const SpecialCase& sc : special_cases(d.dtype)) {
@@ -54,8 +52,7 @@ TEST(GpuScale, EveryStrategySpecialValuesBitExact) {
 }
 
 // Random inputs of every kind, sizes and offsets, capped and uncapped grids: amax, scale and
-// scale_inv against the CPU reference for every strategy, both NaN modes, random rules; without
-// clusters and in clusters of 2 and 8 where the device has them.
+// scale_inv against the CPU reference for every strategy, both NaN modes, random rules.
 TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   AMAX_REQUIRE_GPU();
   Backend& b = *env->backend;
@@ -65,12 +62,11 @@ TEST(GpuScale, EveryStrategyRandomInputsBitExact) {
   DeviceBuffer in(b, max_n * 4 + 64), out(b, 12), slot(b, 4 * kSlotWords), ws(b, 64u << 20);
   b.memset32_async(slot.get(), 0, kSlotWords, nullptr);
   int checked = 0;
-  for (std::uint32_t cluster : clusters_here(env->arch))
   for (Strategy st : all_strategies())
     for (const auto& d : all_dtypes())
       for (BlockCap cap : {BlockCap::per_cu(2), BlockCap::uncapped()}) {
-        if (!runs_here(st, cluster, env->arch)) continue;
-        const KernelConfig c = fused(st, d.dtype, cap, cluster);
+        if (!runs_here(st, env->arch)) continue;
+        const KernelConfig c = fused(st, d.dtype, cap);
         const LoadedKernel& k = env->kernels->get(c, d.dtype);
         for (int i = 0; i < 12; ++i) {
           const std::uint64_t n = 1 + rng() % (i < 6 ? 5000 : max_n - 16);

@@ -1,5 +1,5 @@
 // The fused scale epilogue through the public API on the GPU (label `gpu`): every strategy forced,
-// clustered labels, n = 0, graph capture replayed with new data, the atomic choice run as one
+// n = 0, graph capture replayed with new data, the atomic choice run as one
 // self_reset launch, bad input writing nothing.
 #include <algorithm>
 
@@ -102,19 +102,6 @@ TEST(GpuScale, ApiEveryStrategyAndGraphReplayWithNewData) {
   for (Strategy st : all_strategies()) {
     ForceStrategy force(st);
     api_and_graph_replay(env, std::string(to_string(st)));
-  }
-}
-
-// Clustered variants (issue 27) through the C++ API, forced by label (bf16 runs the label in
-// clusters of 8; fp32, for which a v8 label is invalid, runs the built-in default), direct and
-// from graphs replayed with new data: the cluster launch is graph-capture safe.
-TEST(GpuScale, ClusteredLabelsThroughTheApiAndGraphReplay) {
-  AMAX_REQUIRE_GPU();
-  if (auto why = cluster_unsupported_reason(env->arch)) GTEST_SKIP() << *why;
-  for (Strategy st : all_strategies()) {
-    const std::string label = std::string(to_string(st)) + ".t512.v8.u2.b4cu.c8";
-    ForceLabel force(label);
-    api_and_graph_replay(env, label);
   }
 }
 

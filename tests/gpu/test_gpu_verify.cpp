@@ -43,11 +43,11 @@ TEST(GpuVerify, SharedSingleTensorLaunchesGiveEachVariantItsOwnLaunchsBits) {
   const auto cu = static_cast<std::uint32_t>(b.device().cu_count);
   const DType d = DType::fp32;
   // Every strategy and grid cap of the pruned space at 256 threads, unroll 2 (several caps per
-  // kernel), and every spin variant (its grid also follows the kernel's resident blocks).
+  // kernel).
   std::vector<KernelConfig> cs;
   std::vector<const LoadedKernel*> ks;
   for (const KernelConfig& c : candidates(env->arch, d, SpaceKind::pruned))
-    if ((c.threads == 256 && c.unroll == 2 && c.epilogue == Epilogue::amax) || c.strategy == Strategy::spin) {
+    if (c.threads == 256 && c.unroll == 2 && c.epilogue == Epilogue::amax) {
       cs.push_back(c);
       ks.push_back(&env->kernels->get(c, d));
     }

@@ -160,14 +160,13 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
   const auto compiler = make_compiler(t.vendor);
   const auto arch = ArchInfo::parse(t.arch);
   int compiled = 0;
-  const bool spin = kPrunedSpin && !spin_unsupported_reason(arch);
   for (const auto& d : all_dtypes()) {
     const auto configs = spread(arch, d.dtype);
-    // atomic, two_stage, one_pass: 2 thread counts x 2 unrolls; self_reset, and spin where the
-    // arch's pruned space has it (kPrunedSpin, NVIDIA): 1024 threads x 2 unrolls; first_reset
+    // atomic, two_stage, one_pass: 2 thread counts x 2 unrolls; self_reset: 1024 threads x 2
+    // unrolls; first_reset
     // (unroll 1-4): 1024 threads x unroll 1; first_reset_warp (at most 512 threads, its ticket wave
     // beside them): 512 threads x unroll 1
-    ASSERT_EQ(configs.size(), spin ? 18u : 16u);
+    ASSERT_EQ(configs.size(), 16u);
     for (const auto& c : configs) {
       const std::string src = render_source(c, d.dtype, t.vendor);
       CompiledProgram p;
@@ -200,7 +199,7 @@ TEST_P(JitCompile, SpreadOfPrunedSpaceCompilesWithResourceUsage) {
     }
   }
   print_toolchain(*compiler, arch);
-  EXPECT_EQ(compiled, 3 * (spin ? 18 : 16));  // three dtypes
+  EXPECT_EQ(compiled, 3 * 16);  // three dtypes
   RecordProperty("compiled", compiled);
 }
 
@@ -214,7 +213,6 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
   int compiled = 0;
   for (const auto& d : all_dtypes())
     for (const StrategyInfo& s : kStrategies) {
-      if (s.value == Strategy::spin && spin_unsupported_reason(arch)) continue;  // SpinCompiles... below
       if (resets_first(s.value)) continue;  // no scale epilogue (validate(); fused_variant maps it)
       const KernelConfig c{s.value, 512, 16 / d.bytes, 4, BlockCap::per_cu(8), Epilogue::scale};
       ASSERT_FALSE(c.validate(arch, d.dtype)) << *c.validate(arch, d.dtype);
@@ -232,101 +230,7 @@ TEST_P(JitCompile, ScaleEpilogueCompilesForEveryStrategy) {
       EXPECT_EQ(usage.count(finish_kernel_name(c, d.dtype)), s.value == Strategy::two_stage ? 1u : 0u) << name;
       ++compiled;
     }
-  EXPECT_EQ(compiled, t.vendor == Vendor::nvidia ? 15 : 12);
-}
-
-// spin (issue 27): on NVIDIA every dtype, amax-only and fused, at the shapes of the GPU suites
-// compiles without spills (no finish kernel); on AMD validate() refuses it and the template's own
-// guard refuses to compile it, naming why.
-TEST_P(JitCompile, SpinCompilesOnNvidiaAndIsRefusedOnAmd) {
-  const Target t = GetParam();
-  SKIP_UNLESS_COMPILABLE(t);
-  const auto compiler = make_compiler(t.vendor);
-  const auto arch = ArchInfo::parse(t.arch);
-  if (t.vendor == Vendor::amd) {
-    const KernelConfig c{Strategy::spin, 256, 8, 2, BlockCap::per_cu(4)};
-    ASSERT_TRUE(c.validate(arch, DType::bf16).has_value());
-    try {
-      compiler->compile(render_source(c, DType::bf16, t.vendor), c.kernel_label() + ".hip", arch);
-      FAIL() << "a spin kernel compiled for " << t.arch;
-    } catch (const CompileError& e) {
-      EXPECT_NE(std::string(e.what()).find("AMAX_STRATEGY_SPIN needs the vendor prelude's AMAX_SPIN_SUPPORTED"),
-                std::string::npos)
-          << e.what();
-    }
-    return;
-  }
-  int compiled = 0;
-  for (const auto& d : all_dtypes())
-    for (Epilogue e : {Epilogue::amax, Epilogue::scale})
-      for (const KernelConfig& shape : {KernelConfig{Strategy::spin, 64, 1, 4, BlockCap::per_cu(16)},
-                                        KernelConfig{Strategy::spin, 512, 16 / d.bytes, 2, BlockCap::per_cu(4)},
-                                        KernelConfig{Strategy::spin, 1024, 16 / d.bytes, 8, BlockCap::uncapped()}}) {
-        KernelConfig c = shape;
-        c.epilogue = e;
-        ASSERT_EQ(c.validate(arch, d.dtype), std::nullopt);
-        CompiledProgram p;
-        try {
-          p = compiler->compile(render_source(c, d.dtype, t.vendor), c.kernel_label() + ".cu", arch);
-        } catch (const CompileError& err) {
-          FAIL() << c.label() << " " << d.name << ": " << err.what();
-        }
-        const std::string name = kernel_name(c, d.dtype);
-        ASSERT_TRUE(p.usage.count(name)) << name << " missing from the resource report";
-        EXPECT_EQ(p.usage.at(name).spill_stores, 0) << name << " spills";
-        EXPECT_EQ(p.usage.at(name).spill_loads, 0) << name << " spills";
-        EXPECT_EQ(p.usage.count(finish_kernel_name(c, d.dtype)), 0u) << name;
-        ++compiled;
-      }
-  EXPECT_EQ(compiled, 18);
-}
-
-// Clustered variants (issue 27): on sm_90 every strategy, amax-only and fused, fp32 and bf16,
-// compiles with its compile-time cluster shape and without spills (the finish kernel for
-// two_stage); on AMD the template refuses them, naming why (validate() keeps them out of every
-// AMD space; this is the template's own guard).
-TEST_P(JitCompile, ClusteredVariantsCompileOnSm90AndAreRefusedOnAmd) {
-  const Target t = GetParam();
-  SKIP_UNLESS_COMPILABLE(t);
-  const auto compiler = make_compiler(t.vendor);
-  const auto arch = ArchInfo::parse(t.arch);
-  if (t.vendor == Vendor::amd) {
-    KernelConfig c{Strategy::self_reset, 256, 8, 2, BlockCap::per_cu(4)};
-    c.cluster = 8;
-    ASSERT_TRUE(c.validate(arch, DType::bf16).has_value());
-    try {
-      compiler->compile(render_source(c, DType::bf16, t.vendor), c.kernel_label() + ".hip", arch);
-      FAIL() << "a clustered kernel compiled for " << t.arch;
-    } catch (const CompileError& e) {
-      EXPECT_NE(std::string(e.what()).find("AMAX_CLUSTER > 1 needs thread-block clusters (NVIDIA sm_90+)"),
-                std::string::npos)
-          << e.what();
-    }
-    return;
-  }
-  int compiled = 0;
-  for (DType d : {DType::fp32, DType::bf16})
-    for (const StrategyInfo& s : kStrategies)
-      for (Epilogue e : {Epilogue::amax, Epilogue::scale})
-        for (std::uint32_t k : {2u, 8u}) {
-          // spin, first_reset and first_reset_warp run without clusters (validate())
-          if (s.value == Strategy::spin || resets_first(s.value)) continue;
-          KernelConfig c{s.value, 512, 16 / info(d).bytes, 2, BlockCap::per_cu(4), e};
-          c.cluster = k;
-          ASSERT_EQ(c.validate(arch, d), std::nullopt);
-          CompiledProgram p;
-          try {
-            p = compiler->compile(render_source(c, d, t.vendor), c.kernel_label() + ".cu", arch);
-          } catch (const CompileError& err) {
-            FAIL() << c.label() << " " << to_string(d) << ": " << err.what();
-          }
-          const std::string name = kernel_name(c, d);
-          ASSERT_TRUE(p.usage.count(name)) << name << " missing from the resource report";
-          EXPECT_EQ(p.usage.at(name).spill_stores, 0) << name << " spills";
-          EXPECT_EQ(p.usage.count(finish_kernel_name(c, d)), s.value == Strategy::two_stage ? 1u : 0u) << name;
-          ++compiled;
-        }
-  EXPECT_EQ(compiled, 32);
+  EXPECT_EQ(compiled, 12);
 }
 
 TEST_P(JitCompile, CompileErrorCarriesTheFullLog) {

@@ -8,11 +8,10 @@
 namespace amax::tune {
 namespace {
 
-LoadedKernel kernel_of(const KernelConfig& c, std::uint32_t resident_per_cu = 0) {
+LoadedKernel kernel_of(const KernelConfig& c) {
   LoadedKernel k;
   k.config = c.compile_time_part();
   k.dtype = DType::fp32;
-  k.resident_per_cu = resident_per_cu;
   return k;
 }
 
@@ -47,18 +46,6 @@ TEST(VerifyLaunchKey, SingleTensorKernelTensorAndShapeEachSeparateLaunches) {
   const KernelConfig two = capped(Strategy::two_stage, BlockCap::per_cu(1));
   const LoadedKernel k2 = kernel_of(two);
   EXPECT_NE(verify_launch_key(k2, two, 1048579, 1, 6), verify_launch_key(k2, two, 1048579, 132, 6));
-}
-
-TEST(VerifyLaunchKey, SpinGridFollowsTheKernelsResidentBlocks) {
-  const KernelConfig un = capped(Strategy::spin, BlockCap::uncapped());
-  const KernelConfig one = capped(Strategy::spin, BlockCap::per_cu(1));
-  const LoadedKernel k = kernel_of(un, 1);  // one block per SM at once
-  // n = 1048579 fp32 wants 513 blocks; for one CU the uncapped spin grid is cut to 1 x 1 resident.
-  ASSERT_EQ(launch_shape(un, 1048579, 1, 1).grid, 1u);
-  EXPECT_EQ(verify_launch_key(k, un, 1048579, 1, 6), verify_launch_key(k, one, 1048579, 1, 6));
-  const LoadedKernel k4 = kernel_of(un, 4);
-  ASSERT_EQ(launch_shape(un, 1048579, 1, 4).grid, 4u);
-  EXPECT_NE(verify_launch_key(k4, un, 1048579, 1, 6), verify_launch_key(k4, one, 1048579, 1, 6));
 }
 
 TEST(VerifyLaunchKey, MultiTensorCapsGivingTheSamePlanShareALaunch) {

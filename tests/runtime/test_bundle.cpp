@@ -351,13 +351,13 @@ TEST(ReleaseBundle, HoldsEveryShippedWinnerAndTheDefaultsForEachBuildableArch) {
     EXPECT_EQ(report.find(a + ": skipped"), std::string::npos) << report;
     // The built-in default of each dtype at both of its shapes, with every strategy the arch runs
     // (the default itself, self_reset and the others AMAX_TUNE_FORCE_STRATEGY selects, the atomic
-    // fallback; spin on NVIDIA only), and as amax_and_scale runs it (fused_variant).
+    // fallback), and as amax_and_scale runs it (fused_variant).
     for (const auto& d : all_dtypes())
       for (std::uint64_t n : {std::uint64_t{1000}, std::uint64_t{1} << 30}) {
         const KernelConfig fused = fused_variant(builtin_default(arch, d.dtype, n), arch, d.dtype);
         EXPECT_NE(b->find(fused, d.dtype, arch), nullptr) << a << " " << d.name << " n=" << n << " " << fused.label();
         for (const Strategy s : all_strategies()) {
-          if (s == Strategy::spin && spin_unsupported_reason(arch)) continue;  // never run there: not bundled
+          if (strategy_unsupported_reason(s, arch)) continue;  // never run there: not bundled
           KernelConfig c = builtin_default(arch, d.dtype, n);
           c.strategy = s;
           for (const auto& e : kEpilogues) {

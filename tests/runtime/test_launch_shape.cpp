@@ -143,104 +143,6 @@ TEST(LaunchShape, PerCuCapsFollowTheDevicesCuCount) {
   EXPECT_EQ(launch_shape(te, 1ull << 30, 304).grid, 65535u);
 }
 
-// A clustered config (issue 27) launches whole clusters: the grid rounds up to a multiple of the
-// cluster, and the cross-block step (workspace words, slot, finish kernel) has one participant per
-// cluster; a grid of one cluster needs neither workspace nor slot, as a one-block grid.
-TEST(LaunchShape, ClusterRoundsTheGridUpAndCountsClustersAsParticipants) {
-  KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::per_cu(4)};
-  self.cluster = 8;
-  auto s = launch_shape(self, 1000, 132);  // 125 vectors: 1 block -> one cluster of 8
-  EXPECT_EQ(s.grid, 8u);
-  EXPECT_EQ(s.parts, 1u);
-  EXPECT_FALSE(s.uses_slot);
-  EXPECT_EQ(s.workspace_bytes, 0u);
-  EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(self, (1u << 20) + 8, 132);  // 131073 vectors / 1024 -> 129 blocks -> 136 = 17 clusters
-  EXPECT_EQ(s.grid, 136u);
-  EXPECT_EQ(s.parts, 17u);
-  EXPECT_TRUE(s.uses_slot);
-  EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(self, 1ull << 33, 132);  // the cap 528 is a multiple of 8: 66 clusters
-  EXPECT_EQ(s.grid, 528u);
-  EXPECT_EQ(s.parts, 66u);
-  self.cluster = 1;
-  EXPECT_EQ(launch_shape(self, (1u << 20) + 8, 132).parts, 129u);  // no cluster: the blocks
-
-  KernelConfig one{Strategy::one_pass, 256, 4, 2, BlockCap::per_cu(4)};
-  one.cluster = 4;
-  s = launch_shape(one, (1u << 20) + 4, 132);  // 262145 vectors / 512 -> 513 blocks -> 516 = 129 clusters
-  EXPECT_EQ(s.grid, 516u);
-  EXPECT_EQ(s.parts, 129u);
-  EXPECT_EQ(s.workspace_bytes, 129u * 4);
-  EXPECT_TRUE(s.uses_slot);
-
-  KernelConfig two{Strategy::two_stage, 256, 4, 2, BlockCap::per_cu(1)};
-  two.cluster = 2;
-  s = launch_shape(two, 1u << 20, 131);  // cap 131 -> 132 = 66 clusters (the cap exceeded by one)
-  EXPECT_EQ(s.grid, 132u);
-  EXPECT_EQ(s.parts, 66u);
-  EXPECT_EQ(s.workspace_bytes, 66u * 4);
-  EXPECT_TRUE(s.finish_kernel);
-  EXPECT_EQ(s.launches(), 2);
-  s = launch_shape(two, 100, 131);  // one cluster of 2: no finish kernel
-  EXPECT_EQ(s.grid, 2u);
-  EXPECT_FALSE(s.finish_kernel);
-  EXPECT_EQ(s.workspace_bytes, 0u);
-
-  KernelConfig atomic{Strategy::atomic, 512, 4, 2, BlockCap::uncapped(), Epilogue::scale};
-  atomic.cluster = 2;
-  s = launch_shape(atomic, (1u << 20) + 4, 132);  // 262145 / 1024 -> 257 blocks -> 258 = 129 clusters
-  EXPECT_EQ(s.grid, 258u);
-  EXPECT_TRUE(s.memset_output);
-  EXPECT_TRUE(s.uses_slot);  // the epilogue counts the clusters
-  EXPECT_EQ(s.launches(), 2);
-}
-
-// spin (issue 27): the grid is capped at kSpinMaxBlocks and at the blocks the device holds at once
-// (resident_per_cu x CUs, the loaded kernel's occupancy); it uses the stream slot (its per-block
-// words) but no workspace, launches once, cooperatively when it has more than one block.
-TEST(LaunchShape, SpinGridIsCappedAtTheResidentBlocksAndKSpinMaxBlocks) {
-  EXPECT_EQ(kSpinFirstWord, 6u);
-  EXPECT_EQ(kSpinMaxBlocks, 1024u);
-  EXPECT_EQ(kSlotWords, 1030u);
-  const KernelConfig spin{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
-  // bf16 n = 2^24: 2097152 vectors / 1024 per block -> 2048 blocks uncapped.
-  auto s = launch_shape(spin, 1u << 24, 132, 4);  // 4 x 132 = 528 resident
-  EXPECT_EQ(s.grid, 528u);
-  EXPECT_EQ(s.parts, 528u);
-  EXPECT_EQ(s.block, 512u);
-  EXPECT_EQ(s.workspace_bytes, 0u);
-  EXPECT_TRUE(s.uses_slot);
-  EXPECT_TRUE(s.cooperative);
-  EXPECT_FALSE(s.memset_output);
-  EXPECT_FALSE(s.finish_kernel);
-  EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(spin, 1u << 24, 132);  // resident not known: kSpinMaxBlocks only
-  EXPECT_EQ(s.grid, 1024u);
-  s = launch_shape(spin, 1u << 24, 132, 16);  // 2112 resident: kSpinMaxBlocks caps
-  EXPECT_EQ(s.grid, 1024u);
-  s = launch_shape(spin, 1u << 20, 132, 4);  // 131072 vectors -> 128 blocks, under both caps
-  EXPECT_EQ(s.grid, 128u);
-  EXPECT_TRUE(s.cooperative);
-  s = launch_shape(spin, 1000, 132, 4);  // 125 vectors: one block writes the result itself
-  EXPECT_EQ(s.grid, 1u);
-  EXPECT_FALSE(s.uses_slot);
-  EXPECT_FALSE(s.cooperative);
-  EXPECT_EQ(s.launches(), 1);
-  s = launch_shape(spin, 0, 132, 4);
-  EXPECT_EQ(s.grid, 0u);
-  EXPECT_EQ(s.launches(), 0);
-  // The config's own cap applies first: 2 per CU = 264 < 528.
-  const KernelConfig capped{Strategy::spin, 512, 8, 2, BlockCap::per_cu(2)};
-  EXPECT_EQ(launch_shape(capped, 1u << 24, 132, 4).grid, 264u);
-  // ... and the resident cap below it: 1 resident per CU.
-  EXPECT_EQ(launch_shape(capped, 1u << 24, 132, 1).grid, 132u);
-  // resident_per_cu is read for spin only.
-  const KernelConfig self{Strategy::self_reset, 512, 8, 2, BlockCap::uncapped()};
-  EXPECT_EQ(launch_shape(self, 1u << 24, 132, 4).grid, 2048u);
-  EXPECT_FALSE(launch_shape(self, 1u << 24, 132, 4).cooperative);
-}
-
 namespace {
 // Records the launches launch_amax makes and answers the occupancy query with per_cu (the block size
 // each query asked about in queried_blocks); every other call is unexpected.
@@ -275,40 +177,6 @@ class LaunchRecordingBackend final : public test::UnusedBackend {
   bool is_capturing(StreamHandle) override { return false; }
 };
 }  // namespace
-
-// launch_amax launches a many-block spin grid cooperatively and a one-block one plainly, and refuses
-// a spin shape larger than the kernel's resident blocks before launching anything.
-TEST(LaunchAmax, SpinLaunchesCooperativelyAndRefusesAGridOverTheResidentBlocks) {
-  LaunchRecordingBackend b;
-  LoadedKernel k;
-  k.config = KernelConfig{Strategy::spin, 512, 8, 2, BlockCap::uncapped()};
-  k.dtype = DType::bf16;
-  k.resident_per_cu = 4;
-  std::uint32_t slot[kSlotWords] = {};
-  float out = 0;
-  const void* in = reinterpret_cast<const void*>(0x1000);
-  launch_amax(b, k, launch_shape(k.config, 1u << 24, 132, k.resident_per_cu), in, 1u << 24, &out, nullptr, slot,
-              NanMode::propagate, nullptr);
-  launch_amax(b, k, launch_shape(k.config, 1000, 132, k.resident_per_cu), in, 1000, &out, nullptr, slot,
-              NanMode::ignore, nullptr);
-  ASSERT_EQ(b.launches.size(), 2u);
-  EXPECT_TRUE(b.launches[0].cooperative);
-  EXPECT_EQ(b.launches[0].grid, 528u);
-  EXPECT_EQ(b.launches[0].block, 512u);
-  EXPECT_FALSE(b.launches[1].cooperative);
-  EXPECT_EQ(b.launches[1].grid, 1u);
-  // A shape made without the resident count (1024 blocks) for a kernel that holds 4 x 132 = 528.
-  try {
-    launch_amax(b, k, launch_shape(k.config, 1u << 24, 132), in, 1u << 24, &out, nullptr, slot, NanMode::propagate,
-                nullptr);
-    FAIL() << "no error";
-  } catch (const std::logic_error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "launch_amax: spin grid of 1024 blocks exceeds the 528 blocks of spin.t512.v8.u2.buncapped the device "
-              "holds at once (pass its resident_per_cu to launch_shape)");
-  }
-  EXPECT_EQ(b.launches.size(), 2u);
-}
 
 // Backend::launch_cooperative's refusal, the one check both vendors' cooperative launches go through:
 // the grid against the occupancy query (asked for the launch's block size) x the CU count, exactly
@@ -414,8 +282,8 @@ class OpRecordingBackend final : public test::UnusedBackend {
 // Every strategy's plan, executed: the ordered operations launch_amax enqueues for a many-block and
 // a one-block grid, with their launch kind, grid, block and kernel (main or finish), exactly as
 // each strategy's launch sequence has been (a memset then the kernel for atomic; stage one then a
-// dependent one-block finish for two_stage, a plain one during capture; one cooperative launch for
-// spin; one wave more per block for first_reset_warp; one launch for the others).
+// dependent one-block finish for two_stage, a plain one during capture; one wave more per block for
+// first_reset_warp; one launch for the others).
 TEST(LaunchAmax, EveryStrategysOperationsInOrder) {
   auto* const main_fn = reinterpret_cast<FunctionHandle>(0x10);
   auto* const finish_fn = reinterpret_cast<FunctionHandle>(0x20);
@@ -426,7 +294,7 @@ TEST(LaunchAmax, EveryStrategysOperationsInOrder) {
   using Op = OpRecordingBackend::Op;
   struct Case {
     Strategy s;
-    std::vector<Op> many;  // n = 2^24 (uncapped grid 2048, spin's 528 resident)
+    std::vector<Op> many;  // n = 2^24 (uncapped grid 2048)
     std::vector<Op> one;   // n = 1000: one block
   };
   const std::vector<Case> cases = {
@@ -439,8 +307,6 @@ TEST(LaunchAmax, EveryStrategysOperationsInOrder) {
       {Strategy::one_pass, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
        {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
       {Strategy::self_reset, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
-       {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
-      {Strategy::spin, {{"cooperative", main_fn, 528, 512, {const_cast<void*>(in)}}},
        {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},
       {Strategy::first_reset, {{"launch", main_fn, 2048, 512, {const_cast<void*>(in)}}},
        {{"launch", main_fn, 1, 512, {const_cast<void*>(in)}}}},

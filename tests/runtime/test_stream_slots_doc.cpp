@@ -1,5 +1,5 @@
 // docs/api.md states the stream slots' device memory in one place; its numbers must be what the
-// constants give (launch_plan.hpp's kSlotWords, kSpinFirstWord and kQuantize*Word, context.hpp's
+// constants give (launch_plan.hpp's kSlotWords and kQuantize*Word, context.hpp's
 // kSlots), so that a change of either shows here instead of in a stale sentence.
 #include <gtest/gtest.h>
 
@@ -20,12 +20,10 @@ TEST(StreamSlots, ApiDocStatesTheirMemoryFromTheConstants) {
   text << f.rdbuf();
   const std::string doc = std::regex_replace(text.str(), std::regex(R"(\s+)"), " ");  // wrapped lines joined
   constexpr std::size_t slots = amax::capi::ContextState::kSlots;
-  constexpr std::size_t spin_bytes = 4 * amax::kSlotWords, plain_bytes = 4 * amax::kSpinFirstWord;
-  static_assert(plain_bytes * slots % 1024 == 0);
+  constexpr std::size_t slot_bytes = 4 * amax::kSlotWords;
   for (const std::string& want :
        {fmt::format("one per stream for up to {} streams", slots),
-        fmt::format("{} bytes per slot, {:.1f} MB in all", spin_bytes, spin_bytes * slots / 1e6),
-        fmt::format("{} bytes per slot, {} KiB in all", plain_bytes, plain_bytes * slots / 1024),
+        fmt::format("{} bytes per slot, {:g} KiB in all", slot_bytes, static_cast<double>(slot_bytes * slots) / 1024),
         fmt::format("one-launch kernels (`keep`, `reread`) use words {} and {}", amax::kQuantizeArrivalWord,
                     amax::kQuantizeAccumulatorWord),
         fmt::format("and word {} (their publication)", amax::kQuantizePublishedWord)})

@@ -54,10 +54,7 @@ TEST(Wave64Model, SetHoldsEveryAmdKernelAndVariant) {
       for (const StrategyInfo& si : kStrategies) {
         KernelConfig c = builtin_default(arch, di.dtype, 1u << 20);
         c.strategy = si.value;
-        if (c.validate(arch, di.dtype)) {
-          EXPECT_EQ(si.value, Strategy::spin) << "only spin is left out of AMD's forced strategies";
-          continue;
-        }
+        ASSERT_EQ(c.validate(arch, di.dtype), std::nullopt) << "every strategy is forced on AMD too";
         EXPECT_TRUE(holds(set.singles, c, di.dtype)) << c.label();
         EXPECT_TRUE(holds(set.singles, fused_variant(c, arch, di.dtype), di.dtype))
             << fused_variant(c, arch, di.dtype).label();
@@ -99,8 +96,6 @@ TEST(Wave64Model, SourceIsTheAmdRenderWithOnlyThePreludeSwapped) {
   for (std::string_view op : {"amax_arrive", "amax_store_release", "amax_load_acquire", "amax_div_rn", "amax_rcp_rn"})
     EXPECT_NE(model.find(op), std::string::npos) << op;
   EXPECT_EQ(model.find("griddepcontrol"), std::string::npos) << "no programmatic dependent launch on AMD";
-  EXPECT_EQ(model.find("#define AMAX_SPIN_SUPPORTED"), std::string::npos) << "no spin on AMD";
-  EXPECT_EQ(model.find("#define AMAX_CLUSTER_DIMS"), std::string::npos) << "no clusters on AMD";
   auto check = [&](const std::string& amd, const std::string& m, const std::string& what) {
     ASSERT_EQ(m.find(hip), std::string::npos) << what;
     const std::size_t at = m.find(model);

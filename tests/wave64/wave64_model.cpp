@@ -86,7 +86,7 @@ ModelSet model_set() {
         for (const StrategyInfo& si : kStrategies) {
           KernelConfig c = builtin_default(arch, d, n);
           c.strategy = si.value;
-          if (c.validate(arch, d)) continue;  // spin: NVIDIA only
+          if (c.validate(arch, d)) continue;  // a strategy the arch does not run (strategy_unsupported_reason)
           add_unique(singles, c);
           const KernelConfig f = fused_variant(c, arch, d);
           check_valid(f, arch, d);

@@ -29,28 +29,21 @@ namespace amax {
 /// - self_reset: every block does an atomic max into a context-owned accumulator word and counts
 ///   itself on a context-owned counter; the last block writes the output and zeroes both words.
 ///   One launch, no memset, no workspace.
-/// - spin: a single-wave grid (no larger than the blocks the device holds at once, launched
-///   cooperatively so that they are co-resident): every block but block 0 stores its maximum with
-///   bit 31 set (the flag: an fp32 amax never has the sign bit) into its own word of the stream
-///   slot; block 0 polls those words, zeroes them, reduces them and writes the output. One launch,
-///   no memset, no workspace, no atomic (issue 27; tail probe: `spin_coop`). NVIDIA only
-///   (spin_unsupported_reason); no clusters.
 /// - first_reset: the output is zeroed inside the launch, at its start: thread 0 of every block
 ///   takes a ticket on a 64-bit {arrivals, epoch} word of the stream slot before its loads; the
 ///   first block to arrive zeroes the output and publishes the epoch with a release store, the
 ///   last to arrive moves the word to the next epoch. After its loads every block waits (acquire)
 ///   for that publication, normally long done, and ends with a fire-and-forget atomic max on the
 ///   output: no block waits for another block's loads and nothing is reset at the end. One
-///   launch, no memset, no workspace, any grid (issue 27; tail probe: `first_reset`). amax only
-///   (no block holds the final value for the scale epilogue: fused_variant runs self_reset); no
-///   clusters.
+///   launch, no memset, no workspace, any grid. amax only (no block holds the final value for the
+///   scale epilogue: fused_variant runs self_reset).
 /// - first_reset_warp: first_reset with the ticket taken by one extra wave of the block that loads
 ///   nothing (the block has threads + one wave), so no loading wave waits for the ticket's round
 ///   trip; that wave zeroes and publishes when its block arrives first, and contributes +0.0 to the
-///   block reduction (tail probe: `first_reset_warp`, 0.14-0.31 us faster than first_reset at
-///   64 KiB-1 MiB on the H200). threads + wave at most the block limit; otherwise as first_reset.
+///   block reduction, so it is faster than first_reset where the ticket's round trip is not hidden
+///   by the loads (docs/tuning.md). threads + wave at most the block limit; otherwise as first_reset.
 enum class Strategy : std::uint8_t {
-  atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, spin = 4, first_reset = 5, first_reset_warp = 6
+  atomic = 0, two_stage = 1, one_pass = 2, self_reset = 3, first_reset = 4, first_reset_warp = 5
 };
 
 /// Static facts about one enumerator of a variant field's enum (Epilogue, Combine): the rows of its
@@ -63,7 +56,7 @@ struct EnumInfo {
   std::string_view macro;  ///< the kernels' preprocessor name ("AMAX_EPILOGUE_SCALE"), value = enum value
 };
 
-/// Where a strategy keeps state between its participants (blocks, or clusters) in the stream slot.
+/// Where a strategy keeps state between its participants (blocks) in the stream slot.
 /// - none: it never touches the slot;
 /// - participants: with more than one participant;
 /// - scale_participants: with more than one participant and the scale epilogue only (the last
@@ -108,7 +101,6 @@ struct StrategyInfo {
   bool extra_wave = false;     ///< its block has one wave more than its loading threads (loading nothing)
   // ---- what it supports ----
   bool scale_epilogue = true;  ///< it can carry the scale epilogue
-  bool clusters = true;        ///< it runs with thread-block clusters
   std::string_view amd_unsupported = {};  ///< why it is not generated for AMD ("" where it is)
   FusedAs fused = FusedAs::itself;
   // ---- its pruned space (the full space holds every valid config) ----
@@ -118,10 +110,6 @@ struct StrategyInfo {
   std::uint8_t pruned_caps = kPrunedCapsAll;  ///< the pruned grid caps it takes (bits: kPrunedCapsAll)
 };
 
-/// spin's slot words and grid cap: block b (1 .. grid - 1) stores its flagged maximum into word
-/// kSpinFirstWord + b; 1024 blocks cover one wave of 512-thread blocks on the H200 (132 SMs x 4).
-inline constexpr std::uint32_t kSpinFirstWord = 6;
-inline constexpr std::uint32_t kSpinMaxBlocks = 1024;
 /// first_reset's three slot words: [kFirstResetWord, +1] the 64-bit {arrivals, epoch} word (8-byte
 /// aligned), [kFirstResetWord + 2] the last published epoch + 1.
 inline constexpr std::uint32_t kFirstResetWord = 2;
@@ -139,20 +127,14 @@ inline constexpr StrategyInfo kStrategies[] = {
      .workspace = true, .slot = SlotUse::participants, .slot_count = 1},
     {.value = Strategy::self_reset, .name = "self_reset", .macro = "AMAX_STRATEGY_SELF_RESET", .column = "self",
      .slot = SlotUse::participants, .slot_count = 2, .pruned_min_threads = 256, .pruned_caps = 0x1e},
-    {.value = Strategy::spin, .name = "spin", .macro = "AMAX_STRATEGY_SPIN", .column = "spin",
-     .slot = SlotUse::participants, .slot_first = kSpinFirstWord, .slot_count = kSpinMaxBlocks,
-     .slot_macro = "AMAX_SPIN_FIRST_WORD", .resident_grid = true, .max_grid = kSpinMaxBlocks, .clusters = false,
-     .amd_unsupported = "its polling is not validated on CDNA (per-XCD L2 caches need system-coherent flag words)",
-     .in_pruned = false, .pruned_min_threads = 256, .pruned_caps = 0x07},
     {.value = Strategy::first_reset, .name = "first_reset", .macro = "AMAX_STRATEGY_FIRST_RESET", .column = "first",
      .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
-     .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .scale_epilogue = false, .clusters = false,
+     .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .scale_epilogue = false,
      .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4, .pruned_caps = 0x17},
     {.value = Strategy::first_reset_warp, .name = "first_reset_warp", .macro = "AMAX_STRATEGY_FIRST_RESET_WARP",
      .column = "frw", .slot = SlotUse::participants, .slot_first = kFirstResetWord, .slot_count = 3,
      .slot_macro = "AMAX_FIRST_RESET_WORD", .persistent_slot = true, .extra_wave = true, .scale_epilogue = false,
-     .clusters = false, .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4,
-     .pruned_caps = 0x17},
+     .fused = FusedAs::self_reset, .pruned_min_threads = 256, .pruned_max_unroll = 4, .pruned_caps = 0x17},
 };
 
 namespace detail {
@@ -249,12 +231,6 @@ struct KernelConfig {
   std::uint32_t unroll = 1;     ///< vector loads in flight per thread per iteration
   BlockCap max_blocks{};        ///< grid cap; a launch parameter, not compiled in
   Epilogue epilogue = Epilogue::amax;  ///< amax alone, or amax + scale + scale_inv (compiled in)
-  /// Blocks per thread-block cluster (compiled in): 1 = no cluster; 2, 4 or 8 (NVIDIA sm_90+, the
-  /// portable cluster sizes): the blocks of a cluster combine their maxima through distributed
-  /// shared memory and only the cluster's first block takes part in the strategy's cross-block step
-  /// (atomic max, workspace word, count), so that step has grid / cluster participants. The grid
-  /// is rounded up to a multiple of the cluster (launch_shape). Issue 27.
-  std::uint32_t cluster = 1;
 
   auto operator<=>(const KernelConfig&) const = default;
 
@@ -264,11 +240,10 @@ struct KernelConfig {
 
   /// The field list: the one place the variant's fields are enumerated. The labels, label
   /// parsing, the rendered #defines and the compile-time/launch-time split derive from it.
-  /// The epilogue and the cluster are omissible: labels written before they existed (in databases,
-  /// overrides, documents) name the amax-only, cluster-less variant they always named; a fused
-  /// variant's label has `.scale` after the grid cap (`one_pass.t256.v8.u4.b8cu.scale`), a
-  /// clustered one ends in `.cN` (`self_reset.t512.v8.u2.b4cu.c8`, `...b4cu.scale.c8`). `.amax`
-  /// and `.c1` are not accepted: one label per variant.
+  /// The epilogue is omissible: labels written before it existed (in databases, overrides,
+  /// documents) name the amax-only variant they always named; a fused variant's label has `.scale`
+  /// after the grid cap (`one_pass.t256.v8.u4.b8cu.scale`). `.amax` is not accepted: one label per
+  /// variant.
   static constexpr auto fields() {
     return std::make_tuple(
         Field<Strategy>{"strategy", "", "", "AMAX_STRATEGY", &KernelConfig::strategy},
@@ -276,8 +251,7 @@ struct KernelConfig {
         Field<std::uint32_t>{"nvec", "v", "", "AMAX_NVEC", &KernelConfig::nvec},
         Field<std::uint32_t>{"unroll", "u", "", "AMAX_UNROLL", &KernelConfig::unroll},
         Field<BlockCap>{"max_blocks", "b", "", "", &KernelConfig::max_blocks},
-        Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &KernelConfig::epilogue, true},
-        Field<std::uint32_t>{"cluster", "c", "", "AMAX_CLUSTER", &KernelConfig::cluster, true});
+        Field<Epilogue>{"epilogue", "", "", "AMAX_EPILOGUE", &KernelConfig::epilogue, true});
   }
 
   /// Canonical label, e.g. `two_stage.t256.v8.u4.b8cu` or `two_stage.t256.v8.u4.b8cu.scale`:
@@ -296,23 +270,15 @@ struct KernelConfig {
   /// `#define AMAX_THREADS 256` etc.: one line per compile-time field, in field order.
   std::string compile_time_defines() const;
   /// Reason this config cannot run on `arch` for `dtype` (empty optional when valid): threads not a
-  /// multiple of the wave size or over the limit, vector wider than 16 bytes, a cluster other than
-  /// 1, 2, 4 or 8, a cluster on AMD or below sm_90 (cluster_unsupported_reason), a strategy the
-  /// arch does not run (strategy_unsupported_reason), a cluster or the scale epilogue on a strategy
-  /// whose row does not support it, and so on.
+  /// multiple of the wave size or over the limit, vector wider than 16 bytes, a strategy the arch
+  /// does not run (strategy_unsupported_reason), the scale epilogue on a strategy whose row does not
+  /// support it, and so on.
   std::optional<std::string> validate(const ArchInfo& arch, DType dtype) const;
 };
 
 /// Why `arch` cannot run strategy `s` (its row's amd_unsupported on AMD), or nullopt where it can.
 /// Pure, thread-safe.
 std::optional<std::string> strategy_unsupported_reason(Strategy s, const ArchInfo& arch);
-/// strategy_unsupported_reason(Strategy::spin, arch).
-std::optional<std::string> spin_unsupported_reason(const ArchInfo& arch);
-
-/// Why `arch` cannot run thread-block clusters (KernelConfig::cluster > 1), or nullopt where it
-/// can (NVIDIA sm_90 and later: Hopper's distributed shared memory). AMD has no clusters; an NVIDIA
-/// arch below sm_90 has none either. Pure, thread-safe.
-std::optional<std::string> cluster_unsupported_reason(const ArchInfo& arch);
 
 namespace detail {
 /// Label tokens: a decimal u32 without leading zeros (nullopt otherwise), and `s` split at `sep`.
@@ -325,9 +291,7 @@ static_assert(aggregate_arity<KernelConfig>() == std::tuple_size_v<decltype(Kern
               "every KernelConfig member must be listed in KernelConfig::fields()");
 
 /// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
-/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`,
-/// `amax_self_reset_t512_v8_u2_c8_bf16`),
-/// plus the second-stage kernel of two_stage (`..._finish`).
+/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`), plus the second-stage kernel of two_stage (`..._finish`).
 std::string kernel_name(const KernelConfig& c, DType dtype);
 std::string finish_kernel_name(const KernelConfig& c, DType dtype);
 

@@ -128,18 +128,16 @@ struct LaunchOp {
 /// [1, the config's cap], where vectors = ceil(n / nvec) (the unaligned head and the tail, fewer
 /// than nvec elements each, are folded by the first threads besides their vectors:
 /// amax_range_partial in templates/amax_kernels.h, so below the cap a size that is a whole number
-/// of (threads x unroll x nvec) tiles takes that many blocks), then rounded up to a multiple of the
-/// config's cluster (a clustered kernel launches whole clusters: the cap may be exceeded by at most
-/// cluster - 1 blocks). A row with resident_grid: the grid is further capped at the row's max_grid
+/// of (threads x unroll x nvec) tiles takes that many blocks). A row with resident_grid: the grid is further capped at the row's max_grid
 /// and at resident_per_cu x cu_count, the blocks of the compiled kernel the device holds at once
 /// (Loaded::resident_per_cu, an occupancy query); with resident_per_cu 0 (not known: no kernel
 /// loaded yet) only at max_grid, and such a shape is only for sizing (workspace, launches):
 /// launch_amax refuses a resident-grid shape larger than its kernel's resident blocks. Pure,
 /// thread-safe.
 struct LaunchShape {
-  std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched); a multiple of the cluster
+  std::uint32_t grid = 0;             ///< 0 when n == 0 (nothing is launched)
   std::uint32_t block = 0;            ///< the config's loading threads (without an extra wave)
-  std::uint32_t parts = 0;            ///< participants of the cross-block step: grid / cluster
+  std::uint32_t parts = 0;            ///< participants of the cross-block step: the grid's blocks
   std::uint64_t workspace_bytes = 0;  ///< 4 x parts for a row with workspace when parts > 1, else 0
   bool uses_slot = false;             ///< the row's slot use applies: the stream's slot is passed
   bool resident_grid = false;         ///< the row's resident_grid (the grid depends on the loaded kernel)

@@ -22,29 +22,16 @@ enum class SpaceKind { pruned, full };
 /// nvec, unroll, max_blocks). Every returned config passes KernelConfig::validate; recorded
 /// exclusions (below) are left out.
 ///
-/// full: every strategy the arch runs (spin on NVIDIA only: spin_unsupported_reason); threads =
-/// each power of two from the wave size to the block limit; nvec = each power of two up to 16
-/// bytes; unroll 1, 2, 4, 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped; and, where the arch
-/// has thread-block clusters (NVIDIA sm_90+), the same grid again with cluster 2, 4 and 8 for
-/// threads 256-1024 and 16-byte vectors, every strategy but spin (3 x 4 x 3 x 4 x 7 = 1008 more).
+/// full: every strategy the arch runs (strategy_unsupported_reason); threads = each power of two
+/// from the wave size to the block limit; nvec = each power of two up to 16 bytes; unroll 1, 2, 4,
+/// 8; max blocks 1, 2, 4, 8, 16, 32 per CU or uncapped.
 /// pruned (the tuner's default): threads 128-1024, 16-byte vectors only (the widest load is the one
 /// that reaches bandwidth on both vendors), unroll 1, 2, 4, 8; max blocks 2, 4, 8, 16 per CU or
-/// uncapped; for self_reset only threads 256-1024 and max blocks 4, 8, 16 per CU or uncapped
-/// (48 variants: it serves the launch-bound sizes); no clustered variant (until one is shown to
-/// win: the pruned cluster list in search_space.cpp); first_reset with threads 256-1024, unroll
-/// 1-4 and max blocks 2, 4 or 8 per CU or uncapped (36 variants from 9 compiled sources);
-/// first_reset_warp the same without 1024 threads (24 variants from 6 compiled sources); with
-/// kPrunedSpin (off), where the arch runs spin (NVIDIA), spin with threads 256-1024, unroll 1-8 and
-/// max blocks 2, 4 or 8 per CU (36 variants from 12 compiled sources). That is 348 variants per
-/// dtype from 75 compiled sources on every arch (384 from 87 on NVIDIA with kPrunedSpin).
+/// uncapped; narrowed per strategy by its row of kStrategies (in_pruned, pruned_min_threads,
+/// pruned_max_unroll, pruned_caps). The counts per arch: SearchSpace.PrunedSpaceSizes and
+/// docs/tuning.md.
 /// Thread-safe (pure).
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
-
-/// Whether the pruned space (the tuner's default) holds the spin strategy where the arch can run
-/// it: spin's row in kStrategies (in_pruned). Off because first_reset, which needs no cooperative
-/// launch and runs on every vendor, was faster than spin at every size of the tail probe on the
-/// H200 (docs/results/2026-12-03-first-reset.md).
-inline constexpr bool kPrunedSpin = info(Strategy::spin).in_pruned;
 
 /// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
 /// choice. From two default tunes on the H200 (2026-12-03, the trials in
@@ -108,8 +95,8 @@ std::vector<std::pair<KernelConfig, std::string>> space_exclusions(const ArchInf
                                                                    SpaceKind kind);
 
 /// What `kind`'s space leaves out on `arch` for a reason of the arch or of the space rather than
-/// per variant, one sentence each (today: the clustered variants, absent from the pruned space and
-/// on archs without thread-block clusters). `amax-tune emit --list` prints them. Pure, thread-safe.
+/// per variant, one sentence each (a strategy out of the pruned space by its row's in_pruned, or
+/// one the arch does not run). `amax-tune emit --list` prints them. Pure, thread-safe.
 std::vector<std::string> space_notes(const ArchInfo& arch, SpaceKind kind);
 
 /// The distinct compile-time configs (max_blocks dropped) of `configs`, first occurrence order.

@@ -44,7 +44,7 @@ VerifyLaunchKey verify_launch_key(const LoadedMultiKernel& k, const MultiConfig&
 /// returns each result's bits. Outputs are pre-filled with a garbage pattern that differs per call,
 /// the workspace (grown as the variants need) holds arbitrary bytes, and after each run the stream
 /// slot's words that every kernel must leave 0 are checked (the arrival count, self_reset's
-/// accumulator, spin's per-block words; first_reset's persist by design). One stream; not
+/// accumulator; first_reset's persist by design). One stream; not
 /// thread-safe.
 class Verifier {
  public:

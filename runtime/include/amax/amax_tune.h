@@ -18,7 +18,7 @@
  *
  * Streams: NULL is the legacy default stream; the per-thread default stream handle
  * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
- * so. one_pass, self_reset, first_reset, first_reset_warp and spin kernels keep their state in a
+ * so. one_pass, self_reset, first_reset and first_reset_warp kernels keep their state in a
  * context-owned slot per stream, zeroed once at context creation (4096 slots, one per distinct
  * stream handle seen in the lifetime of the context and its siblings; AMAX_STATUS_TOO_MANY_STREAMS
  * past that; their device memory: docs/api.md, "Never blocks, never allocates behind your back").
@@ -125,7 +125,7 @@ typedef struct amax_explanation_t {
   double expected_gbps;        /**< bytes / time at tuned_n, GB/s (0 when unknown) */
   uint32_t grid;               /**< blocks of the launch for this n */
   uint32_t launches;           /**< kernel/memset launches per call: 1 (one_pass, self_reset,
-                                    first_reset(_warp), spin, two_stage with one block) or 2 (atomic: memset + kernel;
+                                    first_reset(_warp), two_stage with one block) or 2 (atomic: memset + kernel;
                                     two_stage: two kernels); n = 0: 1 memset (3 for
                                     amax_explain_scale: amax, scale, scale_inv) */
   uint64_t workspace_bytes;    /**< what amax_workspace_size returns for this n */

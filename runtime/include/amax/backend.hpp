@@ -91,7 +91,7 @@ class Backend {
   }
   /// As launch(), as a cooperative launch (CUDA: cuLaunchCooperativeKernel; HIP:
   /// hipModuleLaunchCooperativeKernel, ROCm 5.5+): every block of the grid is resident at once, so
-  /// blocks may wait on each other (spin's polling, a grid-wide barrier). One occupancy query per
+  /// blocks may wait on each other (polling, a grid-wide barrier). One occupancy query per
   /// call first: a grid larger than max_active_blocks_per_cu(f, block) x the CU count is refused
   /// here, on both vendors and also while `stream` is being captured (HIP's capture path checks
   /// nothing, and such a grid would wait forever on replay). Under stream capture it becomes a kernel

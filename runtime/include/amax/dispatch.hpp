@@ -129,10 +129,10 @@ class DispatchTables {
   /// Reads the environment overrides of the kernel families (the one place they are read): each
   /// family's forced label (F::kForceLabelEnv: AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_MULTI_LABEL,
   /// AMAX_TUNE_FORCE_QUANTIZE_LABEL);
-  /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (a name of kStrategies: atomic, ..., first_reset,
-  /// first_reset_warp) and ROCm TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad
-  /// values, and spin where the arch cannot run it (spin_unsupported_reason), are ignored with one
-  /// warning each ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
+  /// for single tensors also AMAX_TUNE_FORCE_STRATEGY (a name of kStrategies) and ROCm
+  /// TransformerEngine's NVTE_USE_ATOMIC_AMAX=1 (= strategy atomic). Bad values, and a strategy the
+  /// arch cannot run (strategy_unsupported_reason), are ignored with one warning each
+  /// ("AMAX_TUNE_FORCE_MULTI_LABEL ignored: <parse error>").
   void read_environment();
 
   /// The decision of either family, in the lookup order of DESIGN.md section 4 (the one place it

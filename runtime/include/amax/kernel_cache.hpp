@@ -77,9 +77,10 @@ struct Loaded {
   ResourceUsage usage;       ///< -1 fields for bundled kernels (the bundle keeps no compiler log)
   KernelOrigin origin = KernelOrigin::jit;
   double compile_ms = 0;     ///< JIT time; 0 unless origin is jit
-  /// A resident-grid kernel (spin; the one-launch quantize kinds): blocks of `main` (config.threads
-  /// each) one CU/SM holds at once, from the backend's occupancy query when the kernel was loaded
-  /// (>= 1; launch_shape caps its grid at this x the CU count). 0 for the others (not queried).
+  /// A resident-grid kernel (a strategy whose row has resident_grid; the one-launch quantize kinds):
+  /// blocks of `main` (config.threads each) one CU/SM holds at once, from the backend's occupancy
+  /// query when the kernel was loaded (>= 1; launch_shape caps its grid at this x the CU count). 0
+  /// for the others (not queried).
   std::uint32_t resident_per_cu = 0;
   std::unique_ptr<Module> module;
 };

@@ -40,7 +40,7 @@ struct TuneOptions {
   SpaceKind space = SpaceKind::pruned;
   /// Single-tensor strategies to tune (their variants of `space`, TransformerEngine's baselines
   /// included where their strategy is listed); empty = every strategy. Multi-tensor groups are not
-  /// filtered. For measuring a strategy against others (issue 27: spin with --full).
+  /// filtered. For measuring a strategy against others (with --full: its whole grid).
   std::vector<Strategy> strategies;
   TimingProtocol protocol;
   std::filesystem::path cache_dir = BinaryCache::default_dir();  ///< binary cache; empty = none
