@@ -239,7 +239,7 @@ struct BenchCommand<MultiFamily> {
                                vs(bench::kPerTensor, bench::kMulti), vs(bench::kTeStepPerTensor, bench::kMulti),
                                vs(bench::kTeStepPerTensor, bench::kMultiScale), m->detail);
     }
-    std::cout << "\n" << targets_table(r.targets, "issue 12");
+    std::cout << "\n" << targets_table(r.targets, "DESIGN.md section 7");
     std::cerr << "wrote " << (o.out_dir / "bench_multi.csv").string() << "\n";
   }
 };

@@ -134,7 +134,7 @@ std::string builtin_default_source(const ArchInfo& arch) {
     return "ROCm TransformerEngine's two-stage amax as shipped for AMD (512 threads, 32 bytes per thread per "
            "iteration, <= 65535 blocks, block maxima to a workspace, a one-block second stage: ROCm/"
            "TransformerEngine common/recipe/current_scaling.cu @01b61b5), not tuned on an AMD GPU";
-  return "the H200 winners of 2026-11-30 (one_pass.t512 u2 up to 2^21 elements, atomic.t512 u4 above)";
+  return "the H200 winners of a default tune (one_pass.t512 u2 up to 2^21 elements, atomic.t512 u4 above)";
 }
 
 }  // namespace amax

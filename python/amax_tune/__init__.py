@@ -66,8 +66,8 @@ scale_inv per tensor by ``amax_and_scale``'s rule (the custom ops ``amax_multi_a
 ``preload_multi(tensors or (dtype, n) pairs, scale=False)`` loads the kernels of lists of that shape
 before graph capture; ``explain_multi`` names the variant per dtype. The host cost is the list:
 each call reads every tensor's type, device, dtype, contiguity, pointer and element count through
-torch's Python API (a C-level pass per field, no Python bytecode per tensor; on an H200 host of
-2026-12-02, 192 us for 500 tensors, 65-100 ns per tensor and field), then builds the C array in one
+torch's Python API (a C-level pass per field, no Python bytecode per tensor; on an H200 host,
+192 us for 500 tensors, 65-100 ns per tensor and field), then builds the C array in one
 pass (7 us); for a hot loop over many tensors, capture the call in a CUDA graph.
 
 ``amax_and_scale(x, format="e4m3", epsilon=0, force_pow2=False, out=None)`` -> (amax, scale,

@@ -15,12 +15,13 @@ gate until the host has enqueued all of it: nvbench's blocking kernel, measure/i
 loaded from the build tree's python/bench/_amax_gate module; what a CUDA graph or a GPU-bound training
 step pays; columns gpu_us, gpu_q1_us, gpu_q3_us), the host-inclusive time (events around a batch
 enqueued back to back while the GPU runs it: what an eager loop from Python pays; columns median_us,
-q1_us, q3_us, and issue 28's targets) and the host time of issuing it (perf_counter around the batch's
+q1_us, q3_us, and the Python targets of DESIGN.md section 7) and the host time of issuing it (perf_counter around the
+batch's
 launches: host_us). A gated batch whose gate timed out (the host took longer than the timeout to enqueue
 it, or the launch queue filled up) is never used: the batch is retried with half as many calls, and a
 contender whose single call still times out has no GPU time (an empty gpu_us).
 
-Groups (issue 12; --no-groups leaves them out): per group of N tensors of n elements (500 x 4096
+Groups (--no-groups leaves them out): per group of N tensors of n elements (500 x 4096
 fp32, 4096 x 16 Ki bf16, 64 x 1 Mi, 128 x 1 Mi, 512 x 64 Ki, 8 x 16 Mi bf16, 64 x 4096 fp32),
 ``amax_tune.amax_multi(xs)``, ``amax_multi(xs, out=o)``, a Python loop of ``amax_tune.amax(x,
 out=o[i])`` and ``torch._foreach_norm(xs, inf)``, cold (each call reads another copy of the group;
@@ -28,14 +29,14 @@ the copies together exceed 5x the L2 where memory allows), each checked bit for 
 (per tensor ``t.float().abs().amax()``; foreach_norm's results compared as float32) before timing.
 Also the host time of the list itself: the package reading the tensors' fields (torch's Python
 API) and the extension building the C array (timeit). Rows go to the same CSV with kind "group"
-and the group in the ``group`` column; the table prints the speedup over foreach_norm and issue
-28's host-cost targets for the lists of 500 and 4096 tensors as met or missed.
+and the group in the ``group`` column; the table prints the speedup over foreach_norm and the
+host-cost targets for the lists of 500 and 4096 tensors as met or missed.
 
 usage: PYTHONPATH=BUILD/python python3 python/bench/bench_torch.py [-o OUT.csv] [--rounds 15]
        [--region-gib 4] [--quick] [--no-groups | --only-groups] [--gate-dir DIR | --no-gpu-time]
 (the gate module is built by `cmake --build BUILD --target amax_tune_bench_gate` into BUILD/python/bench,
 found there from the amax_tune package's location or named by --gate-dir)
-Prints the tables and issue 28's targets, each met or missed with its worst case: amax(x) >= 1.2x
+Prints the tables and the targets (DESIGN.md section 7), each met or missed with its worst case: amax(x) >= 1.2x
 and amax(x, out=o) >= 1.5x torch.linalg.vector_norm(x, inf) at every size <= 16 MiB; amax_multi of
 500 tensors <= 50 us and of 4096 tensors <= 300 us per call from Python.
 """
@@ -268,7 +269,7 @@ def print_groups(table):
             f / med["amax_multi"], f / med["amax_multi_out"], gpu["amax_multi"], gpu["torch_foreach_norm"],
             gpu["torch_foreach_norm"] / gpu["amax_multi"], host["amax_multi"], us(fields_us), us(build_us),
             us(cpp_us)))
-    # issue 28's host-cost targets: amax_multi from Python, back-to-back, per call
+    # the host-cost targets (DESIGN.md section 7): amax_multi from Python, back-to-back, per call
     for label, count, n, dtype, nbytes, ncopies, med, host, fields_us, build_us, cpp_us, gpu in table:
         goal = {500: 50.0, 4096: 300.0}.get(count)
         if goal is not None:
@@ -390,7 +391,7 @@ def print_tensors(summary, rows):
         for r in lists:
             print("  %-9s n=%-8d %-20s %9s us  GPU %9s us  host %s us" % (
                 r["dtype"], r["n"], r["contender"], r["median_us"], r["gpu_us"] or "-", r["host_us"]))
-    # issue 28's targets, against torch.linalg.vector_norm(x, inf), back-to-back from Python, this run
+    # the targets (DESIGN.md section 7), against torch.linalg.vector_norm(x, inf), back-to-back from Python, this run
     small = [s for s in summary if s[2] <= 16 << 20]
     for what, key, goal in (("amax(x)", "amax_tune", 1.2), ("amax(x, out=o)", "amax_tune_out", 1.5)):
         ratios = [(s[3]["torch_vector_norm"] / s[3][key], s) for s in small]

@@ -1,5 +1,5 @@
 // amax_tune._torch_fields: reads torch tensors' fields through torch's C++ API instead of its Python
-// getters (issue 28: 65-100 ns per tensor and field through Python, a few ns here). Built only where
+// getters (65-100 ns per tensor and field through Python, a few ns here). Built only where
 // torch's headers are found at configure time (python/CMakeLists.txt) and used only with the torch
 // version it was built against (TORCH_VERSION; amax_tune/_torch.py checks it and otherwise keeps
 // its Python path, which is also the path for every tensor this module declines).

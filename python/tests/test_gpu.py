@@ -1139,7 +1139,7 @@ class OtherProducers(unittest.TestCase):
 
 @unittest.skipIf(SKIP, SKIP)
 class FusedOps(MultiCase):
-    """amax_and_scale and amax_multi_and_scale as custom ops (issue 28): out=, torch.compile with no
+    """amax_and_scale and amax_multi_and_scale as custom ops: out=, torch.compile with no
     graph break, FakeTensorMode, CUDA-graph capture after preload(..., scale=True)."""
 
     def test_out_single(self):
@@ -1379,7 +1379,7 @@ class Float8DropIns(MultiCase):
 
 @unittest.skipIf(SKIP, SKIP)
 class TorchFields(MultiCase):
-    """The C++ reader of tensor fields (amax_tune._torch_fields, issue 28): built and loaded where the
+    """The C++ reader of tensor fields (amax_tune._torch_fields): built and loaded where the
     package was built against this torch; the same results as the Python path; declines (None) what
     the Python path must check or copy."""
 

@@ -210,8 +210,9 @@ class HiprtcCompiler final : public JitCompiler {
     // ROCm 5's hipRTC is not safe to call from several threads at once: concurrent compiles with
     // Debian's ROCm 5.2 aborted at random ("LLVM ERROR: inconsistency in registered CommandLine
     // options", "double free or corruption", SIGSEGV: about half of the runs of the JIT test that
-    // compiles the whole gfx90a space on two threads, 2026-12-03), comgr's LLVM command-line state
-    // being process-global; ROCm/rocFFT issue 422 shows a crash inside hiprtcCreateProgram on 5.5.
+    // compiles the whole gfx90a space on two threads), comgr's LLVM command-line state being
+    // process-global; https://github.com/ROCm/rocFFT/issues/422 shows a crash inside
+    // hiprtcCreateProgram on 5.5.
     // So with hipRTC 5 a process's compiles run one at a time; with hipRTC 6 in parallel.
     static std::mutex rocm5_mutex;
     std::unique_lock<std::mutex> serial;

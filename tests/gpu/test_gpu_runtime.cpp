@@ -220,7 +220,8 @@ TEST(GpuRuntime, SelfResetGraphReplaysAndTwoGraphsOnTwoStreams) {
 
 namespace {
 // A one-launch strategy that keeps state in the stream slot (first_reset(_warp)) through the C API,
-// forced: one block (no slot), a grid of many blocks, and a large grid; eager calls back to back (each call must leave the slot ready for the
+// forced: one block (no slot), a grid of many blocks, and a large grid; eager calls back to back (each call must
+// leave the slot ready for the
 // next), then graphs captured on two streams replayed back to back, both NaN modes, amax alone and
 // fused with the scale (whose variant starts with `fused_prefix`). Returns the cases checked.
 int check_forced_slot_strategy(amax::test::GpuEnv* env, const char* strategy, const std::string& fused_prefix) {

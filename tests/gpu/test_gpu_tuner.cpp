@@ -171,7 +171,8 @@ TEST(GpuTuner, StrategiesRestrictTheSpaceAndEveryVariantOfTheStrategyInTheFullSp
   const ArchInfo arch = ArchInfo::parse(make_backend(v, 0)->device().arch);
   if (arch.vendor != Vendor::nvidia) GTEST_SKIP() << "the counts below are NVIDIA's (wave 32)";
   constexpr Strategy kOnly = Strategy::first_reset_warp;
-  const auto dir = std::filesystem::temp_directory_path() / ("amax-tuner-frw-" + std::to_string(std::random_device{}()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("amax-tuner-frw-" + std::to_string(std::random_device{}()));
   tune::TuneOptions o;
   o.arch = arch.name;
   o.dtypes = {DType::bf16, DType::fp32};

@@ -46,7 +46,7 @@ inline constexpr const char* kCub = "CUB";
 /// DESIGN.md section 6. Not an amax-only contender: the speedup plot and the targets leave it out.
 inline constexpr const char* kTeScaleStep = "TE amax+scale (3 launches)";
 /// amax-tune's amax_and_scale (e4m3, epsilon 0): amax, scale and scale_inv in the reduction's
-/// launch; compared with kTeScaleStep only (the fused-scale targets of issue 12).
+/// launch; compared with kTeScaleStep only (the fused-scale targets, DESIGN.md section 7).
 inline constexpr const char* kAmaxTuneScale = "amax-tune amax+scale";
 
 /// What one contender measured on one workload (the rows of both benches).

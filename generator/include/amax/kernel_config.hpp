@@ -291,7 +291,8 @@ static_assert(aggregate_arity<KernelConfig>() == std::tuple_size_v<decltype(Kern
               "every KernelConfig member must be listed in KernelConfig::fields()");
 
 /// Kernel entry-point names for a config and dtype: `amax_<kernel_label>_<dtype>` with '.' -> '_'
-/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`), plus the second-stage kernel of two_stage (`..._finish`).
+/// (`amax_one_pass_t256_v8_u4_bf16`, `amax_one_pass_t256_v8_u4_scale_bf16`), plus the second-stage kernel of
+/// two_stage (`..._finish`).
 std::string kernel_name(const KernelConfig& c, DType dtype);
 std::string finish_kernel_name(const KernelConfig& c, DType dtype);
 

@@ -128,7 +128,8 @@ struct LaunchOp {
 /// [1, the config's cap], where vectors = ceil(n / nvec) (the unaligned head and the tail, fewer
 /// than nvec elements each, are folded by the first threads besides their vectors:
 /// amax_range_partial in templates/amax_kernels.h, so below the cap a size that is a whole number
-/// of (threads x unroll x nvec) tiles takes that many blocks). A row with resident_grid: the grid is further capped at the row's max_grid
+/// of (threads x unroll x nvec) tiles takes that many blocks). A row with resident_grid: the grid is further capped
+/// at the row's max_grid
 /// and at resident_per_cu x cu_count, the blocks of the compiled kernel the device holds at once
 /// (Loaded::resident_per_cu, an occupancy query); with resident_per_cu 0 (not known: no kernel
 /// loaded yet) only at max_grid, and such a shape is only for sizing (workspace, launches):

@@ -117,7 +117,7 @@ std::uint32_t multi_max_tensors(const ArchInfo& arch) noexcept;
 /// for 1600). A launch uses the smallest that holds its tensors, so that a group does not send more
 /// parameter bytes than it needs: on an H200 a launch cost 3.65 us with 16 bytes of parameters,
 /// 3.93 us with 10 KB, 4.56 us at 16 KB and 6.35 us at 32 KB (scripts/probes/launch_params.cu,
-/// 2026-12-02, docs/results/2026-12-02/probes-h200.txt).
+/// docs/results/2026-12-02/probes-h200.txt).
 std::vector<std::uint32_t> multi_capacities(const ArchInfo& arch);
 /// The capacity a list of `tensors` tensors of one dtype is launched with on `arch`: the smallest
 /// of multi_capacities(arch) that holds them, else the largest (several launches). Thread-safe.

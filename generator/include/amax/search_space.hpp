@@ -34,20 +34,16 @@ enum class SpaceKind { pruned, full };
 std::vector<KernelConfig> enumerate_space(const ArchInfo& arch, DType dtype, SpaceKind kind);
 
 /// The largest grid, in blocks per CU, of the self_reset variant that fused_variant runs for an atomic table
-/// choice. From two default tunes on the H200 (2026-12-03, the trials in
-/// docs/results/2026-12-03/fused-self-reset-grid.txt): self_reset of one shape slows with its grid cap at
-/// large sizes (bf16 2^25: 4 per CU 19.88 us, 8: 20.05, 16: 21.79, uncapped 35.95; fp32 2^25: 33.95, 34.78,
-/// 36.06, 47.83), and at every key where atomic won, the fastest self_reset trial was a 4-per-CU one, 0.1-0.4
-/// us behind the atomic winner.
+/// choice: self_reset of one shape slows with its grid cap at large sizes, and where atomic won a key
+/// the fastest self_reset trial was a 4-per-CU one, just behind the atomic winner (two default tunes
+/// on the H200: docs/results/2026-12-03/fused-self-reset-grid.txt).
 inline constexpr std::uint32_t kFusedSelfResetBlocksPerCu = 4;
 
 /// The least unroll of the self_reset variant that fused_variant runs for an atomic table choice
 /// without a per-CU grid cap (uncapped or absolute: the shape of one tile per block that wins at the
 /// largest sizes). Capped at kFusedSelfResetBlocksPerCu it becomes a grid-stride loop, which keeps
-/// the read rate with more loads in flight per thread. H200, 2026-12-03 14:49 UTC, amax_and_scale
-/// cold, fp32 (docs/results/2026-12-03-exact-tiles.md): the winner atomic.t512.v4.u4.buncapped run
-/// as self_reset.t512.v4.u4.b4cu took 246.66 us at n = 2^28 and 974.05 us at 2^30, as
-/// self_reset.t512.v4.u8.b4cu 239.30 and 941.70 us (the amax alone: 236.35 and 931.81 us).
+/// the read rate with more loads in flight per thread (on the H200 unroll 8 took about 3% less than
+/// the winner's unroll 4 at 2^28-2^30 fp32 elements: docs/results/2026-12-03-exact-tiles.md).
 inline constexpr std::uint32_t kFusedSelfResetUnroll = 8;
 
 /// The variant amax_and_scale runs on `arch` for `dtype` where amax_compute's table (a tuned winner or the
@@ -63,10 +59,9 @@ inline constexpr std::uint32_t kFusedSelfResetUnroll = 8;
 /// block's atomic max going into the slot's accumulator instead of the memset-zeroed output, so the mapping
 /// drops the memset launch (atomic: 2 launches, self_reset: 1); the rest of the kernel's work is the same
 /// (one atomic max and one arrival count per block). Why: the tables hold amax-only winners, and where one is
-/// atomic the memset is the largest cost the epilogue adds (H200, 2026-12-02 09:16 UTC, bf16 2^21: the
-/// amax-only atomic winner 6.50 us, the fused call run as self_reset 5.52 us; a same-run A/B against atomic
-/// with the epilogue was not measured); at large sizes the same-grid self_reset cost up to 2.7 us more than
-/// the amax-only call (bf16 2^25, atomic 16 per CU; H200 bench of 2026-12-02), hence the grid cap. Forced
+/// atomic the memset is the largest cost the epilogue adds (on the H200 the fused call run as self_reset
+/// took less than the amax-only atomic winner at bf16 2^21); at large sizes the same-grid self_reset cost
+/// up to 2.7 us more than the amax-only call, hence the grid cap (docs/results/2026-12-02.md). Forced
 /// variants (AMAX_TUNE_FORCE_LABEL, AMAX_TUNE_FORCE_STRATEGY, NVTE_USE_ATOMIC_AMAX) are not mapped: the
 /// caller runs them as forced. Thread-safe.
 KernelConfig fused_variant(const KernelConfig& amax_only, const ArchInfo& arch, DType dtype);

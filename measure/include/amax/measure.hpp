@@ -20,7 +20,7 @@ namespace amax::tune {
 /// GPU time (gated, the default) and host-inclusive time are different quantities (DESIGN.md
 /// section 5): a batch enqueued while the GPU already runs it measures the host's launch rate once
 /// calls are short (an empty kernel: 1.30 us of GPU time, 3.6-4.7 us per call back to back from the
-/// host on the H200, 2026-12-02). Gated, each batch is enqueued behind a Gate that the host opens
+/// host on the H200). Gated, each batch is enqueued behind a Gate that the host opens
 /// once the whole batch is queued, so the events around it see the GPU's time per call.
 struct TimingProtocol {
   bool gated = true;               ///< true: GPU time behind a Gate; false: host-inclusive back to back

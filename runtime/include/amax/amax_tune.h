@@ -18,13 +18,11 @@
  *
  * Streams: NULL is the legacy default stream; the per-thread default stream handle
  * (cudaStreamPerThread / hipStreamPerThread) is a different stream in each thread and is treated
- * so. one_pass, self_reset, first_reset and first_reset_warp kernels keep their state in a
- * context-owned slot per stream, zeroed once at context creation (4096 slots, one per distinct
+ * so. Kernels of the strategies whose rows of kStrategies use the stream slot keep their state in
+ * a context-owned slot per stream, zeroed once at context creation (4096 slots, one per distinct
  * stream handle seen in the lifetime of the context and its siblings; AMAX_STATUS_TOO_MANY_STREAMS
- * past that; their device memory: docs/api.md, "Never blocks, never allocates behind your back").
- * one_pass counts finished blocks in the first word; self_reset counts them there and combines the
- * block maxima by atomic max in the second; the last block of either leaves both words 0.
- * first_reset(_warp)'s three words carry an epoch from launch to launch. A graph captured on a
+ * past that; their words and device memory: docs/api.md, "Never blocks, never allocates behind
+ * your back"). A graph captured on a
  * stream uses that stream's slot: do not run the graph at the same time as other amax work on its
  * capture stream, by the context or any of its siblings, in either NaN mode (two graphs captured
  * on two different streams may run at the same time). A workspace must not be shared by calls

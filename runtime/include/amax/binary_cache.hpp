@@ -27,7 +27,7 @@ struct CachedBinary {
 /// Directory of entries `<dir>/<vendor-neutral key hash>.bin`, each: magic "AMAXBIN2", the key id,
 /// the log and the binary with their lengths, and an FNV-1a 64 checksum over everything before it.
 ///
-/// Trust (issue 17, amax/trust.hpp): the checksum detects damage, not tampering, so GPU code is
+/// Trust (amax/trust.hpp): the checksum detects damage, not tampering, so GPU code is
 /// read only from a directory owned by the effective user or root, not writable by group or
 /// others (a 0777 or 1777 shared directory is refused), under directories that others cannot
 /// rename, and only from entries owned by the user or root without group/other write permission,

@@ -1,5 +1,5 @@
 #pragma once
-// The trust rule for files that hold GPU code (issue 17), in one place: the kernel cache
+// The trust rule for files that hold GPU code, in one place: the kernel cache
 // (binary_cache.cpp) and release bundles of compiled kernels use it, the database loaders use its
 // writability check.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// A node tune (`amax-tune --device all`, issue 16): every listed GPU of one machine tuned at once,
+// A node tune (`amax-tune --device all`): every listed GPU of one machine tuned at once,
 // one worker process per GPU, then per key whether the GPUs agree. This header holds the decision
 // (pure: no device, no files), the command line (cli/cmd_node.cpp) runs the workers and merges.
 #include <cstdint>

@@ -78,7 +78,7 @@ std::vector<KernelConfig> candidates(const ArchInfo& arch, DType dtype, SpaceKin
 /// the same work: only the first of such a class (in `cands`' order) is timed, except that a
 /// TransformerEngine baseline (transformer_engine_baselines) stands for its class, since the
 /// tuner's report and finalists name them. Returns indices into `cands`, ascending. At small n
-/// most caps give the same grid (e.g. bf16 n=1000: 60 distinct of 288 on an H200, in the space of 2026-12-02). Thread-safe.
+/// most caps give the same grid (e.g. bf16 n=1000 on an H200: about one launch in five is distinct). Thread-safe.
 std::vector<std::size_t> distinct_launches(const std::vector<KernelConfig>& cands, DType dtype, std::uint64_t n,
                                            std::uint32_t cu_count);
 
