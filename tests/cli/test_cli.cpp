@@ -496,9 +496,9 @@ TEST_F(Cli, CheckReportsDamagedAndMissingDatabasesAndNeverWritesThem) {
 }
 
 // `amax-tune bundle` without a GPU: the built-in defaults for sm_90 (no --db: 3 dtypes x 2 shapes x
-// (5 strategies x 2 epilogues + first_reset and first_reset_warp amax-only) = 72 kernels, and the
+// (4 strategies x 2 epilogues + first_reset and first_reset_warp amax-only) = 60 kernels, and the
 // fused variant of each dtype's large-n default, atomic uncapped, run as self_reset with unroll 8:
-// 75; the multi-tensor default of 3 dtypes x 2 epilogues x 3
+// 63; the multi-tensor default of 3 dtypes x 2 epilogues x 3
 // descriptor capacities = 18 kernels), gfx942 listed as skipped with the reason where no compiler
 // here can target it; --strict makes a skip a failure.
 TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
@@ -506,11 +506,11 @@ TEST_F(Cli, BundleCompilesTheDefaultsAndReportsSkippedArches) {
   CmdResult r = run("bundle --arch sm_90 -o " + out.string());
   if (has(r.out, "sm_90: skipped")) GTEST_SKIP() << "no NVRTC here: " << r.out;
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 75 kernels (0 for database winners, 75 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 63 kernels (0 for database winners, 63 for built-in defaults")) << r.out;
   EXPECT_TRUE(has(r.out, "sm_90: 18 multi-tensor kernels (0 for database group winners, 18 for built-in multi-tensor "
                          "defaults; amax-only and scale epilogue, 192, 512, 1600 descriptors per launch), "))
       << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 93 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 81 code objects")) << r.out;
   EXPECT_TRUE(fs::exists(out / "index.json"));
   const std::string index = slurp(out / "index.json");
   EXPECT_TRUE(has(index, "\"kernel\": \"amax_multi_t512_v8_u4_bf16_k1600\"")) << index;
@@ -633,9 +633,9 @@ TEST_F(Cli, BundleUpdateKeepsOtherArchesAndFromCopiesEntries) {
   // b gets a's sm_90 entries, keeping its own sm_80 ones.
   r = run("bundle --update --from " + a.string() + " --arch sm_90 -o " + b.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 93 kernels copied from " + a.string())) << r.out;
-  EXPECT_TRUE(has(r.out, "--update: kept 93 entries of the existing bundle for other arches")) << r.out;
-  EXPECT_TRUE(has(r.out, "wrote 186 code objects")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 81 kernels copied from " + a.string())) << r.out;
+  EXPECT_TRUE(has(r.out, "--update: kept 81 entries of the existing bundle for other arches")) << r.out;
+  EXPECT_TRUE(has(r.out, "wrote 162 code objects")) << r.out;
   const std::string index = slurp(b / "index.json");
   EXPECT_TRUE(has(index, "\"arch\": \"sm_80\"")) << index;
   EXPECT_TRUE(has(index, "\"arch\": \"sm_90\"")) << index;
@@ -666,7 +666,7 @@ TEST_F(Cli, BundleShipsFreshWinnersAndReportsStaleOnes) {
   if (const auto p = r.out.find(tag); p != std::string::npos) current = r.out.substr(p + tag.size(), 16);
   if (current.empty() || current == recorded) GTEST_SKIP() << "the shipped winners are fresh for this build: " << r.out;
   EXPECT_TRUE(has(r.out, "stale database winners not bundled (template_hash differs")) << r.out;
-  EXPECT_TRUE(has(r.out, "sm_90: 75 kernels (0 for database winners, 75 for built-in defaults")) << r.out;
+  EXPECT_TRUE(has(r.out, "sm_90: 63 kernels (0 for database winners, 63 for built-in defaults")) << r.out;
   // The same rows made fresh: their 48 distinct amax-only kernels and the 33 distinct kernels their
   // fused calls run (fused_variant: the scale epilogue, an atomic winner as self_reset of its threads
   // and nvec with a grid <= 4 per CU where that is pruned) are bundled, and the defaults they
